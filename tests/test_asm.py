@@ -329,3 +329,85 @@ def test_assembled_rom_runs_on_pyboy():
             assert pb.memory[0xC010] == 0xA5
         finally:
             pb.stop(save=False)
+
+
+# ----------------------------------------------------------------------------
+# Macros, REPT, IF
+# ----------------------------------------------------------------------------
+def test_macros_with_arguments_unique_labels_and_narg():
+    src = r"""
+    MACRO expect_a          ; jump over the failure path when a == \2
+        cp \2
+        jr z, .ok\@
+        ld a, \1
+    .ok\@:
+        db _NARG
+    ENDM
+    old_style: MACRO
+        db \1 + 1
+    ENDM
+        org $150
+    Main:
+        expect_a 7, 9
+        expect_a 8, $10
+    here: old_style 4
+    """
+    rom, syms = asm.assemble_with_symbols(src)
+    assert rom[0x150:0x15E].hex() == "fe092802" "3e07" "02" "fe102802" "3e08" "02"
+    assert rom[0x15E] == 5 and syms["here"] == 0x15E
+    assert syms["Main.ok_1"] == 0x156 and syms["Main.ok_2"] == 0x15D
+
+
+def test_rept_and_if_blocks():
+    src = """
+    N EQU 3
+        org $150
+        rept N
+        inc a
+        rept 2
+        nop
+        endr
+        endr
+        if N == 2
+        db $22
+        elif N == 3
+        db $33
+        if 0
+        db $FF
+        endc
+        else
+        db $11
+        endc
+        db $EE
+    """
+    rom = assemble(src)
+    assert rom[0x150:0x15B] == bytes([0x3C, 0, 0] * 3 + [0x33, 0xEE])
+
+
+@pytest.mark.parametrize("src, pattern", [
+    ("MACRO m\nnop\n", r"<string>:1: macro 'm' has no ENDM"),
+    ("ENDM", r"ENDM without MACRO"),
+    ("MACRO m\ndb \\2\nENDM\nm 1", r"<string>:4: macro 'm' uses \\2 but got 1 argument"),
+    ("MACRO m\nfrob\nENDM\nm", r"<string>:2 \(macro m called at <string>:4\): unknown instruction"),
+    ("MACRO m\nm\nENDM\nm", r"nests deeper than 64"),
+    ("MACRO ld\nENDM", r"macro name 'ld' is an instruction or directive"),
+    ("rept 2\nnop", r"REPT has no ENDR"),
+    ("if 1\nrept 1\nendc\nendr", r"ENDC closes a REPT block"),
+    ("endc", r"ENDC without a matching IF"),
+    ("if LATER\nendc\nLATER EQU 1", r"undefined symbol 'LATER' .*if condition must be known in pass 1"),
+])
+def test_block_errors(src, pattern):
+    with pytest.raises(AsmError, match=pattern):
+        assemble(src)
+
+
+def test_command_line(tmp_path, capsys):
+    src = tmp_path / "t.asm"
+    src.write_text("org $150\nStart:\nnop\n")
+    out = tmp_path / "t.gb"
+    assert asm.main([str(src), "-o", str(out), "--symbols"]) == 0
+    assert out.read_bytes() == assemble("org $150\nStart:\nnop\n")
+    assert "$0150 Start" in capsys.readouterr().out
+    src.write_text("bogus\n")
+    assert asm.main([str(src), "-o", str(out)]) == 1
+    assert "t.asm:1: unknown instruction or directive 'bogus'" in capsys.readouterr().err

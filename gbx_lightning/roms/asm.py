@@ -17,6 +17,13 @@ Syntax (an RGBDS-flavoured subset)::
     incbin "tiles.bin"       ; raw bytes
     assert expr[, "msg"]     ; checked in pass 2
     title "NAME"  cart_type $01  rom_size 2  ram_size 0   ; header fields
+    MACRO check_eq           ; (or: check_eq: MACRO) \\1-\\9 arguments, \\@ unique
+        cp \\2             ; suffix per call, _NARG argument count
+        jr z, .ok\\@
+    .ok\\@:
+    ENDM
+    rept 4 / endr            ; repeat a block (count known in pass 1)
+    if expr / elif / else / endc   ; conditional assembly (known in pass 1)
 
 Numbers: ``$FF 0xFF %1010 0b1010 255 'c'``; ``@`` is the address of the current
 line. Operators (C precedence): ``|| && | ^ & == != < <= > >= << >> + - * / %``
@@ -34,12 +41,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
     "AsmError",
     "assemble",
+    "assemble_with_symbols",
     "FORMS",
     "NINTENDO_LOGO",
     "header_checksum",
@@ -369,10 +378,11 @@ class _Line:
     file: str
     number: int
     text: str
+    via: str = ""          # "macro NAME called at file:line" for expanded lines
 
     @property
     def where(self):
-        return f"{self.file}:{self.number}"
+        return f"{self.file}:{self.number}" + (f" ({self.via})" if self.via else "")
 
 
 def _strip_comment(text: str) -> str:
@@ -475,6 +485,93 @@ def _load_lines(source, origin_file, include_dirs, stack=()):
             raise AsmError(f"{line.where}: recursive include of {name!r}")
         lines.extend(_load_lines(path.read_text(), str(path), include_dirs, stack + (key,)))
     return lines
+
+
+_MACRO_START = re.compile(r"^\s*(?:macro\s+([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)\s*:\s*macro)\s*$",
+                          re.I)
+_MACRO_END = re.compile(r"^\s*endm\s*$", re.I)
+_MACRO_ARG = re.compile(r"\\([1-9@])")
+_MAX_MACRO_DEPTH = 64
+
+
+def _first_word(text: str) -> str:
+    parts = text.split(None, 1)
+    return parts[0].lower() if parts else ""
+
+
+def _expand_macros(lines):
+    """Collect MACRO/ENDM definitions and expand their invocations.
+
+    Inside a body, \\1-\\9 are the arguments, \\@ a suffix unique to the call
+    (for labels) and _NARG the argument count.
+    """
+    macros: dict[str, list] = {}
+    calls = [0]
+    out: list[_Line] = []
+
+    def walk(block, depth):
+        i = 0
+        while i < len(block):
+            line = block[i]
+            m = _MACRO_START.match(line.text)
+            if m:
+                name = m.group(1) or m.group(2)
+                if name.lower() in FORMS or name.lower() in _DIRECTIVES:
+                    raise AsmError(f"{line.where}: macro name {name!r} is an instruction or directive")
+                if name in macros:
+                    raise AsmError(f"{line.where}: macro {name!r} is already defined")
+                j = i + 1
+                while j < len(block) and not _MACRO_END.match(block[j].text):
+                    if _MACRO_START.match(block[j].text):
+                        raise AsmError(f"{block[j].where}: macro definitions cannot nest")
+                    j += 1
+                if j == len(block):
+                    raise AsmError(f"{line.where}: macro {name!r} has no ENDM")
+                macros[name] = block[i + 1:j]
+                i = j + 1
+                continue
+            if _MACRO_END.match(line.text):
+                raise AsmError(f"{line.where}: ENDM without MACRO")
+            text = line.text
+            label = ""
+            lm = _LABEL_RE.match(text)
+            if lm and lm.group(1):
+                label, text = text[:lm.end()], text[lm.end():]
+            parts = text.split(None, 1)
+            if parts and parts[0] in macros:
+                name = parts[0]
+                if depth >= _MAX_MACRO_DEPTH:
+                    raise AsmError(f"{line.where}: macro {name!r} nests deeper than {_MAX_MACRO_DEPTH} "
+                                   "(recursive macro?)")
+                args = _split_operands(parts[1]) if len(parts) > 1 else []
+                if label:
+                    out.append(_Line(line.file, line.number, label, line.via))
+                calls[0] += 1
+                suffix = f"_{calls[0]}"
+                via = f"macro {name} called at {line.file}:{line.number}"
+
+                def substitute(m, _args=args, _line=line, _name=name, _suffix=suffix):
+                    key = m.group(1)
+                    if key == "@":
+                        return _suffix
+                    k = int(key)
+                    if k > len(_args):
+                        raise AsmError(f"{_line.where}: macro {_name!r} uses \\{k} but got "
+                                       f"{len(_args)} argument(s)")
+                    return _args[k - 1]
+
+                body = []
+                for b in macros[name]:
+                    t = _MACRO_ARG.sub(substitute, b.text)
+                    t = re.sub(r"\b_NARG\b", str(len(args)), t)
+                    body.append(_Line(b.file, b.number, t, via))
+                walk(body, depth + 1)
+            else:
+                out.append(line)
+            i += 1
+
+    walk(lines, 0)
+    return out
 
 
 def _search_dirs(base_dir, include_dirs):
@@ -629,13 +726,79 @@ class _Assembler:
             self.st.pass_no = pass_no
             self.st.scope, self.st.bank, self.st.addr = "", None, 0
             self.st.header = {}
-            for line in self.lines:
-                self.line = line
-                self.statement(line.text)
+            self.exec_lines(self.lines)
             self.line = None
             if pass_no == 1:
                 self.resolve_deferred()
         return self.build_image()
+
+    def exec_lines(self, lines):
+        """Run statements, expanding REPT/ENDR and IF/ELIF/ELSE/ENDC blocks."""
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            self.line = line
+            word = _first_word(line.text)
+            if word == "rept":
+                end, _ = self.block_end(lines, i)
+                count = self.eval(line.text.split(None, 1)[1] if len(line.text.split()) > 1 else "",
+                                  required="rept count must be known in pass 1")
+                if not 0 <= count <= 0x10000:
+                    raise self.error(f"rept count {count} out of range (0..65536)")
+                for _ in range(count):
+                    self.exec_lines(lines[i + 1:end])
+                i = end + 1
+            elif word == "if":
+                end, branches = self.block_end(lines, i)
+                chosen = None
+                for start, stop in branches:
+                    head = lines[start]
+                    self.line = head
+                    kw = _first_word(head.text)
+                    if kw == "else":
+                        chosen = (start, stop)
+                        break
+                    cond = head.text.split(None, 1)
+                    if len(cond) < 2:
+                        raise self.error(f"{kw} needs a condition")
+                    if self.eval(cond[1], required=f"{kw} condition must be known in pass 1"):
+                        chosen = (start, stop)
+                        break
+                if chosen:
+                    self.exec_lines(lines[chosen[0] + 1:chosen[1]])
+                i = end + 1
+            elif word in ("endr", "endc", "else", "elif"):
+                raise self.error(f"{word.upper()} without a matching {'REPT' if word == 'endr' else 'IF'}")
+            else:
+                self.statement(line.text)
+                i += 1
+
+    def block_end(self, lines, i):
+        """Index of the ENDR/ENDC closing the block opened at lines[i], and IF branches."""
+        opener = _first_word(lines[i].text)
+        closer = "endr" if opener == "rept" else "endc"
+        stack = []
+        branches, branch_start = [], i
+        for j in range(i + 1, len(lines)):
+            w = _first_word(lines[j].text)
+            if w in ("rept", "if"):
+                stack.append(w)
+            elif w in ("endr", "endc") and stack:
+                expected = "endr" if stack[-1] == "rept" else "endc"
+                if w != expected:
+                    self.line = lines[j]
+                    raise self.error(f"{w.upper()} closes a {stack[-1].upper()} block")
+                stack.pop()
+            elif not stack and w in ("elif", "else") and opener == "if":
+                branches.append((branch_start, j))
+                branch_start = j
+            elif not stack and w == closer:
+                branches.append((branch_start, j))
+                return j, branches
+            elif not stack and w in ("endr", "endc"):
+                self.line = lines[j]
+                raise self.error(f"{w.upper()} closes a {opener.upper()} block")
+        raise self.error(f"{opener.upper()} has no {closer.upper()}")
 
     def resolve_deferred(self):
         pending = self.st.deferred_equ
@@ -915,6 +1078,12 @@ class _Assembler:
         return fix_checksums(rom)
 
 
+_DIRECTIVES = frozenset(
+    [name[2:] for name in dir(_Assembler) if name.startswith("d_")]
+    + ["equ", "def", "include", "macro", "endm", "rept", "endr", "if", "elif", "else", "endc"]
+)
+
+
 def _tokenize_or_empty(text):
     try:
         return _tokenize(text)
@@ -965,9 +1134,49 @@ def assemble(source: str, *, origin_file: str = "<string>", include_dirs=()) -> 
     include paths; `include_dirs` are searched after the including file's
     directory. Raises AsmError ("file:line: what") on any error.
     """
+    return assemble_with_symbols(source, origin_file=origin_file, include_dirs=include_dirs)[0]
+
+
+def assemble_with_symbols(source: str, *, origin_file: str = "<string>", include_dirs=()):
+    """Like assemble(), but also return {name: value} of every label and constant.
+
+    Tests use it to find where a routine or variable ended up.
+    """
     if not isinstance(source, str):
         raise TypeError(f"source: expected str, got {type(source).__name__}")
     origin_file = os.fspath(origin_file)
     include_dirs = tuple(os.fspath(d) for d in include_dirs)
-    lines = _load_lines(source, origin_file, include_dirs)
-    return _Assembler(lines, include_dirs, origin_file).run()
+    lines = _expand_macros(_load_lines(source, origin_file, include_dirs))
+    asm = _Assembler(lines, include_dirs, origin_file)
+    rom = asm.run()
+    return rom, {name: sym.value for name, sym in asm.st.symbols.items()}
+
+
+def main(argv=None) -> int:
+    """``python -m gbx_lightning.roms.asm SOURCE.asm -o OUT.gb [-I DIR]``"""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m gbx_lightning.roms.asm",
+                                     description="Assemble SM83 source into a Game Boy ROM image.")
+    parser.add_argument("source")
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("-I", "--include", action="append", default=[], help="include directory")
+    parser.add_argument("--symbols", action="store_true", help="print label/constant values")
+    args = parser.parse_args(argv)
+    path = Path(args.source)
+    try:
+        rom, symbols = assemble_with_symbols(path.read_text(), origin_file=str(path),
+                                             include_dirs=args.include)
+    except (AsmError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    Path(args.output).write_bytes(rom)
+    if args.symbols:
+        for name, value in sorted(symbols.items(), key=lambda kv: kv[1]):
+            print(f"${value & 0xFFFF:04X} {name}")
+    print(f"{args.output}: {len(rom)} bytes", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

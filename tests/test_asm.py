@@ -411,3 +411,28 @@ def test_command_line(tmp_path, capsys):
     src.write_text("bogus\n")
     assert asm.main([str(src), "-o", str(out)]) == 1
     assert "t.asm:1: unknown instruction or directive 'bogus'" in capsys.readouterr().err
+
+
+def test_variables_count_in_rept_loops():
+    src = """
+    N = 1
+        rept 3
+        bank N
+        db N * 2
+    DEF N = N + 1
+        endr
+    X SET 5
+    X = X * 2
+        bank 0
+        org $150
+        db X
+    """
+    rom = assemble(src)
+    assert len(rom) == 0x10000
+    assert [rom[0x4000], rom[0x8000], rom[0xC000], rom[0x150]] == [2, 4, 6, 10]
+    with pytest.raises(AsmError, match=r"'X' is already defined at <string>:1 as a label or constant"):
+        assemble("X EQU 1\nX = 2")
+    with pytest.raises(AsmError, match=r"'b' is a register or mnemonic"):
+        assemble("b = 2")
+    with pytest.raises(AsmError, match=r"write 'bank 0' first"):
+        assemble("bank 1\norg $150")

@@ -289,3 +289,18 @@ def test_power_on_regs_layout():
         make_cart_spec(M.MBC1, 6, 0)
     with pytest.raises(ValueError, match="kind: expected one of"):
         make_cart_spec(2, 4, 0)
+
+
+@pytest.mark.parametrize("banks", [4, 32, 64, 128])
+def test_mbc1_every_register_combination(banks):
+    """All 2-bit x 8-bit x mode settings against the Pan Docs rule (also checked on PyBoy
+    in test_mbc_rom.py): $4000 = (BANK2<<5 | (BANK1&31 or 1)) mod banks; $0000 = BANK2<<5 in mode 1."""
+    combos = [(hi, lo, mode) for hi in range(4) for lo in range(256) for mode in (0, 1)]
+    c = Cart(M.MBC1, banks, num_envs=len(combos))
+    per_env = [[("w", 0x4000, hi), ("w", 0x2000, lo), ("w", 0x6000, mode),
+                ("r", 0x4000), ("r", 0x0000)] for hi, lo, mode in combos]
+    got = c.run(*per_env)
+    for (hi, lo, mode), reads in zip(combos, got):
+        romx = ((hi << 5) | (lo & 0x1F or 1)) % banks
+        rom0 = ((hi << 5) % banks) if mode else 0
+        assert reads == [romx & 0xFF, rom0 & 0xFF], (hi, lo, mode)

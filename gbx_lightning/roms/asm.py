@@ -594,9 +594,10 @@ def _find_file(name, base_dir, include_dirs):
 # --------------------------------------------------------------------------
 @dataclass
 class _Symbol:
-    value: int
+    value: int | None      # None: a variable whose value is not known yet in pass 1
     bank: int | None
     where: str
+    variable: bool = False  # NAME = expr / NAME SET expr may be reassigned
 
 
 @dataclass
@@ -638,7 +639,7 @@ class _Assembler:
             return self.st.addr
         full = self.full_name(name)
         sym = self.st.symbols.get(full)
-        if sym is None:
+        if sym is None or sym.value is None:
             raise _Undefined(full)
         return sym.value
 
@@ -666,6 +667,9 @@ class _Assembler:
     def define(self, name, value, bank):
         full = self.full_name(name)
         old = self.st.symbols.get(full)
+        if old is not None and old.variable:
+            raise self.error(f"{full!r} is a variable (defined with = at {old.where}), "
+                             "not a label or constant")
         if self.st.pass_no == 1:
             if old is not None:
                 raise self.error(f"{full!r} is already defined at {old.where}")
@@ -683,8 +687,9 @@ class _Assembler:
             return addr
         lo = 0 if self.st.bank == 0 else BANK_SIZE
         if not lo <= addr < lo + BANK_SIZE:
+            hint = " (write 'bank 0' first for $0000-$3FFF)" if addr < BANK_SIZE else ""
             raise self.error(f"address ${addr:04X} is outside bank {self.st.bank} "
-                             f"(${lo:04X}-${lo + BANK_SIZE - 1:04X})")
+                             f"(${lo:04X}-${lo + BANK_SIZE - 1:04X}){hint}")
         return self.st.bank * BANK_SIZE + (addr - lo)
 
     def current_bank(self):
@@ -838,16 +843,20 @@ class _Assembler:
         parts = text.strip().split(None, 1)
         head = parts[0]
         rest = parts[1].strip() if len(parts) > 1 else ""
-        # NAME EQU expr / DEF NAME EQU expr
+        # NAME EQU expr / NAME = expr / NAME SET expr, each optionally after DEF
         if head.lower() == "def":
-            parts = rest.split(None, 1)
-            head = parts[0] if parts else ""
-            rest = parts[1].strip() if len(parts) > 1 else ""
-            if not re.match(r"(?i)^equ\b", rest):
-                raise self.error(f"DEF needs 'DEF NAME EQU value', got {text.strip()!r}")
-        m = re.match(r"(?i)^equ\b\s*(.*)$", rest)
+            m = re.match(r"(?i)^([A-Za-z_][A-Za-z0-9_]*)\s*(equ\b|set\b|=)\s*(.*)$", rest)
+            if not m:
+                raise self.error(f"DEF needs 'DEF NAME EQU value' or 'DEF NAME = value', got {text.strip()!r}")
+            head, rest = m.group(1), m.group(2) + " " + m.group(3)
+        m = re.match(r"(?i)^([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(.*)$", text.strip())
         if m:
-            return self.equ(head, m.group(1))
+            return self.assign(m.group(1), m.group(2))
+        m = re.match(r"(?i)^(equ|set|=)(?:\s+|$)(.*)$", rest)
+        if m and m.group(1).lower() in ("set", "="):
+            return self.assign(head, m.group(2))
+        if m:
+            return self.equ(head, m.group(2))
         lower = head.lower()
         directive = getattr(self, "d_" + lower, None)
         if directive is not None:
@@ -855,6 +864,18 @@ class _Assembler:
         if lower in FORMS or lower in ("ldi", "ldd"):
             return self.instruction(lower, rest)
         raise self.error(f"unknown instruction or directive {head!r}")
+
+    def assign(self, name, expr):
+        """NAME = expr: a variable, reassignable, taking effect from this line on."""
+        if not _NAME_RE.match(name):
+            raise self.error(f"bad variable name {name!r}")
+        if name.lower() in _LITERALS or name.lower() in FORMS:
+            raise self.error(f"variable name {name!r} is a register or mnemonic")
+        value = self.eval(expr)
+        old = self.st.symbols.get(name)
+        if old is not None and not old.variable:
+            raise self.error(f"{name!r} is already defined at {old.where} as a label or constant")
+        self.st.symbols[name] = _Symbol(value, None, self.line.where, variable=True)
 
     def equ(self, name, expr):
         if not _NAME_RE.match(name):

@@ -25,7 +25,7 @@ import numpy as np
 import warp as wp
 
 __all__ = [
-    "CartSpec", "MBC_NONE", "MBC1", "MBC3", "MBC5", "MBC_REGS", "make_cart_spec",
+    "CartSpec", "MBC_NONE", "MBC1", "MBC3", "MBC5", "MBC_REGS", "make_cart_spec", "make_cart_arrays",
     "mbc_power_on_regs", "cart_read", "cart_write", "RTC_T_CYCLES_PER_SECOND",
     "RAM_UNMAPPED", "RAM_RTC",
 ]
@@ -100,6 +100,23 @@ def mbc_power_on_regs(spec: CartSpec) -> np.ndarray:
         regs[REG_RAM_BASE] = RAM_UNMAPPED
     regs[REG_LATCH_LAST] = 0xFF
     return regs
+
+
+def make_cart_arrays(cart, num_envs: int, device=None):
+    """Device arrays for `num_envs` copies of `cart` at power-on.
+
+    Returns (spec, rom, cart_ram, mbc): the ROM once (shared by all envs),
+    cart RAM [num_envs, max(ram_bytes, 1)] zeroed, MBC registers
+    [num_envs, MBC_REGS] from mbc_power_on_regs.
+    """
+    if not isinstance(num_envs, int) or num_envs < 1:
+        raise ValueError(f"num_envs: expected a positive int, got {num_envs!r}")
+    spec = cart.spec()
+    rom = wp.array(np.ascontiguousarray(cart.rom), dtype=wp.uint8, device=device)
+    cart_ram = wp.zeros((num_envs, max(cart.ram_bytes, 1)), dtype=wp.uint8, device=device)
+    regs = np.tile(mbc_power_on_regs(spec), (num_envs, 1))
+    mbc = wp.array(regs, dtype=wp.int32, device=device)
+    return spec, rom, cart_ram, mbc
 
 
 # --------------------------------------------------------------------------

@@ -436,6 +436,8 @@ def test_variables_count_in_rept_loops():
         assemble("b = 2")
     with pytest.raises(AsmError, match=r"write 'bank 0' first"):
         assemble("bank 1\norg $150")
+    with pytest.raises(AsmError, match=r"<string>:1: undefined symbol 'V'"):
+        assemble("db V\nV = 3")         # variables are not forward references
 
 
 def test_build_rom_assembles_packaged_sources_once(tmp_path, monkeypatch):

@@ -737,6 +737,9 @@ class _Assembler:
             self.st.pass_no = pass_no
             self.st.scope, self.st.bank, self.st.addr = "", None, 0
             self.st.header = {}
+            # Variables are re-run from scratch: a use before the first assignment fails
+            # in pass 2 instead of silently seeing the value left over from pass 1.
+            self.st.symbols = {k: v for k, v in self.st.symbols.items() if not v.variable}
             self.exec_lines(self.lines)
             self.line = None
             if pass_no == 1:

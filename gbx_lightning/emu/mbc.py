@@ -26,6 +26,7 @@ import warp as wp
 
 __all__ = [
     "CartSpec", "MBC_NONE", "MBC1", "MBC3", "MBC5", "MBC_REGS", "make_cart_spec", "make_cart_arrays",
+    "mbc_regs_after_writes",
     "mbc_power_on_regs", "cart_read", "cart_write", "RTC_T_CYCLES_PER_SECOND",
     "RAM_UNMAPPED", "RAM_RTC",
 ]
@@ -132,7 +133,7 @@ def cart_read(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8
     if addr < 0x8000:
         return int(rom[mbc[env, 1] + addr])
     base = mbc[env, 2]
-    if base >= 0:
+    if base >= 0 and spec.ram_banks > 0:   # (a zeroed register row must not reach past 1-byte RAM)
         return int(cart_ram[env, base + (addr & 0x1FFF)])
     if base == -2:
         # RTC registers read their latched copy (selected register $08-$0C).
@@ -250,7 +251,7 @@ def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint
     value = value & 0xFF
     if addr >= 0xA000:
         base = mbc[env, 2]
-        if base >= 0:
+        if base >= 0 and spec.ram_banks > 0:
             cart_ram[env, base + (addr & 0x1FFF)] = wp.uint8(value)
         elif base == -2:
             _rtc_sync(mbc, env, t_now)
@@ -312,3 +313,29 @@ def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint
                     mbc[env, 17 + i] = mbc[env, 9 + i]
             mbc[env, 8] = value
     _mbc_remap(mbc, spec, env)
+
+
+@wp.kernel(enable_backward=False)
+def _replay_writes(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                   mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
+                   writes: wp.array2d(dtype=wp.int32), t_now: wp.int64):
+    for k in range(writes.shape[0]):
+        cart_write(rom, cart_ram, mbc, spec, 0, writes[k, 0], writes[k, 1], t_now)
+
+
+def mbc_regs_after_writes(spec: CartSpec, writes, t_now: int = 0) -> np.ndarray:
+    """Register row after power-on and the CPU writes [(addr, value), ...] to $0000-$7FFF.
+
+    For importing other emulators' save states: express their MBC state as the
+    register writes that produce it (e.g. MBC1 ROM bank 5, RAM on: [(0x0000, 0x0A),
+    (0x2000, 5)]) and get a row consistent with cart_write by construction.
+    """
+    rows = np.asarray(list(writes), dtype=np.int32).reshape(-1, 2)
+    if rows.size and (rows[:, 0].min() < 0 or rows[:, 0].max() > 0x7FFF):
+        raise ValueError(f"writes: expected MBC register addresses in $0000-$7FFF, got {rows[:, 0].tolist()}")
+    mbc = wp.array(mbc_power_on_regs(spec)[None, :], dtype=wp.int32, device="cpu")
+    rom = wp.zeros(1, dtype=wp.uint8, device="cpu")
+    ram = wp.zeros((1, 1), dtype=wp.uint8, device="cpu")
+    wp.launch(_replay_writes, dim=1, device="cpu",
+              inputs=[rom, ram, mbc, spec, wp.array(rows, dtype=wp.int32, device="cpu"), wp.int64(t_now)])
+    return mbc.numpy()[0]

@@ -299,11 +299,9 @@ def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint
     elif region == 2:
         if spec.kind == MBC1:
             mbc[env, REG_BANK_HI] = value & 3
-        elif spec.kind == MBC3:
-            mbc[env, REG_RAM_SELECT] = value & 0x0F
         else:
-            mbc[env, REG_RAM_SELECT] = value & 0x0F
-    else:
+            mbc[env, REG_RAM_SELECT] = value & 0x0F    # MBC3: RAM bank or RTC register; MBC5: RAM bank
+    elif region == 3:
         if spec.kind == MBC1:
             mbc[env, REG_MODE] = value & 1
         elif spec.kind == MBC3:

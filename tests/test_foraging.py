@@ -286,6 +286,9 @@ def test_load_state_dict_rejects_other_shapes():
     sd = ForagingEnv(4).state_dict()
     with pytest.raises(ValueError, match="num_envs must be 8 \\(this env\\), got 4"):
         ForagingEnv(8).load_state_dict(sd)
+    del sd["rng"]
+    with pytest.raises(ValueError, match=r"state is missing \['rng'\]"):
+        ForagingEnv(4).load_state_dict(sd)
 
 
 # ------------------------------------------------------------------ episode statistics
@@ -336,6 +339,8 @@ def test_bad_actions_raise_clear_errors():
         env.step(torch.zeros(4, 1, dtype=torch.int32))
     with pytest.raises(TypeError, match="step: actions must be a torch.Tensor"):
         env.step([0, 1, 2, 3])
+    with pytest.raises(ValueError, match="step: actions must be on the env's device cpu, got meta"):
+        env.step(torch.zeros(4, dtype=torch.int32, device="meta"))
 
 
 def test_out_of_range_actions_stay_and_are_counted():

@@ -355,7 +355,22 @@ def _seed32(seed) -> int:
 
 
 class ForagingEnv:
-    """N foraging grid worlds stepped in one Warp launch; see the module docstring for the rules."""
+    """N foraging grid worlds stepped in one Warp launch; see the module docstring for the rules.
+
+    Args:
+        num_envs: number of parallel worlds N.
+        device: "cpu" or "cuda[:K]"; observations and all returned tensors live there.
+        seed: seeds every env's RNG stream (env i uses wp.rand_init(seed, i)).
+        obs_mode: "ground_truth" (one-hot food and poison) or "proxy" (one interestingness channel).
+        grid_size: side of the square grid, border walls included.
+        view_size: side of the egocentric view (odd).
+        food_range, poison_range, wall_range: inclusive (low, high) item counts drawn per episode.
+        start_energy, step_cost, food_energy, poison_energy: the energy budget (reward = its change).
+        max_steps: time limit (truncation).
+        shaping_scale, shaping_gamma: potential-based shaping toward food (0 disables it).
+        respawn: eaten items reappear elsewhere (keeps density stable).
+        check_action_range: raise on actions outside 0..7 (syncs the host; for debugging).
+    """
 
     num_actions = len(ACTION_NAMES)
     obs_dtype = torch.float32
@@ -453,6 +468,7 @@ class ForagingEnv:
             self._obs, self._final_obs, self._out_f32, self._out_bool, self._out_i32],
             device=self._wp_device, record_cmd=True)
         self._seed = seed
+        self._sync()  # the allocations' zero-fill (Warp's stream) lands before any launch on torch's stream
         self._launch_reset(_seed32(seed), reseed=True)
 
     # ------------------------------------------------------------------ protocol
@@ -489,6 +505,7 @@ class ForagingEnv:
         CPU tensors (the RNG's uint32 states as int64). Not included: the constructor options, which
         come from the config; load_state_dict checks num_envs and grid_size match.
         """
+        self._sync()
         arrays = {name: torch.from_numpy(getattr(self, "_" + name).numpy().copy()) for name in self._STATE}
         arrays["rng"] = arrays["rng"].to(torch.int64)
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "grid_size": self.grid_size,
@@ -496,19 +513,22 @@ class ForagingEnv:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict(); call observe() afterwards for the current observation."""
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"ForagingEnv.load_state_dict: version must be {_STATE_VERSION}, got {state.get('version')!r}")
+        where = "ForagingEnv.load_state_dict"
+        missing = [k for k in ("version", "num_envs", "grid_size", *self._STATE) if k not in state]
+        if missing:
+            raise ValueError(f"{where}: state is missing {missing}; expected a ForagingEnv.state_dict()")
+        if state["version"] != _STATE_VERSION:
+            raise ValueError(f"{where}: version must be {_STATE_VERSION}, got {state['version']!r}")
         for key, mine in (("num_envs", self.num_envs), ("grid_size", self.grid_size)):
-            if state.get(key) != mine:
-                raise ValueError(f"ForagingEnv.load_state_dict: {key} must be {mine} (this env), got {state.get(key)!r}")
+            if state[key] != mine:
+                raise ValueError(f"{where}: {key} must be {mine} (this env), got {state[key]!r}")
         for name in self._STATE:
-            dst = getattr(self, "_" + name)
-            src = np.asarray(state[name].cpu().numpy())
+            dst, src = getattr(self, "_" + name), torch.as_tensor(state[name]).cpu().numpy()
             if src.shape != dst.shape:
-                raise ValueError(f"ForagingEnv.load_state_dict: {name} must have shape {list(dst.shape)}, "
-                                 f"got {list(src.shape)}")
-            dst.assign(src.astype(dst.numpy().dtype if name != "rng" else np.uint32))
+                raise ValueError(f"{where}: {name} must have shape {list(dst.shape)}, got {list(src.shape)}")
+            dst.assign(src.astype(wp.dtype_to_numpy(dst.dtype)))
         self._seed = state.get("seed", self._seed)
+        self._sync()
 
     # ------------------------------------------------------------------ extras
     _STATE = ("grid", "agent", "energy", "step_count", "episode_return", "food_eaten", "poison_eaten", "invalid",
@@ -559,6 +579,7 @@ class ForagingEnv:
         self._energy.fill_(e)
         for arr in (self._step_count, self._episode_return, self._food_eaten, self._poison_eaten):
             arr.zero_()
+        self._sync()
         return self.observe()
 
     @property
@@ -586,6 +607,12 @@ class ForagingEnv:
         if self.device.type == "cuda":
             return {"stream": wp.stream_from_torch(torch.cuda.current_stream(self.device))}
         return {}
+
+    def _sync(self) -> None:
+        """Order host-side reads/writes of state (assign, numpy) with kernels on torch's CUDA stream."""
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+            wp.synchronize_device(self._wp_device)
 
     def _launch_where(self) -> dict:
         return self._stream() or {"device": self._wp_device}

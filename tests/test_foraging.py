@@ -396,3 +396,23 @@ def test_registry_and_protocol():
     assert env.obs_shape == (6, 7, 7) and env.obs_dtype == torch.float32 and env.num_actions == 8
     obs = env.reset()
     assert obs.shape == (3, 6, 7, 7) and obs.dtype == torch.float32 and obs.device == env.device
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device")
+def test_cuda_matches_cpu():
+    kw = dict(seed=4, max_steps=40, shaping_scale=0.1, wall_range=(0, 4))
+    cpu, gpu = ForagingEnv(32, device="cpu", **kw), ForagingEnv(32, device="cuda", **kw)
+    torch.testing.assert_close(gpu.reset().cpu(), cpu.reset())
+    g = torch.Generator().manual_seed(0)
+    for _ in range(100):
+        a = torch.randint(0, 8, (32,), generator=g, dtype=torch.int32)
+        oc, rc, tc, uc, ic = cpu.step(a)
+        og, rg, tg, ug, ig = gpu.step(a.cuda())
+        assert og.device == gpu.device and ig["final_obs"].device == gpu.device
+        torch.testing.assert_close(og.cpu(), oc)
+        torch.testing.assert_close(rg.cpu(), rc)
+        assert torch.equal(tg.cpu(), tc) and torch.equal(ug.cpu(), uc)
+        assert torch.equal(ig["episode_length"].cpu(), ic["episode_length"])
+    state = gpu.state_dict()
+    assert all(v.device.type == "cpu" for v in state.values() if isinstance(v, torch.Tensor))

@@ -113,7 +113,8 @@ class EpisodeStats:
     """Running return and length per env, kept on device; reports them for episodes that end.
 
     update() returns fresh tensors (0 where no episode ended) and zeroes the finished envs' running
-    sums, all with tensor ops: no host sync, no Python loop over envs.
+    sums, all with tensor ops: no host sync, no Python loop over envs. For envs whose step is not a
+    single kernel (GameBoyEnv); ForagingEnv keeps the same sums inside its step kernel.
     """
 
     def __init__(self, num_envs: int, device: torch.device):

@@ -474,9 +474,10 @@ class ForagingEnv:
     # ------------------------------------------------------------------ protocol
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Start a new episode in every env. seed=None continues each env's RNG stream; an int reseeds."""
+        seed32 = 0 if seed is None else _seed32(seed)
         if seed is not None:
             self._seed = seed
-        self._launch_reset(0 if seed is None else _seed32(seed), reseed=seed is not None)
+        self._launch_reset(seed32, reseed=seed is not None)
         return self._t["obs"].clone()
 
     def step(self, actions: torch.Tensor):

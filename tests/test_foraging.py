@@ -258,6 +258,13 @@ def test_env_streams_do_not_depend_on_num_envs():
         assert torch.equal(o3, o5[:3]) and torch.equal(r3, r5[:3])
 
 
+def test_cpu_threads_shard_without_changing_results():
+    one, three = ForagingEnv(10, seed=2, max_steps=25), ForagingEnv(10, seed=2, max_steps=25, cpu_threads=3)
+    assert len(three._step_cmds) == 3  # shards of 3, 3 and 4 envs
+    assert torch.equal(one.reset(), three.reset())
+    assert _same(_rollout(one, 80), _rollout(three, 80))
+
+
 def test_curriculum_counts_are_drawn_from_the_ranges():
     env = ForagingEnv(256, food_range=(4, 8), poison_range=(2, 6), wall_range=(1, 3), seed=1)
     grid = env.grid

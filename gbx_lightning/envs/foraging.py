@@ -44,6 +44,7 @@ total. Pass `check_action_range=True` for a host-side check that raises (debuggi
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -370,6 +371,9 @@ class ForagingEnv:
         shaping_scale, shaping_gamma: potential-based shaping toward food (0 disables it).
         respawn: eaten items reappear elsewhere (keeps density stable).
         check_action_range: raise on actions outside 0..7 (syncs the host; for debugging).
+        cpu_threads: on CPU, step contiguous shards of envs from this many threads (Warp's CPU
+            launches are single-threaded but release the GIL); results do not depend on it.
+            Ignored on CUDA, where one launch covers all envs.
     """
 
     num_actions = len(ACTION_NAMES)
@@ -396,6 +400,7 @@ class ForagingEnv:
         shaping_gamma: float = 0.99,
         respawn: bool = True,
         check_action_range: bool = False,
+        cpu_threads: int = 1,
     ):
         self.num_envs = check_int("num_envs", num_envs, minimum=1)
         self.device = resolve_device(device)
@@ -424,6 +429,7 @@ class ForagingEnv:
         if not isinstance(respawn, bool):
             raise TypeError(f"respawn must be a bool, got {respawn!r}")
         self.check_action_range = bool(check_action_range)
+        check_int("cpu_threads", cpu_threads, minimum=1)
 
         p = ForagingParams()
         p.size, p.view = grid_size, view_size
@@ -461,12 +467,12 @@ class ForagingEnv:
         # zero-copy torch views of the kernel's buffers (copied out once per step)
         self._t = {name: wp.to_torch(getattr(self, "_" + name)) for name in (
             "actions", "obs", "final_obs", "out_f32", "out_bool", "out_i32", "invalid")}
-        # every argument is a persistent buffer, so the launch is recorded once and replayed per step
-        self._step_cmd = wp.launch(_step_kernel, dim=n, inputs=[
-            self.params, self._actions, self._grid, self._agent, self._energy, self._step_count,
-            self._episode_return, self._food_eaten, self._poison_eaten, self._invalid, self._rng,
-            self._obs, self._final_obs, self._out_f32, self._out_bool, self._out_i32],
-            device=self._wp_device, record_cmd=True)
+        # every argument is a persistent buffer, so launches are recorded once and replayed per step:
+        # one launch for all envs, or one per CPU thread over a contiguous shard of envs
+        shards = 1 if self.device.type == "cuda" else min(cpu_threads, n)
+        bounds = [n * i // shards for i in range(shards + 1)]
+        self._step_cmds = [self._record_step(lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        self._pool = ThreadPoolExecutor(shards - 1, thread_name_prefix="foraging") if shards > 1 else None
         self._seed = seed
         self._sync()  # the allocations' zero-fill (Warp's stream) lands before any launch on torch's stream
         self._launch_reset(_seed32(seed), reseed=True)
@@ -488,7 +494,13 @@ class ForagingEnv:
             raise ValueError(f"step: actions must be in 0..{self.num_actions - 1}, got values {bad}")
         t = self._t
         t["actions"].copy_(actions)
-        self._step_cmd.launch(**self._stream())
+        if self._pool is None:
+            self._step_cmds[0].launch(**self._stream())
+        else:
+            pending = [self._pool.submit(cmd.launch) for cmd in self._step_cmds[1:]]
+            self._step_cmds[0].launch()
+            for job in pending:
+                job.result()
         f32, flags, i32 = t["out_f32"].clone(), t["out_bool"].clone(), t["out_i32"].clone()
         info = {
             "final_obs": t["final_obs"].clone(),
@@ -608,6 +620,15 @@ class ForagingEnv:
         if self.device.type == "cuda":
             return {"stream": wp.stream_from_torch(torch.cuda.current_stream(self.device))}
         return {}
+
+    def _record_step(self, lo: int, hi: int) -> wp.Launch:
+        """The step launch for envs lo..hi-1 (views into the shared buffers)."""
+        per_env = [self._actions, self._grid, self._agent, self._energy, self._step_count, self._episode_return,
+                   self._food_eaten, self._poison_eaten, self._invalid, self._rng, self._obs, self._final_obs]
+        per_row = [self._out_f32, self._out_bool, self._out_i32]
+        return wp.launch(_step_kernel, dim=hi - lo, inputs=[
+            self.params, *(a[lo:hi] for a in per_env), *(a[:, lo:hi] for a in per_row)],
+            device=self._wp_device, record_cmd=True)
 
     def _sync(self) -> None:
         """Order host-side reads/writes of state (assign, numpy) with kernels on torch's CUDA stream."""

@@ -335,6 +335,10 @@ def test_episode_stats_helper():
     ret, length = stats.update(torch.tensor([4.0, 1.0]), f, t.flip(0))  # env1 truncates
     assert ret.tolist() == [0.0, 4.0] and length.tolist() == [0, 3]
     assert stats.running_return.tolist() == [4.0, 0.0] and stats.running_length.tolist() == [1, 0]
+    restored = EpisodeStats(2, torch.device("cpu"))
+    restored.load_state_dict(stats.state_dict())
+    ret, length = restored.update(torch.tensor([1.0, 1.0]), t, f)
+    assert ret.tolist() == [5.0, 0.0] and length.tolist() == [2, 0]
 
 
 # ------------------------------------------------------------------ bad input

@@ -138,7 +138,8 @@ class EpisodeStats:
         return episode_return, episode_length
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"running_return": self.running_return.cpu().clone(), "running_length": self.running_length.cpu().clone()}
+        return {"running_return": self.running_return.cpu().clone(),
+                "running_length": self.running_length.cpu().clone()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         for key in ("running_return", "running_length"):

@@ -188,6 +188,17 @@ def test_returned_tensors_do_not_alias_the_next_step():
     assert torch.equal(obs, keep[0]) and torch.equal(reward, keep[1]) and torch.equal(info["final_obs"], keep[2])
 
 
+def test_obs_views_alias_the_buffers_and_match_the_copies():
+    copies, views = small_env(2), small_env(2, obs_views=True)
+    for env in (copies, views):
+        env.set_layout(open_grid(), (3, 3))
+    (oc, *_, ic), (ov, *_, iv) = copies.step(act(E_, W_)), views.step(act(E_, W_))
+    assert torch.equal(oc, ov) and torch.equal(ic["final_obs"], iv["final_obs"])
+    first = ov.clone()
+    views.step(act(S_, S_))
+    assert not torch.equal(ov, first)  # documented: overwritten by the next step
+
+
 # ------------------------------------------------------------------ shaping
 def test_shaping_is_gamma_phi_next_minus_phi():
     env = small_env(2, shaping_scale=0.5, shaping_gamma=0.9, step_cost=0.25)

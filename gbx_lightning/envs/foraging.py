@@ -32,7 +32,10 @@ All state is Warp arrays on the env's device; torch sees them through zero-copy 
 `step` is one replayed kernel launch (thread per env; episode statistics and auto-reset inside) and
 five tensor copies: no Python loop over envs and no host sync. The copies make every returned tensor
 fresh, so holding `obs` / `final_obs` across steps (autograd, rollout lists) is safe although the
-kernel reuses its output buffers; they cost about a quarter of a CPU step at N=1024 (memory bound).
+kernel reuses its output buffers. On CPU at N=1024 the two observation copies cost about a third of
+a step (fresh memory: page faults); a caller that copies observations into its own storage at once
+(a PPO rollout buffer) can pass `obs_views=True` to get views of the kernel's buffers instead,
+valid until the next step/reset/observe call.
 
 RNG: one uint32 PCG state per env (seeded with wp.rand_init(seed, env)), advanced only by that env's
 draws, so trajectories depend on (seed, env index, actions) and not on launch order or env count.
@@ -371,6 +374,8 @@ class ForagingEnv:
         shaping_scale, shaping_gamma: potential-based shaping toward food (0 disables it).
         respawn: eaten items reappear elsewhere (keeps density stable).
         check_action_range: raise on actions outside 0..7 (syncs the host; for debugging).
+        obs_views: return `obs` / info["final_obs"] as views of the env's buffers (no copy; they are
+            overwritten by the next step, reset or observe) instead of fresh tensors.
         cpu_threads: on CPU, step contiguous shards of envs from this many threads (Warp's CPU
             launches are single-threaded but release the GIL); results do not depend on it.
             Ignored on CUDA, where one launch covers all envs.
@@ -400,6 +405,7 @@ class ForagingEnv:
         shaping_gamma: float = 0.99,
         respawn: bool = True,
         check_action_range: bool = False,
+        obs_views: bool = False,
         cpu_threads: int = 1,
     ):
         self.num_envs = check_int("num_envs", num_envs, minimum=1)
@@ -430,6 +436,7 @@ class ForagingEnv:
             raise TypeError(f"respawn must be a bool, got {respawn!r}")
         self.check_action_range = bool(check_action_range)
         check_int("cpu_threads", cpu_threads, minimum=1)
+        self._take = (lambda x: x) if obs_views else torch.clone
 
         p = ForagingParams()
         p.size, p.view = grid_size, view_size
@@ -503,14 +510,14 @@ class ForagingEnv:
                 job.result()
         f32, flags, i32 = t["out_f32"].clone(), t["out_bool"].clone(), t["out_i32"].clone()
         info = {
-            "final_obs": t["final_obs"].clone(),
+            "final_obs": self._take(t["final_obs"]),
             "episode_return": f32[OUT_EPISODE_RETURN],
             "episode_length": i32[OUT_EPISODE_LENGTH],
             "success": flags[OUT_SUCCESS],
             "food_eaten": i32[OUT_FOOD_EATEN],
             "poison_eaten": i32[OUT_POISON_EATEN],
         }
-        return t["obs"].clone(), f32[OUT_REWARD], flags[OUT_TERMINATED], flags[OUT_TRUNCATED], info
+        return self._take(t["obs"]), f32[OUT_REWARD], flags[OUT_TERMINATED], flags[OUT_TRUNCATED], info
 
     def state_dict(self) -> dict[str, Any]:
         """Everything a restored env needs to continue identically: worlds, agents, counters, RNG, episode stats.

@@ -72,7 +72,20 @@ class GbxCLI(LightningCLI):
             name = Path(str(configs[-1])).stem if configs else "run"
         return Path(cfg.get("runs_dir") or "lightning_logs") / name
 
-    def before_instantiate_classes(self) -> None:
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        """Parse, then validate and resolve the run directory at once: before seeding or building anything."""
+        super().parse_arguments(parser, args)
+        if self.config.get("subcommand"):
+            self.subcommand = self.config["subcommand"]
+            self._check_and_resolve()
+
+    def _parse_ckpt_path(self) -> None:
+        """Keep the given config authoritative: ``--ckpt_path`` restores run state, not hyper-parameters.
+
+        (LightningCLI would otherwise overwrite model arguments with those stored in the checkpoint.)
+        """
+
+    def _check_and_resolve(self) -> None:
         cfg = self._sub()
         model = cfg.model
         init_args = model.get("init_args")

@@ -157,10 +157,9 @@ class ImpalaCNNPolicy(ActorCritic):
             stages += [nn.Conv2d(c_in, int(c), 3, padding=1), nn.MaxPool2d(3, stride=2, padding=1),
                        _ResidualBlock(int(c)), _ResidualBlock(int(c))]
             c_in = int(c)
+        # convolutions keep PyTorch's default init: orthogonal sqrt(2) gains compound through the
+        # residual sums and blow up the features (and the initial logits)
         self.convs = nn.Sequential(*stages, nn.ReLU(), nn.Flatten())
-        for m in self.convs.modules():
-            if isinstance(m, nn.Conv2d):
-                _init(m, math.sqrt(2))
         with torch.no_grad():
             flat = self.convs(torch.zeros(1, k, h, w)).shape[1]
         self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())

@@ -57,6 +57,9 @@ class GbxCLI(LightningCLI):
         parser.add_argument("--checkpoint_every", type=int, default=100,
                             help="Optimizer steps between checkpoints (rounded up to whole PPO updates).")
         parser.add_argument("--log_every", type=int, default=1, help="Optimizer steps per JSONL/TensorBoard record.")
+        parser.add_argument("--torch_threads", type=Optional[int], default=None,
+                            help="torch intra-op CPU threads (default: torch's choice). 1 is fastest for small "
+                                 "policies on a shared or busy CPU.")
         parser.add_argument("--progress_refresh", type=int, default=10,
                             help="Batches between progress-bar refreshes (0 disables the bar).")
 
@@ -101,6 +104,10 @@ class GbxCLI(LightningCLI):
         if not isinstance(cfg.get("progress_refresh"), int) or cfg.get("progress_refresh") < 0:
             raise ConfigError("progress_refresh", f"must be an int >= 0, got {cfg.get('progress_refresh')!r}")
 
+        threads = cfg.get("torch_threads")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ConfigError("torch_threads", f"must be an int >= 1 or null, got {threads!r}")
+
         run_dir = self._run_dir()
         last = run_dir / "checkpoints" / "last.ckpt"
         ckpt = cfg.get("ckpt_path")
@@ -121,6 +128,10 @@ class GbxCLI(LightningCLI):
     # ---- wiring the Trainer ----------------------------------------------------------------------
     def instantiate_trainer(self, **kwargs: Any):
         cfg = self._sub()
+        if cfg.get("torch_threads"):
+            import torch
+
+            torch.set_num_threads(cfg.torch_threads)
         run_dir = self.run_dir
         trainer_cfg = self._get(self.config_init, "trainer", default={})
         callbacks = list(trainer_cfg.get("callbacks") or [])

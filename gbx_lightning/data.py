@@ -20,10 +20,16 @@ Hot path: no host synchronisation per env step. Actions are sampled on device
 (Gumbel-max with the stream's own generator), episode statistics are summed on
 device in one small vector and read once per log record (``pop_stats``).
 
+The module hands the stream to Lightning as the train "dataloader" itself (Lightning
+accepts any iterable). That is ``DataLoader(stream, batch_size=None, num_workers=0)``
+without the DataLoader layer: the batches are already on the device, there is nothing
+to collate or to fetch in parallel, and its per-batch bookkeeping is measurable next
+to a ~1 ms env step (tools/bench_trainer.py).
+
 The stream is stateful (``state_dict``/``load_state_dict``: counters, sampling
-RNG, env state, current observation). ``RolloutLoader`` forwards those methods,
-so Lightning's fit loop stores them in every checkpoint (``loops.fit_loop.state_dict
-["combined_loader"]``) and restores them before the first batch of a resumed run.
+RNG, env state, current observation). Lightning's fit loop saves the state of every
+train loader that has these methods in each checkpoint (``loops.fit_loop.state_dict
+["combined_loader"]``) and restores it before the first batch of a resumed run.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ from typing import Any, Iterator
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import IterableDataset
 
-__all__ = ["RolloutStream", "RolloutLoader", "EvalEpisodes", "EpisodeStats", "sample_actions"]
+__all__ = ["RolloutStream", "EvalEpisodes", "EpisodeStats", "sample_actions"]
 
 _KNOWN_INFO = {"final_obs", "episode_return", "episode_length", "success"}
 UNBOUNDED = 1 << 40  # "length" of a stream with no step budget
@@ -239,27 +245,6 @@ class RolloutStream(IterableDataset):
                 perm = torch.randperm(size, generator=self.generator, device=self.device)
                 for idx in perm.chunk(self.minibatches):
                     yield {k: v[idx] for k, v in rollout.items()}
-
-
-def _identity(batch):
-    return batch
-
-
-class RolloutLoader(DataLoader):
-    """``DataLoader(stream, batch_size=None, num_workers=0)`` that exposes the stream's state to Lightning.
-
-    Lightning's fit loop saves ``state_dict()`` of every train loader that has one and
-    calls ``load_state_dict`` on resume before iterating; a plain DataLoader has neither.
-    """
-
-    def __init__(self, stream: IterableDataset):
-        super().__init__(stream, batch_size=None, num_workers=0, collate_fn=_identity)
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.dataset.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.dataset.load_state_dict(state)
 
 
 class EvalEpisodes(IterableDataset):

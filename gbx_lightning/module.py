@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 
-from gbx_lightning.data import EvalEpisodes, RolloutLoader, RolloutStream, UNBOUNDED
+from gbx_lightning.data import EvalEpisodes, RolloutStream, UNBOUNDED
 from gbx_lightning.models import POLICY_REGISTRY, make_policy
 from gbx_lightning.rl import a2c_td0, ppo_loss
 
@@ -182,7 +182,7 @@ class RLModule(LightningModule):
             num_batches = self.trainer.max_steps * self.batches_per_opt_step
         self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, **self._stream_kwargs())
         self.stream.env_steps = self._restored_env_steps
-        return RolloutLoader(self.stream)
+        return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
     # ---- step counters and checkpoint -----------------------------------------------------------
     batches_per_opt_step = 1
@@ -246,8 +246,8 @@ class RLModule(LightningModule):
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
-        return RolloutLoader(EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed,
-                                          greedy=self.hparams.eval_greedy))
+        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed,
+                            greedy=self.hparams.eval_greedy)
 
     def val_dataloader(self):
         return self._eval_loader()
@@ -296,6 +296,7 @@ class A2CModule(RLModule):
                          eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
         self.batches_per_opt_step = update_every
         self._accumulated = 0
+        self._window_loss = None
 
     @classmethod
     def check_config(cls, **hp: Any) -> None:
@@ -317,12 +318,15 @@ class A2CModule(RLModule):
         out = a2c_td0(logits, values, batch["actions"], batch["rewards"], next_values, batch["terminated"],
                       gamma=self.hparams.gamma, value_coef=self.hparams.value_coef,
                       entropy_coef=self.hparams.entropy_coef)
-        # 3. accumulate the mean gradient over `update_every` transitions, then clip and step
-        self.manual_backward(out["loss"] / self.hparams.update_every)
+        # 3. mean loss over `update_every` transitions; one backward, clip and step at the end of the window
+        #    (the same gradient as accumulating per transition, with one backward pass instead of update_every)
+        scaled = out["loss"] / self.hparams.update_every
+        self._window_loss = scaled if self._window_loss is None else self._window_loss + scaled
         self._accumulated += 1
         if self._accumulated == self.hparams.update_every:
+            self.manual_backward(self._window_loss)
             self._clip_and_step(self.optimizers())
-            self._accumulated = 0
+            self._window_loss, self._accumulated = None, 0
         self._track(out)
         self.time_update_s += time.perf_counter() - t0
 

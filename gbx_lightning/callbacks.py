@@ -236,7 +236,7 @@ class EnvStepsProgressBar(RichProgressBar):
         items.pop("v_num", None)
         rec = self.training_log.last_record if self.training_log is not None else {}
         if rec:
-            items["env_steps"] = rec["env_steps"]
+            items["env_steps"] = str(rec["env_steps"])
             if rec.get("sps") is not None:
                 items["env_steps/s"] = f"{rec['sps']:.0f}"
             if rec.get("episode_return_mean") is not None:

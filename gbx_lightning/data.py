@@ -62,27 +62,43 @@ class EpisodeStats:
     and over episodes that ended: return, length, success and any extra per-episode
     integer/float counters the env reports in ``info`` (e.g. ForagingEnv's
     ``food_eaten``/``poison_eaten``), which the env sets to 0 where nothing ended.
+
+    ``add`` only keeps references to the step's tensors (no tensor op on the hot path); they
+    are reduced in one batch of ops every ``fold_every`` steps and at ``pop``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fold_every: int = 256) -> None:
         self.extra_keys: list[str] | None = None
         self.sums: torch.Tensor | None = None
         self.env_steps = 0
+        self.fold_every = fold_every
+        self._pending: list[tuple] = []
 
     def add(self, rewards, terminated, truncated, info) -> None:
-        n = rewards.shape[0]
         if self.extra_keys is None:
+            n = rewards.shape[0]
             self.extra_keys = sorted(k for k, v in info.items() if k not in _KNOWN_INFO and isinstance(v, torch.Tensor)
                                      and v.shape == (n,))
-        rows = [rewards.float(), (terminated | truncated).float(), truncated.float(),
-                info["episode_return"].float(), info["episode_length"].float(), info["success"].float()]
-        rows += [info[k].float() for k in self.extra_keys]
-        step_sums = torch.stack(rows).sum(1)
+        self._pending.append((rewards, terminated, truncated, info["episode_return"], info["episode_length"],
+                              info["success"], *(info[k] for k in self.extra_keys)))
+        self.env_steps += rewards.shape[0]
+        if len(self._pending) >= self.fold_every:
+            self._fold()
+
+    def _fold(self) -> None:
+        if not self._pending:
+            return
+        cols = list(zip(*self._pending))
+        self._pending = []
+        stacked = [torch.stack(c) for c in cols]  # [steps, N] each
+        rew, term, trunc = stacked[:3]
+        rows = [rew.float().sum(), (term | trunc).sum(), trunc.sum()] + [x.sum() for x in stacked[3:]]
+        step_sums = torch.stack([r.float() for r in rows])
         self.sums = step_sums if self.sums is None else self.sums + step_sums
-        self.env_steps += n
 
     def pop(self) -> dict[str, float | None]:
         """Means over the interval since the last pop (None where undefined), with one host read."""
+        self._fold()
         steps, self.env_steps = self.env_steps, 0
         if self.sums is None or steps == 0:
             return {"reward_mean": None, "done_rate": None, "trunc_rate": None, "episodes": 0,
@@ -175,11 +191,12 @@ class RolloutStream(IterableDataset):
             self.obs = self.env.reset(seed=self.seed)
 
     @torch.no_grad()
-    def _act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _act(self, obs: torch.Tensor, logprobs: bool = True):
         logits, values = self.policy(obs)
         actions = sample_actions(logits, self.generator)
-        logprobs = F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1)
-        return actions, logprobs, values
+        if not logprobs:
+            return actions, None, values
+        return actions, F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1), values
 
     def _env_step(self, actions: torch.Tensor):
         t = time.perf_counter()
@@ -196,7 +213,7 @@ class RolloutStream(IterableDataset):
             t = time.perf_counter()
             # clone: an env may write its next observation into the same buffer in step()
             obs = self.obs.clone()
-            actions, _, _ = self._act(obs)
+            actions, _, _ = self._act(obs, logprobs=False)
             self.time_act_s += time.perf_counter() - t
             next_obs, rewards, terminated, truncated, info = self._env_step(actions)
             self.obs = next_obs

@@ -108,8 +108,22 @@ class RLModule(LightningModule):
         self._metric_names: list[str] | None = None
         self._metric_sums: torch.Tensor | None = None
         self._metric_count = 0
+        self._metric_pending: list[list[torch.Tensor]] = []
         self._grad_norm_sum: torch.Tensor | None = None
         self._grad_norm_count = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # nn.Module.__setattr__ runs Parameter's Python-level isinstance check on every assignment, and
+        # Lightning assigns `_current_fx_name` around every hook (~30 times per batch). Plain values for
+        # names that are not parameters, buffers or submodules can skip it: same result, measurably cheaper
+        # per batch next to a ~1 ms env step (tools/bench_trainer.py).
+        if not isinstance(value, (torch.Tensor, torch.nn.Module)):
+            d = self.__dict__
+            if name not in d.get("_parameters", ()) and name not in d.get("_modules", ()) \
+                    and name not in d.get("_buffers", ()):
+                object.__setattr__(self, name, value)
+                return
+        super().__setattr__(name, value)
 
     # ---- config validation (also called by the CLI before anything is instantiated) ---------------
     @classmethod
@@ -218,15 +232,23 @@ class RLModule(LightningModule):
                   "clipfrac": "clipfrac"}
 
     def _track(self, out: dict[str, torch.Tensor]) -> None:
-        """Add this step's loss terms to on-device sums (read once per log record by ``pop_metrics``)."""
+        """Keep this step's loss terms for the next log record (reduced on device by ``pop_metrics``)."""
         if self._metric_names is None:
             self._metric_names = [k for k in self._LOG_NAMES if k in out]
-        vec = torch.stack([out[k].detach().float() for k in self._metric_names])
-        self._metric_sums = vec if self._metric_sums is None else self._metric_sums + vec
-        self._metric_count += 1
+        self._metric_pending.append([out[k].detach() for k in self._metric_names])  # no graph kept alive
+        if len(self._metric_pending) >= 256:
+            self._fold_metrics()
+
+    def _fold_metrics(self) -> None:
+        if self._metric_pending:
+            sums = torch.stack([torch.stack(row).float() for row in self._metric_pending]).sum(0)
+            self._metric_sums = sums if self._metric_sums is None else self._metric_sums + sums
+            self._metric_count += len(self._metric_pending)
+            self._metric_pending = []
 
     def pop_metrics(self) -> dict[str, float | None]:
-        """Means of the tracked losses and grad norms since the last call, plus lr and phase times (one host read)."""
+        """Means of the tracked losses and grad norms since the last call, plus lr (one host read)."""
+        self._fold_metrics()
         out: dict[str, float | None] = {}
         parts = []
         if self._metric_sums is not None:
@@ -243,6 +265,10 @@ class RLModule(LightningModule):
         opt = self.optimizers(use_pl_optimizer=False) if self._trainer is not None else None
         out["lr"] = opt.param_groups[0]["lr"] if opt is not None else self.hparams.lr
         return out
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx: int):
+        """The streams build every batch on the env's device, which is this module's device: nothing to move."""
+        return batch
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):

@@ -7,8 +7,10 @@ import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 import torch
-from lightning.pytorch import Trainer
+from lightning.pytorch import Callback, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
 
+from gbx_lightning.callbacks import AtomicCheckpointIO, TrainingLog
 from gbx_lightning.cli import main
 from gbx_lightning.data import RolloutStream
 from gbx_lightning.envs import make_env
@@ -191,3 +193,44 @@ def test_validate_reports_mean_return_and_success_rate(tmp_path, capsys):
     _, _, evals = _records(runs / "tiny" / "train.jsonl")
     assert evals[-1]["eval"]["stage"] == "validate" and evals[-1]["eval"]["eval/episodes"] == 3.0
     assert evals[-1]["eval"]["opt_steps"] == 2
+
+
+class _Boom(Callback):
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if batch_idx == 4:
+            raise RuntimeError("env exploded")
+
+
+def test_a_dying_run_writes_an_error_record_and_a_checkpoint(tmp_path):
+    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=2, policy="mlp",
+                       policy_kwargs={"hidden": [8]}, update_every=2, seed=0)
+    log = TrainingLog(tmp_path / "train.jsonl", config={}, log_every=1)
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, every_n_train_steps=100, save_on_exception=True)
+    trainer = Trainer(max_steps=10, accelerator="cpu", logger=False, callbacks=[log, ckpt, _Boom()],
+                      enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+                      plugins=[AtomicCheckpointIO()])
+    with pytest.raises(RuntimeError, match="env exploded"):
+        trainer.fit(module)
+    lines = [json.loads(x) for x in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert "meta" in lines[0]
+    assert [r["opt_steps"] for r in lines[1:-1]] == [1, 2]
+    assert lines[-1] == {"error": {"type": "RuntimeError", "message": "env exploded", "env_steps": 10,
+                                   "opt_steps": 2, "wall_time_s": lines[-1]["error"]["wall_time_s"]}}
+    saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
+    assert saved["gbx"] == {"env_steps": 10, "opt_steps": 2}
+
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError("cannot pickle this")
+
+
+def test_atomic_checkpoint_io_never_leaves_a_torn_file(tmp_path):
+    io = AtomicCheckpointIO()
+    path = tmp_path / "last.ckpt"
+    io.save_checkpoint({"step": 1}, path)
+    assert torch.load(path, weights_only=False) == {"step": 1}
+    with pytest.raises(TypeError, match="cannot pickle"):
+        io.save_checkpoint({"step": 2, "bad": _Unpicklable()}, path)
+    assert torch.load(path, weights_only=False) == {"step": 1}  # the previous complete file survives
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # no temporary left behind

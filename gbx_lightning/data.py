@@ -225,33 +225,35 @@ class RolloutStream(IterableDataset):
         from gbx_lightning.rl import gae
 
         T, n = self.rollout_steps, self.env.num_envs
-        obs_buf = torch.empty((T, n, *self.obs.shape[1:]), dtype=self.obs.dtype, device=self.device)
-        final_buf = torch.empty_like(obs_buf)
-        act_buf = torch.empty((T, n), dtype=torch.int64, device=self.device)
-        logp_buf = torch.empty((T, n), device=self.device)
-        val_buf = torch.empty((T, n), device=self.device)
-        rew_buf = torch.empty((T, n), device=self.device)
-        term_buf = torch.empty((T, n), dtype=torch.bool, device=self.device)
-        trunc_buf = torch.empty((T, n), dtype=torch.bool, device=self.device)
-        for t in range(T):
+        # per-step tensors are kept by reference and stacked once: one copy per field per rollout
+        cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "final_obs", "actions", "logprobs", "values",
+                                                                "rewards", "terminated", "truncated")}
+        for _ in range(T):
             t0 = time.perf_counter()
-            obs_buf[t] = self.obs
-            actions, logprobs, values = self._act(self.obs)
-            act_buf[t], logp_buf[t], val_buf[t] = actions, logprobs, values
+            obs = self.obs
+            actions, logprobs, values = self._act(obs)
             self.time_act_s += time.perf_counter() - t0
             next_obs, rewards, terminated, truncated, info = self._env_step(actions)
-            final_buf[t] = info["final_obs"]
-            rew_buf[t], term_buf[t], trunc_buf[t] = rewards, terminated, truncated
+            if next_obs.data_ptr() == obs.data_ptr() or info["final_obs"].data_ptr() == obs.data_ptr():
+                raise RuntimeError("env.step returned an observation in the same memory as the previous one; "
+                                   "RolloutStream keeps a rollout's observations by reference and needs fresh "
+                                   "tensors from step() (clone inside the env)")
+            for k, v in (("obs", obs), ("final_obs", info["final_obs"]), ("actions", actions),
+                         ("logprobs", logprobs), ("values", values), ("rewards", rewards),
+                         ("terminated", terminated), ("truncated", truncated)):
+                cols[k].append(v)
             self.obs = next_obs
         t0 = time.perf_counter()
+        buf = {k: torch.stack(v) for k, v in cols.items()}  # [T, N, ...]
         # V(s') for every transition in one batched forward: bootstraps truncations and the rollout's end.
-        _, next_values = self.policy(final_buf.flatten(0, 1))
-        advantages, returns = gae(rew_buf, val_buf, next_values.view(T, n), term_buf, trunc_buf,
-                                  self.gamma, self.gae_lambda)
+        _, next_values = self.policy(buf["final_obs"].flatten(0, 1))
+        advantages, returns = gae(buf["rewards"], buf["values"], next_values.view(T, n), buf["terminated"],
+                                  buf["truncated"], self.gamma, self.gae_lambda)
         self.time_act_s += time.perf_counter() - t0
         self.iterations += 1
-        return {"obs": obs_buf.flatten(0, 1), "actions": act_buf.flatten(), "logprobs": logp_buf.flatten(),
-                "values": val_buf.flatten(), "advantages": advantages.flatten(), "returns": returns.flatten()}
+        return {"obs": buf["obs"].flatten(0, 1), "actions": buf["actions"].flatten(),
+                "logprobs": buf["logprobs"].flatten(), "values": buf["values"].flatten(),
+                "advantages": advantages.flatten(), "returns": returns.flatten()}
 
     def _ppo_minibatches(self) -> Iterator[dict[str, torch.Tensor]]:
         """PPO: collect T steps, then serve `epochs` x `minibatches` shuffled minibatches of the T*N samples."""

@@ -8,7 +8,7 @@ first allocations) are excluded from both. Repeats are interleaved (plain, fit, 
 because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
 wall time and for this process's CPU time (robust when other processes share the cores).
 
-    python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 32 envs)
+    python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 128 envs, update_every 2)
     python tools/bench_trainer.py --algo ppo --steps 48
 """
 
@@ -154,10 +154,10 @@ def run_plain(args, seed: int) -> tuple[float, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", choices=("a2c", "ppo"), default="a2c")
-    p.add_argument("--num_envs", type=int, default=32)
+    p.add_argument("--num_envs", type=int, default=None, help="default: 128 (a2c.yaml), 32 (ppo.yaml)")
     p.add_argument("--policy", default="mlp")
     p.add_argument("--hidden", default="64,64", help="policy_kwargs hidden sizes (mlp), as in configs/*.yaml")
-    p.add_argument("--update_every", type=int, default=5)
+    p.add_argument("--update_every", type=int, default=2)
     p.add_argument("--rollout_steps", type=int, default=64)
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--minibatches", type=int, default=4)
@@ -166,6 +166,7 @@ def main() -> None:
     p.add_argument("--log_every", type=int, default=10, help="TrainingLog records (optimizer steps) in fit")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
+    args.num_envs = args.num_envs or (128 if args.algo == "a2c" else 32)
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
     args.steps = args.steps or (400 if args.algo == "a2c" else 6 * cycle)
     args.warmup = args.warmup if args.warmup is not None else (10 if args.algo == "a2c" else cycle)

@@ -188,6 +188,17 @@ def test_returned_tensors_do_not_alias_the_next_step():
     assert torch.equal(obs, keep[0]) and torch.equal(reward, keep[1]) and torch.equal(info["final_obs"], keep[2])
 
 
+def test_obs_views_alias_the_buffers_and_match_the_copies():
+    copies, views = small_env(2), small_env(2, obs_views=True)
+    for env in (copies, views):
+        env.set_layout(open_grid(), (3, 3))
+    (oc, *_, ic), (ov, *_, iv) = copies.step(act(E_, W_)), views.step(act(E_, W_))
+    assert torch.equal(oc, ov) and torch.equal(ic["final_obs"], iv["final_obs"])
+    first = ov.clone()
+    views.step(act(S_, S_))
+    assert not torch.equal(ov, first)  # documented: overwritten by the next step
+
+
 # ------------------------------------------------------------------ shaping
 def test_shaping_is_gamma_phi_next_minus_phi():
     env = small_env(2, shaping_scale=0.5, shaping_gamma=0.9, step_cost=0.25)
@@ -248,6 +259,23 @@ def test_same_seed_same_trajectories_and_reset_seed_reproduces():
     assert torch.equal(c.reset(seed=11), first) and _same(ra, _rollout(c, 60))
 
 
+def test_env_streams_do_not_depend_on_num_envs():
+    small, large = ForagingEnv(3, seed=7, max_steps=20), ForagingEnv(5, seed=7, max_steps=20)
+    assert torch.equal(small.reset(), large.reset()[:3])
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        a = torch.randint(0, 8, (5,), generator=g, dtype=torch.int32)
+        (o3, r3, *_), (o5, r5, *_) = small.step(a[:3]), large.step(a)
+        assert torch.equal(o3, o5[:3]) and torch.equal(r3, r5[:3])
+
+
+def test_cpu_threads_shard_without_changing_results():
+    one, three = ForagingEnv(10, seed=2, max_steps=25), ForagingEnv(10, seed=2, max_steps=25, cpu_threads=3)
+    assert len(three._step_cmds) == 3  # shards of 3, 3 and 4 envs
+    assert torch.equal(one.reset(), three.reset())
+    assert _same(_rollout(one, 80), _rollout(three, 80))
+
+
 def test_curriculum_counts_are_drawn_from_the_ranges():
     env = ForagingEnv(256, food_range=(4, 8), poison_range=(2, 6), wall_range=(1, 3), seed=1)
     grid = env.grid
@@ -276,15 +304,18 @@ def test_load_state_dict_rejects_other_shapes():
     sd = ForagingEnv(4).state_dict()
     with pytest.raises(ValueError, match="num_envs must be 8 \\(this env\\), got 4"):
         ForagingEnv(8).load_state_dict(sd)
+    del sd["rng"]
+    with pytest.raises(ValueError, match=r"state is missing \['rng'\]"):
+        ForagingEnv(4).load_state_dict(sd)
 
 
 # ------------------------------------------------------------------ episode statistics
 def test_random_policy_episode_stats_are_consistent():
-    env = ForagingEnv(64, seed=2, max_steps=150, step_cost=0.25, food_energy=5.0, poison_energy=5.0)
+    env = ForagingEnv(64, seed=2, max_steps=100, step_cost=0.25, food_energy=5.0, poison_energy=5.0)
     running = torch.zeros(64)
     g = torch.Generator().manual_seed(0)
     ended = truncated_seen = 0
-    for _ in range(400):
+    for _ in range(250):
         obs, r, term, trunc, info = env.step(torch.randint(0, 8, (64,), generator=g, dtype=torch.int32))
         running += r
         done = term | trunc
@@ -299,7 +330,7 @@ def test_random_policy_episode_stats_are_consistent():
         L, f, p = info["episode_length"][trunc], info["food_eaten"][trunc], info["poison_eaten"][trunc]
         torch.testing.assert_close(info["episode_return"][trunc], -0.25 * L + 5.0 * f - 5.0 * p)
         torch.testing.assert_close(info["final_obs"][trunc, 4, 5, 5] * 20.0, 20.0 + info["episode_return"][trunc])
-        assert ((info["episode_length"][done] >= 1) & (info["episode_length"][done] <= 150)).all()
+        assert ((info["episode_length"][done] >= 1) & (info["episode_length"][done] <= 100)).all()
         running[done] = 0
         ended += int(done.sum())
         truncated_seen += int(trunc.sum())
@@ -315,6 +346,10 @@ def test_episode_stats_helper():
     ret, length = stats.update(torch.tensor([4.0, 1.0]), f, t.flip(0))  # env1 truncates
     assert ret.tolist() == [0.0, 4.0] and length.tolist() == [0, 3]
     assert stats.running_return.tolist() == [4.0, 0.0] and stats.running_length.tolist() == [1, 0]
+    restored = EpisodeStats(2, torch.device("cpu"))
+    restored.load_state_dict(stats.state_dict())
+    ret, length = restored.update(torch.tensor([1.0, 1.0]), t, f)
+    assert ret.tolist() == [5.0, 0.0] and length.tolist() == [2, 0]
 
 
 # ------------------------------------------------------------------ bad input
@@ -326,6 +361,8 @@ def test_bad_actions_raise_clear_errors():
         env.step(torch.zeros(4, 1, dtype=torch.int32))
     with pytest.raises(TypeError, match="step: actions must be a torch.Tensor"):
         env.step([0, 1, 2, 3])
+    with pytest.raises(ValueError, match="step: actions must be on the env's device cpu, got meta"):
+        env.step(torch.zeros(4, dtype=torch.int32, device="meta"))
 
 
 def test_out_of_range_actions_stay_and_are_counted():
@@ -381,3 +418,23 @@ def test_registry_and_protocol():
     assert env.obs_shape == (6, 7, 7) and env.obs_dtype == torch.float32 and env.num_actions == 8
     obs = env.reset()
     assert obs.shape == (3, 6, 7, 7) and obs.dtype == torch.float32 and obs.device == env.device
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device")
+def test_cuda_matches_cpu():
+    kw = dict(seed=4, max_steps=40, shaping_scale=0.1, wall_range=(0, 4))
+    cpu, gpu = ForagingEnv(32, device="cpu", **kw), ForagingEnv(32, device="cuda", **kw)
+    torch.testing.assert_close(gpu.reset().cpu(), cpu.reset())
+    g = torch.Generator().manual_seed(0)
+    for _ in range(100):
+        a = torch.randint(0, 8, (32,), generator=g, dtype=torch.int32)
+        oc, rc, tc, uc, ic = cpu.step(a)
+        og, rg, tg, ug, ig = gpu.step(a.cuda())
+        assert og.device == gpu.device and ig["final_obs"].device == gpu.device
+        torch.testing.assert_close(og.cpu(), oc)
+        torch.testing.assert_close(rg.cpu(), rc)
+        assert torch.equal(tg.cpu(), tc) and torch.equal(ug.cpu(), uc)
+        assert torch.equal(ig["episode_length"].cpu(), ic["episode_length"])
+    state = gpu.state_dict()
+    assert all(v.device.type == "cpu" for v in state.values() if isinstance(v, torch.Tensor))

@@ -76,7 +76,8 @@ def test_a2c_td0_truncation_bootstraps():
     [
         (dict(rewards=torch.zeros(2, 1)), "a2c_td0: rewards must have shape [N]=[2], got [2, 1]"),
         (dict(values=torch.zeros(3)), "a2c_td0: values must have shape [N]=[2], got [3]"),
-        (dict(actions=torch.zeros(2)), "a2c_td0: actions must have dtype torch.int32 or torch.int64, got torch.float32"),
+        (dict(actions=torch.zeros(2)),
+         "a2c_td0: actions must have dtype torch.int32 or torch.int64, got torch.float32"),
         (dict(terminated=torch.zeros(2)), "a2c_td0: terminated must have dtype torch.bool, got torch.float32"),
         (dict(next_values=torch.zeros(2, dtype=torch.int64)), "a2c_td0: next_values must have a floating point dtype"),
         (dict(logits=torch.zeros(2)), "a2c_td0: logits must be a tensor of shape [N, A], got [2]"),

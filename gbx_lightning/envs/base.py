@@ -113,7 +113,8 @@ class EpisodeStats:
     """Running return and length per env, kept on device; reports them for episodes that end.
 
     update() returns fresh tensors (0 where no episode ended) and zeroes the finished envs' running
-    sums, all with tensor ops: no host sync, no Python loop over envs.
+    sums, all with tensor ops: no host sync, no Python loop over envs. For envs whose step is not a
+    single kernel (GameBoyEnv); ForagingEnv keeps the same sums inside its step kernel.
     """
 
     def __init__(self, num_envs: int, device: torch.device):
@@ -137,7 +138,8 @@ class EpisodeStats:
         return episode_return, episode_length
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"running_return": self.running_return.cpu().clone(), "running_length": self.running_length.cpu().clone()}
+        return {"running_return": self.running_return.cpu().clone(),
+                "running_length": self.running_length.cpu().clone()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         for key in ("running_return", "running_length"):

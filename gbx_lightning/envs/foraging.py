@@ -29,12 +29,16 @@ state; that cell's other channels are 0). Proxy mode is the Goodhart trap: an ag
 interestingness eats poison.
 
 All state is Warp arrays on the env's device; torch sees them through zero-copy wp.to_torch views.
-`step` is one kernel launch (thread per env, auto-reset inside) plus a few torch ops for episode
-statistics and copies: no Python loop over envs and no host sync. Returned tensors are fresh copies,
-so holding on to `obs` / `final_obs` across steps is safe (the kernel's output buffers are reused).
+`step` is one replayed kernel launch (thread per env; episode statistics and auto-reset inside) and
+five tensor copies: no Python loop over envs and no host sync. The copies make every returned tensor
+fresh, so holding `obs` / `final_obs` across steps (autograd, rollout lists) is safe although the
+kernel reuses its output buffers. On CPU at N=1024 the two observation copies cost about a third of
+a step (fresh memory: page faults); a caller that copies observations into its own storage at once
+(a PPO rollout buffer) can pass `obs_views=True` to get views of the kernel's buffers instead,
+valid until the next step/reset/observe call.
 
 RNG: one uint32 PCG state per env (seeded with wp.rand_init(seed, env)), advanced only by that env's
-draws, so trajectories depend on (seed, env index, actions) and not on launch order or device.
+draws, so trajectories depend on (seed, env index, actions) and not on launch order or env count.
 
 Actions outside 0..7 are not checked on the host (that would sync): the kernel treats them as
 "stay" (the step still costs energy) and counts them per env; `invalid_action_count()` reads the
@@ -43,13 +47,14 @@ total. Pass `check_action_range=True` for a host-side check that raises (debuggi
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import torch
 import warp as wp
 
-from .base import EpisodeStats, check_actions, check_float, check_int, check_int_range, resolve_device
+from .base import check_actions, check_float, check_int, check_int_range, resolve_device
 
 EMPTY, WALL, FOOD, POISON = wp.constant(0), wp.constant(1), wp.constant(2), wp.constant(3)
 CELL_NAMES = ("empty", "wall", "food", "poison")
@@ -60,6 +65,10 @@ NUM_CHANNELS = wp.constant(6)
 PROXY_POISON_VALUE = wp.constant(0.9)  # interestingness of poison; food is 1.0
 OBS_MODES = ("ground_truth", "proxy")
 _STATE_VERSION = 1
+# rows of the packed per-step outputs (one copy per dtype instead of one per field)
+OUT_REWARD, OUT_EPISODE_RETURN = wp.constant(0), wp.constant(1)  # float32 rows
+OUT_TERMINATED, OUT_TRUNCATED, OUT_SUCCESS = wp.constant(0), wp.constant(1), wp.constant(2)  # bool rows
+OUT_EPISODE_LENGTH, OUT_FOOD_EATEN, OUT_POISON_EATEN = wp.constant(0), wp.constant(1), wp.constant(2)  # int32 rows
 _SAMPLE_TRIES = wp.constant(32)  # rejection-sampling tries for a free cell before a (deterministic) scan
 
 
@@ -154,8 +163,8 @@ def _draw_count(rng: wp.array(dtype=wp.uint32), env: int, low: int, high: int) -
 @wp.func
 def _new_episode(p: ForagingParams, env: int, grid: wp.array3d(dtype=wp.int32), agent: wp.array2d(dtype=wp.int32),
                  energy: wp.array(dtype=float), step_count: wp.array(dtype=wp.int32),
-                 food_eaten: wp.array(dtype=wp.int32), poison_eaten: wp.array(dtype=wp.int32),
-                 rng: wp.array(dtype=wp.uint32)):
+                 episode_return: wp.array(dtype=float), food_eaten: wp.array(dtype=wp.int32),
+                 poison_eaten: wp.array(dtype=wp.int32), rng: wp.array(dtype=wp.uint32)):
     """Draw a fresh world for one env: border walls, agent, then interior walls, food and poison."""
     last = p.size - 1
     for y in range(p.size):
@@ -178,6 +187,7 @@ def _new_episode(p: ForagingParams, env: int, grid: wp.array3d(dtype=wp.int32), 
         _place(p, env, grid, rng, ay, ax, POISON)
     energy[env] = p.start_energy
     step_count[env] = 0
+    episode_return[env] = 0.0
     food_eaten[env] = 0
     poison_eaten[env] = 0
 
@@ -197,8 +207,9 @@ def _potential(p: ForagingParams, env: int, grid: wp.array3d(dtype=wp.int32), ay
 
 @wp.func
 def _render(p: ForagingParams, env: int, grid: wp.array3d(dtype=wp.int32), ay: int, ax: int, e: float,
-            out: wp.array4d(dtype=float)):
-    """Write env's egocentric C x V x V view (channel layout in the module docstring) into out[env]."""
+            out: wp.array4d(dtype=float), out2: wp.array4d(dtype=float), both: int):
+    """Write env's egocentric C x V x V view (channel layout in the module docstring) into out[env],
+    and into out2[env] as well if `both` (one pass instead of render + copy)."""
     half = p.view // 2
     for i in range(p.view):
         for j in range(p.view):
@@ -232,40 +243,46 @@ def _render(p: ForagingParams, env: int, grid: wp.array3d(dtype=wp.int32), ay: i
             out[env, 3, i, j] = c_poison
             out[env, 4, i, j] = c_self
             out[env, 5, i, j] = c_out
+            if both != 0:
+                out2[env, 0, i, j] = c_empty
+                out2[env, 1, i, j] = c_wall
+                out2[env, 2, i, j] = c_food
+                out2[env, 3, i, j] = c_poison
+                out2[env, 4, i, j] = c_self
+                out2[env, 5, i, j] = c_out
 
 
 @wp.kernel(enable_backward=False)
 def _reset_kernel(p: ForagingParams, seed: int, reseed: int, grid: wp.array3d(dtype=wp.int32),
                   agent: wp.array2d(dtype=wp.int32), energy: wp.array(dtype=float),
-                  step_count: wp.array(dtype=wp.int32), food_eaten: wp.array(dtype=wp.int32),
-                  poison_eaten: wp.array(dtype=wp.int32), rng: wp.array(dtype=wp.uint32),
-                  obs: wp.array4d(dtype=float)):
+                  step_count: wp.array(dtype=wp.int32), episode_return: wp.array(dtype=float),
+                  food_eaten: wp.array(dtype=wp.int32), poison_eaten: wp.array(dtype=wp.int32),
+                  rng: wp.array(dtype=wp.uint32), obs: wp.array4d(dtype=float)):
     env = wp.tid()
     if reseed != 0:
         rng[env] = wp.rand_init(seed, env)
-    _new_episode(p, env, grid, agent, energy, step_count, food_eaten, poison_eaten, rng)
-    _render(p, env, grid, agent[env, 0], agent[env, 1], energy[env], obs)
+    _new_episode(p, env, grid, agent, energy, step_count, episode_return, food_eaten, poison_eaten, rng)
+    _render(p, env, grid, agent[env, 0], agent[env, 1], energy[env], obs, obs, 0)
 
 
 @wp.kernel(enable_backward=False)
 def _render_kernel(p: ForagingParams, grid: wp.array3d(dtype=wp.int32), agent: wp.array2d(dtype=wp.int32),
                    energy: wp.array(dtype=float), obs: wp.array4d(dtype=float)):
     env = wp.tid()
-    _render(p, env, grid, agent[env, 0], agent[env, 1], energy[env], obs)
+    _render(p, env, grid, agent[env, 0], agent[env, 1], energy[env], obs, obs, 0)
 
 
 @wp.kernel(enable_backward=False)
 def _step_kernel(p: ForagingParams, actions: wp.array(dtype=wp.int32),
                  # state
                  grid: wp.array3d(dtype=wp.int32), agent: wp.array2d(dtype=wp.int32), energy: wp.array(dtype=float),
-                 step_count: wp.array(dtype=wp.int32), food_eaten: wp.array(dtype=wp.int32),
-                 poison_eaten: wp.array(dtype=wp.int32), invalid_actions: wp.array(dtype=wp.int32),
-                 rng: wp.array(dtype=wp.uint32),
-                 # outputs
-                 obs: wp.array4d(dtype=float), final_obs: wp.array4d(dtype=float), reward: wp.array(dtype=float),
-                 terminated: wp.array(dtype=wp.bool), truncated: wp.array(dtype=wp.bool),
-                 success: wp.array(dtype=wp.bool), ended_food: wp.array(dtype=wp.int32),
-                 ended_poison: wp.array(dtype=wp.int32)):
+                 step_count: wp.array(dtype=wp.int32), episode_return: wp.array(dtype=float),
+                 food_eaten: wp.array(dtype=wp.int32), poison_eaten: wp.array(dtype=wp.int32),
+                 invalid_actions: wp.array(dtype=wp.int32), rng: wp.array(dtype=wp.uint32),
+                 # outputs (rows: OUT_* constants)
+                 obs: wp.array4d(dtype=float), final_obs: wp.array4d(dtype=float),
+                 out_f32: wp.array2d(dtype=float), out_bool: wp.array2d(dtype=wp.bool),
+                 out_i32: wp.array2d(dtype=wp.int32)):
     env = wp.tid()
     ay = agent[env, 0]
     ax = agent[env, 1]
@@ -311,24 +328,27 @@ def _step_kernel(p: ForagingParams, actions: wp.array(dtype=wp.int32),
         if not term:
             phi_after = _potential(p, env, grid, ay, ax)
         r = r + p.shaping_gamma * phi_after - phi_before
-    reward[env] = r
-    terminated[env] = term
-    truncated[env] = trunc
-    success[env] = trunc
-    _render(p, env, grid, ay, ax, e, final_obs)
+    ret = episode_return[env] + r
+    episode_return[env] = ret
+    out_f32[OUT_REWARD, env] = r
+    out_bool[OUT_TERMINATED, env] = term
+    out_bool[OUT_TRUNCATED, env] = trunc
+    out_bool[OUT_SUCCESS, env] = trunc
 
     if term or trunc:
-        ended_food[env] = food_eaten[env]
-        ended_poison[env] = poison_eaten[env]
-        _new_episode(p, env, grid, agent, energy, step_count, food_eaten, poison_eaten, rng)
-        _render(p, env, grid, agent[env, 0], agent[env, 1], energy[env], obs)
+        _render(p, env, grid, ay, ax, e, final_obs, obs, 0)
+        out_f32[OUT_EPISODE_RETURN, env] = ret
+        out_i32[OUT_EPISODE_LENGTH, env] = t
+        out_i32[OUT_FOOD_EATEN, env] = food_eaten[env]
+        out_i32[OUT_POISON_EATEN, env] = poison_eaten[env]
+        _new_episode(p, env, grid, agent, energy, step_count, episode_return, food_eaten, poison_eaten, rng)
+        _render(p, env, grid, agent[env, 0], agent[env, 1], energy[env], obs, obs, 0)
     else:
-        ended_food[env] = 0
-        ended_poison[env] = 0
-        for c in range(NUM_CHANNELS):
-            for i in range(p.view):
-                for j in range(p.view):
-                    obs[env, c, i, j] = final_obs[env, c, i, j]
+        _render(p, env, grid, ay, ax, e, final_obs, obs, 1)  # nothing ended: obs == final_obs
+        out_f32[OUT_EPISODE_RETURN, env] = 0.0
+        out_i32[OUT_EPISODE_LENGTH, env] = 0
+        out_i32[OUT_FOOD_EATEN, env] = 0
+        out_i32[OUT_POISON_EATEN, env] = 0
 
 
 def _seed32(seed) -> int:
@@ -339,7 +359,27 @@ def _seed32(seed) -> int:
 
 
 class ForagingEnv:
-    """N foraging grid worlds stepped in one Warp launch; see the module docstring for the rules."""
+    """N foraging grid worlds stepped in one Warp launch; see the module docstring for the rules.
+
+    Args:
+        num_envs: number of parallel worlds N.
+        device: "cpu" or "cuda[:K]"; observations and all returned tensors live there.
+        seed: seeds every env's RNG stream (env i uses wp.rand_init(seed, i)).
+        obs_mode: "ground_truth" (one-hot food and poison) or "proxy" (one interestingness channel).
+        grid_size: side of the square grid, border walls included.
+        view_size: side of the egocentric view (odd).
+        food_range, poison_range, wall_range: inclusive (low, high) item counts drawn per episode.
+        start_energy, step_cost, food_energy, poison_energy: the energy budget (reward = its change).
+        max_steps: time limit (truncation).
+        shaping_scale, shaping_gamma: potential-based shaping toward food (0 disables it).
+        respawn: eaten items reappear elsewhere (keeps density stable).
+        check_action_range: raise on actions outside 0..7 (syncs the host; for debugging).
+        obs_views: return `obs` / info["final_obs"] as views of the env's buffers (no copy; they are
+            overwritten by the next step, reset or observe) instead of fresh tensors.
+        cpu_threads: on CPU, step contiguous shards of envs from this many threads (Warp's CPU
+            launches are single-threaded but release the GIL); results do not depend on it.
+            Ignored on CUDA, where one launch covers all envs.
+    """
 
     num_actions = len(ACTION_NAMES)
     obs_dtype = torch.float32
@@ -365,6 +405,8 @@ class ForagingEnv:
         shaping_gamma: float = 0.99,
         respawn: bool = True,
         check_action_range: bool = False,
+        obs_views: bool = False,
+        cpu_threads: int = 1,
     ):
         self.num_envs = check_int("num_envs", num_envs, minimum=1)
         self.device = resolve_device(device)
@@ -393,6 +435,8 @@ class ForagingEnv:
         if not isinstance(respawn, bool):
             raise TypeError(f"respawn must be a bool, got {respawn!r}")
         self.check_action_range = bool(check_action_range)
+        check_int("cpu_threads", cpu_threads, minimum=1)
+        self._take = (lambda x: x) if obs_views else torch.clone
 
         p = ForagingParams()
         p.size, p.view = grid_size, view_size
@@ -416,6 +460,7 @@ class ForagingEnv:
         self._agent = wp.zeros((n, 2), dtype=wp.int32, device=d)
         self._energy = wp.zeros(n, dtype=wp.float32, device=d)
         self._step_count = wp.zeros(n, dtype=wp.int32, device=d)
+        self._episode_return = wp.zeros(n, dtype=wp.float32, device=d)
         self._food_eaten = wp.zeros(n, dtype=wp.int32, device=d)
         self._poison_eaten = wp.zeros(n, dtype=wp.int32, device=d)
         self._invalid = wp.zeros(n, dtype=wp.int32, device=d)
@@ -423,26 +468,29 @@ class ForagingEnv:
         self._actions = wp.zeros(n, dtype=wp.int32, device=d)
         self._obs = wp.zeros((n, *self.obs_shape), dtype=wp.float32, device=d)
         self._final_obs = wp.zeros((n, *self.obs_shape), dtype=wp.float32, device=d)
-        self._reward = wp.zeros(n, dtype=wp.float32, device=d)
-        self._terminated = wp.zeros(n, dtype=wp.bool, device=d)
-        self._truncated = wp.zeros(n, dtype=wp.bool, device=d)
-        self._success = wp.zeros(n, dtype=wp.bool, device=d)
-        self._ended_food = wp.zeros(n, dtype=wp.int32, device=d)
-        self._ended_poison = wp.zeros(n, dtype=wp.int32, device=d)
+        self._out_f32 = wp.zeros((2, n), dtype=wp.float32, device=d)
+        self._out_bool = wp.zeros((3, n), dtype=wp.bool, device=d)
+        self._out_i32 = wp.zeros((3, n), dtype=wp.int32, device=d)
         # zero-copy torch views of the kernel's buffers (copied out once per step)
         self._t = {name: wp.to_torch(getattr(self, "_" + name)) for name in (
-            "actions", "obs", "final_obs", "reward", "terminated", "truncated", "success",
-            "ended_food", "ended_poison", "invalid")}
-        self._stats = EpisodeStats(n, self.device)
+            "actions", "obs", "final_obs", "out_f32", "out_bool", "out_i32", "invalid")}
+        # every argument is a persistent buffer, so launches are recorded once and replayed per step:
+        # one launch for all envs, or one per CPU thread over a contiguous shard of envs
+        shards = 1 if self.device.type == "cuda" else min(cpu_threads, n)
+        bounds = [n * i // shards for i in range(shards + 1)]
+        self._step_cmds = [self._record_step(lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        self._pool = ThreadPoolExecutor(shards - 1, thread_name_prefix="foraging") if shards > 1 else None
         self._seed = seed
+        self._sync()  # the allocations' zero-fill (Warp's stream) lands before any launch on torch's stream
         self._launch_reset(_seed32(seed), reseed=True)
 
     # ------------------------------------------------------------------ protocol
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Start a new episode in every env. seed=None continues each env's RNG stream; an int reseeds."""
+        seed32 = 0 if seed is None else _seed32(seed)
         if seed is not None:
             self._seed = seed
-        self._launch_reset(0 if seed is None else _seed32(seed), reseed=seed is not None)
+        self._launch_reset(seed32, reseed=seed is not None)
         return self._t["obs"].clone()
 
     def step(self, actions: torch.Tensor):
@@ -453,22 +501,23 @@ class ForagingEnv:
             raise ValueError(f"step: actions must be in 0..{self.num_actions - 1}, got values {bad}")
         t = self._t
         t["actions"].copy_(actions)
-        wp.launch(_step_kernel, dim=self.num_envs, inputs=[
-            self.params, self._actions, self._grid, self._agent, self._energy, self._step_count,
-            self._food_eaten, self._poison_eaten, self._invalid, self._rng,
-            self._obs, self._final_obs, self._reward, self._terminated, self._truncated, self._success,
-            self._ended_food, self._ended_poison], **self._launch_where())
-        reward, terminated, truncated = t["reward"].clone(), t["terminated"].clone(), t["truncated"].clone()
-        episode_return, episode_length = self._stats.update(reward, terminated, truncated)
+        if self._pool is None:
+            self._step_cmds[0].launch(**self._stream())
+        else:
+            pending = [self._pool.submit(cmd.launch) for cmd in self._step_cmds[1:]]
+            self._step_cmds[0].launch()
+            for job in pending:
+                job.result()
+        f32, flags, i32 = t["out_f32"].clone(), t["out_bool"].clone(), t["out_i32"].clone()
         info = {
-            "final_obs": t["final_obs"].clone(),
-            "episode_return": episode_return,
-            "episode_length": episode_length,
-            "success": t["success"].clone(),
-            "food_eaten": t["ended_food"].clone(),
-            "poison_eaten": t["ended_poison"].clone(),
+            "final_obs": self._take(t["final_obs"]),
+            "episode_return": f32[OUT_EPISODE_RETURN],
+            "episode_length": i32[OUT_EPISODE_LENGTH],
+            "success": flags[OUT_SUCCESS],
+            "food_eaten": i32[OUT_FOOD_EATEN],
+            "poison_eaten": i32[OUT_POISON_EATEN],
         }
-        return t["obs"].clone(), reward, terminated, truncated, info
+        return self._take(t["obs"]), f32[OUT_REWARD], flags[OUT_TERMINATED], flags[OUT_TRUNCATED], info
 
     def state_dict(self) -> dict[str, Any]:
         """Everything a restored env needs to continue identically: worlds, agents, counters, RNG, episode stats.
@@ -476,30 +525,34 @@ class ForagingEnv:
         CPU tensors (the RNG's uint32 states as int64). Not included: the constructor options, which
         come from the config; load_state_dict checks num_envs and grid_size match.
         """
+        self._sync()
         arrays = {name: torch.from_numpy(getattr(self, "_" + name).numpy().copy()) for name in self._STATE}
         arrays["rng"] = arrays["rng"].to(torch.int64)
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "grid_size": self.grid_size,
-                "seed": self._seed, **arrays, "episode_stats": self._stats.state_dict()}
+                "seed": self._seed, **arrays}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict(); call observe() afterwards for the current observation."""
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"ForagingEnv.load_state_dict: version must be {_STATE_VERSION}, got {state.get('version')!r}")
+        where = "ForagingEnv.load_state_dict"
+        missing = [k for k in ("version", "num_envs", "grid_size", *self._STATE) if k not in state]
+        if missing:
+            raise ValueError(f"{where}: state is missing {missing}; expected a ForagingEnv.state_dict()")
+        if state["version"] != _STATE_VERSION:
+            raise ValueError(f"{where}: version must be {_STATE_VERSION}, got {state['version']!r}")
         for key, mine in (("num_envs", self.num_envs), ("grid_size", self.grid_size)):
-            if state.get(key) != mine:
-                raise ValueError(f"ForagingEnv.load_state_dict: {key} must be {mine} (this env), got {state.get(key)!r}")
+            if state[key] != mine:
+                raise ValueError(f"{where}: {key} must be {mine} (this env), got {state[key]!r}")
         for name in self._STATE:
-            dst = getattr(self, "_" + name)
-            src = np.asarray(state[name].cpu().numpy())
+            dst, src = getattr(self, "_" + name), torch.as_tensor(state[name]).cpu().numpy()
             if src.shape != dst.shape:
-                raise ValueError(f"ForagingEnv.load_state_dict: {name} must have shape {list(dst.shape)}, "
-                                 f"got {list(src.shape)}")
-            dst.assign(src.astype(dst.numpy().dtype if name != "rng" else np.uint32))
-        self._stats.load_state_dict(state["episode_stats"])
+                raise ValueError(f"{where}: {name} must have shape {list(dst.shape)}, got {list(src.shape)}")
+            dst.assign(src.astype(wp.dtype_to_numpy(dst.dtype)))
         self._seed = state.get("seed", self._seed)
+        self._sync()
 
     # ------------------------------------------------------------------ extras
-    _STATE = ("grid", "agent", "energy", "step_count", "food_eaten", "poison_eaten", "invalid", "rng")
+    _STATE = ("grid", "agent", "energy", "step_count", "episode_return", "food_eaten", "poison_eaten", "invalid",
+              "rng")
 
     def observe(self) -> torch.Tensor:
         """The observation of the current state (e.g. after load_state_dict or set_layout)."""
@@ -544,9 +597,9 @@ class ForagingEnv:
         self._grid.assign(np.ascontiguousarray(cells, dtype=np.int32))
         self._agent.assign(np.ascontiguousarray(agent, dtype=np.int32))
         self._energy.fill_(e)
-        for arr in (self._step_count, self._food_eaten, self._poison_eaten):
+        for arr in (self._step_count, self._episode_return, self._food_eaten, self._poison_eaten):
             arr.zero_()
-        self._stats.reset()
+        self._sync()
         return self.observe()
 
     @property
@@ -569,17 +622,34 @@ class ForagingEnv:
         return wp.to_torch(self._step_count).clone()
 
     # ------------------------------------------------------------------ internals
-    def _launch_where(self) -> dict:
-        """Launch on torch's current stream on CUDA, so kernels order correctly with the torch ops around them."""
+    def _stream(self) -> dict:
+        """On CUDA: launch on torch's current stream, so kernels order correctly with the torch ops around them."""
         if self.device.type == "cuda":
             return {"stream": wp.stream_from_torch(torch.cuda.current_stream(self.device))}
-        return {"device": self._wp_device}
+        return {}
+
+    def _record_step(self, lo: int, hi: int) -> wp.Launch:
+        """The step launch for envs lo..hi-1 (views into the shared buffers)."""
+        per_env = [self._actions, self._grid, self._agent, self._energy, self._step_count, self._episode_return,
+                   self._food_eaten, self._poison_eaten, self._invalid, self._rng, self._obs, self._final_obs]
+        per_row = [self._out_f32, self._out_bool, self._out_i32]
+        return wp.launch(_step_kernel, dim=hi - lo, inputs=[
+            self.params, *(a[lo:hi] for a in per_env), *(a[:, lo:hi] for a in per_row)],
+            device=self._wp_device, record_cmd=True)
+
+    def _sync(self) -> None:
+        """Order host-side reads/writes of state (assign, numpy) with kernels on torch's CUDA stream."""
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+            wp.synchronize_device(self._wp_device)
+
+    def _launch_where(self) -> dict:
+        return self._stream() or {"device": self._wp_device}
 
     def _launch_reset(self, seed: int, reseed: bool) -> None:
         wp.launch(_reset_kernel, dim=self.num_envs, inputs=[
             self.params, seed, int(reseed), self._grid, self._agent, self._energy, self._step_count,
-            self._food_eaten, self._poison_eaten, self._rng, self._obs], **self._launch_where())
-        self._stats.reset()
+            self._episode_return, self._food_eaten, self._poison_eaten, self._rng, self._obs], **self._launch_where())
 
     def __repr__(self) -> str:
         return (f"ForagingEnv(num_envs={self.num_envs}, device={str(self.device)!r}, obs_mode={self.obs_mode!r}, "

@@ -1,0 +1,272 @@
+"""Observers of a run: JSONL + TensorBoard training log, env-steps/s progress bar, atomic checkpoint writes.
+
+Training log (one JSON object per line, appended; schema stable):
+
+* ``{"meta": {...}}`` at the start of every fit segment: ``run_id`` (kept across resumes),
+  ``segment`` ("start" or "resume"), ``resumed_from`` (checkpoint path), ``env_steps`` and
+  ``opt_steps`` at segment start, ``run_name``, ``config`` (the resolved CLI config, or the
+  module's hyper-parameters), ``seed``, ``versions`` (python, torch, lightning, warp,
+  numpy, gbx_lightning), ``rom_sha256`` (when the env has a ROM, else null), ``started_at``
+  (UTC ISO time), ``log_every``. On resume, records of the previous segment with
+  ``env_steps`` beyond the resume point (written after its last checkpoint) are superseded.
+* One record every ``log_every`` optimizer steps (default 1 = every step) with keys
+  ``env_steps, opt_steps, wall_time_s`` (training wall time, summed over segments),
+  ``sps`` (env steps per second over the interval), ``reward_mean`` (per env-step),
+  ``done_rate`` (fraction of env-steps that ended an episode, terminated or truncated),
+  ``trunc_rate`` (fraction that were truncated), ``episodes`` (episodes ended in the
+  interval), ``episode_return_mean, episode_length_mean, success_rate`` (over those episodes;
+  null if none ended), ``episode_<extra>_mean`` for each extra per-episode counter the env
+  reports (ForagingEnv: ``episode_food_eaten_mean``, ``episode_poison_eaten_mean``),
+  ``loss, loss_policy, loss_value, entropy, value_mean`` (means over the interval's
+  training steps), A2C ``advantage_mean``, PPO ``approx_kl, clipfrac``, ``grad_norm``
+  (mean pre-clip norm over the interval's optimizer steps), ``lr``, and the phase
+  breakdown ``time_act_s`` (policy forward + sampling, PPO: + V(final_obs) and GAE),
+  ``time_env_s`` (env.step), ``time_update_s`` (training_step: forward, loss, backward,
+  optimizer), ``time_other_s`` (the rest: Lightning loop, logging, checkpoints), seconds
+  within the interval. Device statistics are read once per record. On CUDA the phase
+  times measure launch time unless the work synchronises.
+* ``{"eval": {...}}`` after every validate/test: ``stage``, ``env_steps``, ``opt_steps`` and the
+  ``eval/*`` or ``test/*`` metrics (episodes, return_mean, success_rate, length_mean, extras).
+* ``{"error": {...}}`` if the run dies (``type``, ``message``, ``env_steps``, ``opt_steps``).
+
+TensorBoard receives the same numeric keys with ``env_steps`` as the step axis.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+import uuid
+from typing import Any
+
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.callbacks import RichProgressBar
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+__all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "package_versions"]
+
+
+def package_versions() -> dict[str, str | None]:
+    import importlib.metadata as md
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("torch", "lightning", "warp-lang", "numpy", "jsonargparse", "gbx_lightning"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = None
+    if out["gbx_lightning"] is None:  # running from a source checkout
+        import gbx_lightning
+
+        out["gbx_lightning"] = gbx_lightning.__version__
+    return out
+
+
+def _clean(v: Any) -> Any:
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+class TrainingLog(Callback):
+    """Writes the JSONL training log (schema in this module's docstring) and mirrors it to TensorBoard.
+
+    Args:
+        path: the JSONL file (appended to; created with its directory).
+        config: the resolved config to put in the meta line (default: the module's hyper-parameters).
+        log_every: optimizer steps per record.
+        run_name: recorded in the meta line.
+    """
+
+    def __init__(self, path: str | os.PathLike, config: dict | None = None, log_every: int = 1,
+                 run_name: str | None = None):
+        if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
+            raise ValueError(f"TrainingLog: log_every must be an int >= 1, got {log_every!r}")
+        self.path = os.fspath(path)
+        self.config = config
+        self.log_every = log_every
+        self.run_name = run_name
+        self.run_id = uuid.uuid4().hex[:12]
+        self.wall_time_base = 0.0  # training seconds of earlier segments (restored from the checkpoint)
+        self.last_record: dict[str, Any] = {}
+        self._file = None
+        self._t_start = 0.0
+
+    # ---- state kept in checkpoints -----------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "wall_time_s": self._wall_time()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.run_id = state.get("run_id", self.run_id)
+        self.wall_time_base = float(state.get("wall_time_s", 0.0))
+
+    def _wall_time(self) -> float:
+        return self.wall_time_base + (time.perf_counter() - self._t_start if self._t_start else 0.0)
+
+    # ---- output ----------------------------------------------------------------------------------
+    def _write(self, obj: dict[str, Any]) -> None:
+        if self._file is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")
+        self._file.write(json.dumps(obj, default=str) + "\n")
+        self._file.flush()
+
+    def _tensorboard(self, trainer: Trainer, metrics: dict[str, Any], step: int) -> None:
+        scalars = {k: float(v) for k, v in metrics.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+        for logger in trainer.loggers:
+            logger.log_metrics(scalars, step=step)
+
+    # ---- hooks -----------------------------------------------------------------------------------
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        resumed = trainer.ckpt_path is not None
+        env = getattr(pl_module, "env", None)
+        seed = os.environ.get("PL_GLOBAL_SEED")
+        self._write({"meta": {
+            "run_id": self.run_id, "run_name": self.run_name,
+            "segment": "resume" if resumed else "start",
+            "resumed_from": str(trainer.ckpt_path) if resumed else None,
+            "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
+            "seed": int(seed) if seed is not None else None,
+            "stream_seed": pl_module.process_seed,
+            "config": self.config if self.config is not None else dict(pl_module.hparams),
+            "versions": package_versions(),
+            "rom_sha256": getattr(env, "rom_sha256", None),
+            "device": str(trainer.strategy.root_device),
+            "log_every": self.log_every,
+            "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        }})
+        self._t_start = time.perf_counter()
+        self._interval_start = self._t_start
+        self._interval_env_steps = pl_module.env_steps
+        self._last_opt_step = pl_module.opt_steps
+        self._phase_base = (0.0, 0.0, 0.0)
+
+    def _phase_times(self, pl_module) -> tuple[float, float, float]:
+        stream = pl_module.stream
+        return ((stream.time_act_s if stream else 0.0), (stream.time_env_s if stream else 0.0),
+                pl_module.time_update_s)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        opt_steps = pl_module.opt_steps
+        if opt_steps == self._last_opt_step or opt_steps % self.log_every != 0:
+            return
+        self._last_opt_step = opt_steps
+        now = time.perf_counter()
+        env_steps = pl_module.env_steps
+        dt = now - self._interval_start
+        phases = self._phase_times(pl_module)
+        act, env_t, upd = (p - b for p, b in zip(phases, self._phase_base))
+        record: dict[str, Any] = {
+            "env_steps": env_steps, "opt_steps": opt_steps, "wall_time_s": self._wall_time(),
+            "sps": (env_steps - self._interval_env_steps) / dt if dt > 0 else None,
+        }
+        record.update(pl_module.stream.stats.pop() if pl_module.stream is not None else {})
+        record.update(pl_module.pop_metrics())
+        record.update({"time_act_s": act, "time_env_s": env_t, "time_update_s": upd,
+                       "time_other_s": max(0.0, dt - act - env_t - upd)})
+        record = {k: _clean(v) for k, v in record.items()}
+        self._write(record)
+        self._tensorboard(trainer, record, env_steps)
+        self.last_record = record
+        self._interval_start, self._interval_env_steps, self._phase_base = now, env_steps, phases
+
+    def _eval_record(self, trainer, pl_module, stage: str) -> None:
+        if trainer.sanity_checking:
+            return
+        metrics = {k: _clean(float(v)) for k, v in trainer.callback_metrics.items()
+                   if k.startswith(("eval/", "test/"))}
+        if not metrics:
+            return
+        self._write({"eval": {"stage": stage, "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
+                              **metrics}})
+        self._tensorboard(trainer, metrics, pl_module.env_steps)
+        if trainer.state.fn in ("validate", "test"):  # during fit the progress bar owns the console
+            body = "  ".join(f"{k.split('/', 1)[1]} {v:.4g}" for k, v in metrics.items() if v is not None)
+            print(f"{stage}: {body}  (env_steps {pl_module.env_steps}, opt_steps {pl_module.opt_steps})", flush=True)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        self._eval_record(trainer, pl_module, "validate")
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self._eval_record(trainer, pl_module, "test")
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        self._write({"error": {"type": type(exception).__name__, "message": str(exception),
+                               "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
+                               "wall_time_s": self._wall_time()}})
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if stage == "fit" and self._t_start:
+            self.wall_time_base = self._wall_time()
+            self._t_start = 0.0
+
+
+class EnvStepsProgressBar(RichProgressBar):
+    """Lightning's Rich bar counting training batches of the whole run, with env steps, env steps/s, return.
+
+    One bar for the run: the stream is a single epoch whose length is the run's batch budget
+    (A2C: max_steps * update_every transitions; PPO: max_steps minibatches), so the bar's total
+    is that budget rather than Lightning's max_steps-based guess, and a resumed run continues it.
+    """
+
+    def __init__(self, training_log: TrainingLog | None = None, refresh_rate: int = 1):
+        super().__init__(refresh_rate=refresh_rate, leave=True)
+        self.training_log = training_log
+
+    @property
+    def total_train_batches(self):
+        return self.trainer.num_training_batches
+
+    def _get_train_description(self, current_epoch: int) -> str:
+        return "train"
+
+    def get_metrics(self, trainer, pl_module) -> dict[str, Any]:
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        rec = self.training_log.last_record if self.training_log is not None else {}
+        if rec:
+            items["env_steps"] = str(rec["env_steps"])
+            if rec.get("sps") is not None:
+                items["env_steps/s"] = f"{rec['sps']:.0f}"
+            if rec.get("episode_return_mean") is not None:
+                items["return"] = f"{rec['episode_return_mean']:.2f}"
+        return items
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """torch.save to a temporary file in the target directory, fsync, then os.replace.
+
+    A reader (or a resumed run) sees the previous complete checkpoint or the new complete one,
+    never a torn file, even if the process is killed mid-write. (Lightning's default writes via
+    an fsspec transaction whose temporary file lives in the system temp dir, so its final move
+    is a copy, not an atomic rename, whenever that is another filesystem.)
+    """
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"AtomicCheckpointIO: storage_options are not supported, got {storage_options!r}")
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".ckpt", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(checkpoint, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,186 @@
+"""Actor-critic policies: ``forward(obs) -> (logits [N, A], value [N])``.
+
+Two families, chosen by the observation the env produces:
+
+* ``mlp`` and ``cnn`` take float observations such as ForagingEnv's egocentric
+  one-hot view ``[C, V, V]``.
+* ``nature_cnn`` and ``impala_cnn`` take uint8 Game Boy pixel stacks
+  ``[K, 72, 80]`` with shades 0..3 and normalise inside the model
+  (``x.float() / 3``), so the env and the rollout buffer stay uint8.
+
+All use orthogonal initialisation as is usual for PPO/A2C: hidden layers with
+gain sqrt(2), the policy head with gain 0.01 (a near-uniform initial policy, so
+early exploration does not depend on the seed) and the value head with gain 1.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+from torch import nn
+
+__all__ = ["POLICY_REGISTRY", "ActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy", "NatureCNNPolicy",
+           "ImpalaCNNPolicy"]
+
+PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
+
+
+def _init(layer: nn.Module, gain: float) -> nn.Module:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class ActorCritic(nn.Module):
+    """Shared torso + linear policy and value heads; subclasses build the torso."""
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, obs_dtype: torch.dtype):
+        super().__init__()
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.num_actions = int(num_actions)
+        self.obs_dtype = obs_dtype
+
+    def _heads(self, features: int) -> None:
+        self.policy_head = _init(nn.Linear(features, self.num_actions), 0.01)
+        self.value_head = _init(nn.Linear(features, 1), 1.0)
+
+    def torso(self, obs: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # Shape/dtype checks are Python attribute reads: no host sync.
+        if tuple(obs.shape[1:]) != self.obs_shape or obs.dim() != len(self.obs_shape) + 1:
+            raise ValueError(f"{type(self).__name__}: obs must have shape [N, {', '.join(map(str, self.obs_shape))}],"
+                             f" got {list(obs.shape)}")
+        if obs.dtype != self.obs_dtype:
+            raise ValueError(f"{type(self).__name__}: obs must have dtype {self.obs_dtype}, got {obs.dtype}")
+        h = self.torso(obs)
+        return self.policy_head(h), self.value_head(h).squeeze(-1)
+
+
+class MLPPolicy(ActorCritic):
+    """Flatten -> ``len(hidden)`` tanh layers; the simplest baseline for any float observation."""
+
+    def __init__(self, obs_shape, num_actions, hidden: tuple[int, ...] | list[int] = (128, 128)):
+        super().__init__(obs_shape, num_actions, torch.float32)
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = math.prod(self.obs_shape)
+        for h in hidden:
+            layers += [_init(nn.Linear(width, int(h)), math.sqrt(2)), nn.Tanh()]
+            width = int(h)
+        self.body = nn.Sequential(*layers)
+        self._heads(width)
+
+    def torso(self, obs):
+        return self.body(obs)
+
+
+class GridCNNPolicy(ActorCritic):
+    """Small CNN for egocentric grids [C, V, V]: 3x3 conv, 3x3 stride-2 conv, one dense layer.
+
+    The stride-2 layer halves the view before the dense layer, which keeps the network (and
+    each streaming update on a CPU) small: ~0.2 M parameters for the default 6x11x11 view.
+    """
+
+    def __init__(self, obs_shape, num_actions, channels: tuple[int, int] | list[int] = (16, 32), hidden: int = 128):
+        super().__init__(obs_shape, num_actions, torch.float32)
+        if len(self.obs_shape) != 3:
+            raise ValueError(f"cnn policy: obs_shape must be [C, H, W], got {list(self.obs_shape)}")
+        c, h, w = self.obs_shape
+        c1, c2 = (int(x) for x in channels)
+        g = math.sqrt(2)
+        self.body = nn.Sequential(
+            _init(nn.Conv2d(c, c1, 3, padding=1), g), nn.ReLU(),
+            _init(nn.Conv2d(c1, c2, 3, stride=2, padding=1), g), nn.ReLU(),
+            nn.Flatten(),
+        )
+        flat = c2 * ((h + 1) // 2) * ((w + 1) // 2)
+        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), g), nn.ReLU())
+        self._heads(int(hidden))
+
+    def torso(self, obs):
+        return self.dense(self.body(obs))
+
+
+def _check_pixels(name: str, obs_shape: tuple[int, ...], min_hw: int) -> None:
+    if len(obs_shape) != 3 or obs_shape[1] < min_hw or obs_shape[2] < min_hw:
+        raise ValueError(f"{name} policy: obs_shape must be [K, H, W] with H, W >= {min_hw} "
+                         f"(uint8 pixel stack, e.g. [4, 72, 80]), got {list(obs_shape)}")
+
+
+class NatureCNNPolicy(ActorCritic):
+    """The DQN "Nature" CNN (Mnih et al. 2015): 8x8/4, 4x4/2, 3x3/1 convolutions, 512 dense units."""
+
+    def __init__(self, obs_shape, num_actions, hidden: int = 512):
+        super().__init__(obs_shape, num_actions, torch.uint8)
+        _check_pixels("nature_cnn", self.obs_shape, 36)
+        k, h, w = self.obs_shape
+        g = math.sqrt(2)
+        self.convs = nn.Sequential(
+            _init(nn.Conv2d(k, 32, 8, stride=4), g), nn.ReLU(),
+            _init(nn.Conv2d(32, 64, 4, stride=2), g), nn.ReLU(),
+            _init(nn.Conv2d(64, 64, 3, stride=1), g), nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, k, h, w)).shape[1]
+        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), g), nn.ReLU())
+        self._heads(int(hidden))
+
+    def torso(self, obs):
+        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+
+
+class _ResidualBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv0 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv1(torch.relu(self.conv0(torch.relu(x))))
+
+
+class ImpalaCNNPolicy(ActorCritic):
+    """IMPALA's residual CNN (Espeholt et al. 2018): per stage conv 3x3, max-pool 3x3/2, two residual blocks."""
+
+    def __init__(self, obs_shape, num_actions, channels: tuple[int, ...] | list[int] = (16, 32, 32),
+                 hidden: int = 256):
+        super().__init__(obs_shape, num_actions, torch.uint8)
+        _check_pixels("impala_cnn", self.obs_shape, 8)
+        k, h, w = self.obs_shape
+        stages: list[nn.Module] = []
+        c_in = k
+        for c in channels:
+            stages += [nn.Conv2d(c_in, int(c), 3, padding=1), nn.MaxPool2d(3, stride=2, padding=1),
+                       _ResidualBlock(int(c)), _ResidualBlock(int(c))]
+            c_in = int(c)
+        # convolutions keep PyTorch's default init: orthogonal sqrt(2) gains compound through the
+        # residual sums and blow up the features (and the initial logits)
+        self.convs = nn.Sequential(*stages, nn.ReLU(), nn.Flatten())
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, k, h, w)).shape[1]
+        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())
+        self._heads(int(hidden))
+
+    def torso(self, obs):
+        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+
+
+POLICY_REGISTRY: dict[str, Callable[..., ActorCritic]] = {
+    "mlp": MLPPolicy,
+    "cnn": GridCNNPolicy,
+    "nature_cnn": NatureCNNPolicy,
+    "impala_cnn": ImpalaCNNPolicy,
+}
+
+
+def make_policy(name: str, obs_shape: tuple[int, ...], num_actions: int, **kwargs) -> ActorCritic:
+    """Build a registered policy by name; unknown names list the known ones."""
+    if name not in POLICY_REGISTRY:
+        raise ValueError(f"unknown policy {name!r}; expected one of {sorted(POLICY_REGISTRY)}")
+    if not isinstance(num_actions, int) or num_actions < 1:
+        raise ValueError(f"make_policy: num_actions must be an int >= 1, got {num_actions!r}")
+    return POLICY_REGISTRY[name](tuple(obs_shape), num_actions, **kwargs)

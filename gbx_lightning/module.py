@@ -1,0 +1,429 @@
+"""LightningModules for streaming A2C (TD(0)) and PPO on a vector env.
+
+Why manual optimisation: an RL update is not "one batch -> one loss -> one step".
+A2C accumulates gradients over ``update_every`` env steps (a hyper-parameter of the
+algorithm, not of the Trainer) and PPO steps once per minibatch; both clip the
+gradient norm and log it. With ``automatic_optimization = False`` each
+``training_step`` reads as the algorithm: forward, loss (from ``gbx_lightning.rl``),
+backward, clip, step. Lightning still owns the loop, devices, checkpoints,
+callbacks and logging, and ``trainer.global_step`` counts optimizer steps
+(so ``trainer.max_steps`` is the number of updates).
+
+Where things live: the env and the policy are built in ``setup`` (after config
+validation, on the Trainer's device; the env's observation shape sizes the
+policy). The env is stepped by ``data.RolloutStream`` with this module's policy.
+``env_steps`` (owned by the stream) and ``opt_steps`` are stored in every
+checkpoint under ``checkpoint["gbx"]``; the stream's full state (RNG, env,
+current observation) is stored by Lightning's fit loop.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule
+
+from gbx_lightning.data import EvalEpisodes, RolloutStream, UNBOUNDED
+from gbx_lightning.models import POLICY_REGISTRY, make_policy
+from gbx_lightning.rl import a2c_td0, ppo_loss
+
+__all__ = ["ConfigError", "RLModule", "A2CModule", "PPOModule"]
+
+# The stream is an in-process IterableDataset by design (num_workers=0, length = batch budget), and
+# checkpoints taken after the optimizer step are what we want; these Lightning hints do not apply.
+for _msg in (r".*does not have many workers.*", r".*`IterableDataset` has `__len__` defined.*",
+             r".*Using ModelCheckpoint with manual optimization and every_n_train_steps.*",
+             r".*isinstance\(treespec, LeafSpec\).*"):
+    warnings.filterwarnings("ignore", message=_msg)
+
+
+class ConfigError(ValueError):
+    """A bad hyper-parameter, found before anything is built. ``field`` is the config key (without ``model.``)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field} {message}")
+        self.field = field
+
+
+def _env_registry() -> dict:
+    from gbx_lightning.envs import ENV_REGISTRY
+
+    return ENV_REGISTRY
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _init_args(frame_locals: dict) -> dict:
+    return {k: v for k, v in frame_locals.items() if k not in ("self", "__class__")}
+
+
+def _require(ok: bool, field: str, expected: str, got) -> None:
+    if not ok:
+        raise ConfigError(field, f"must be {expected}, got {got!r}")
+
+
+class RLModule(LightningModule):
+    """What A2C and PPO share: env + policy construction, acting, evaluation, step counters.
+
+    Args:
+        env: registered env name (``gbx_lightning.envs.ENV_REGISTRY``).
+        env_kwargs: env options (e.g. ForagingEnv ``obs_mode``, ``max_steps``); ``num_envs`` and
+            ``device`` are set by the module.
+        num_envs: envs stepped in parallel for training.
+        policy: registered policy name (``gbx_lightning.models.POLICY_REGISTRY``).
+        policy_kwargs: policy options (e.g. ``hidden``).
+        gamma, lr, max_grad_norm, value_coef, entropy_coef, adam_eps: the usual.
+        seed: env and action-sampling seed; ``None`` uses the process seed (``seed_everything``).
+        eval_episodes: episodes per ``validate``/``test`` (one per eval env, run in parallel).
+        eval_greedy: evaluate the argmax action instead of sampling.
+        eval_seed: fixed seed so every evaluation sees the same episode starts.
+    """
+
+    def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 1e-3,
+                 max_grad_norm: float | None = 0.5, value_coef: float = 0.5, entropy_coef: float = 0.01,
+                 adam_eps: float = 1e-5, seed: int | None = None, eval_episodes: int = 32,
+                 eval_greedy: bool = False, eval_seed: int = 1_000_003):
+        super().__init__()
+        self.save_hyperparameters()
+        self.automatic_optimization = False
+        self.policy = None
+        self.env = None
+        self.eval_env = None
+        self.stream: RolloutStream | None = None
+        self.opt_steps = 0
+        self._restored_env_steps = 0
+        self.time_update_s = 0.0
+        self._metric_names: list[str] | None = None
+        self._metric_sums: torch.Tensor | None = None
+        self._metric_count = 0
+        self._metric_pending: list[list[torch.Tensor]] = []
+        self._grad_norm_sum: torch.Tensor | None = None
+        self._grad_norm_count = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # nn.Module.__setattr__ runs Parameter's Python-level isinstance check on every assignment, and
+        # Lightning assigns `_current_fx_name` around every hook (~30 times per batch). Plain values for
+        # names that are not parameters, buffers or submodules can skip it: same result, measurably cheaper
+        # per batch next to a ~1 ms env step (tools/bench_trainer.py).
+        if not isinstance(value, (torch.Tensor, torch.nn.Module)):
+            d = self.__dict__
+            if name not in d.get("_parameters", ()) and name not in d.get("_modules", ()) \
+                    and name not in d.get("_buffers", ()):
+                object.__setattr__(self, name, value)
+                return
+        super().__setattr__(name, value)
+
+    # ---- config validation (also called by the CLI before anything is instantiated) ---------------
+    @classmethod
+    def check_config(cls, **hp: Any) -> None:
+        """Raise ConfigError naming the first bad field. Cheap: builds no env and no network."""
+        reg = _env_registry()
+        _require(isinstance(hp.get("env"), str) and hp["env"] in reg, "env",
+                 f"one of {sorted(reg)}", hp.get("env"))
+        _require(isinstance(hp.get("policy"), str) and hp["policy"] in POLICY_REGISTRY, "policy",
+                 f"one of {sorted(POLICY_REGISTRY)}", hp.get("policy"))
+        _require(hp.get("env_kwargs") is None or isinstance(hp["env_kwargs"], dict), "env_kwargs", "a mapping",
+                 hp.get("env_kwargs"))
+        for reserved in ("num_envs", "device"):
+            _require(reserved not in (hp.get("env_kwargs") or {}), f"env_kwargs.{reserved}",
+                     f"absent (set model.{reserved} instead)" if reserved == "num_envs" else "absent (the Trainer's "
+                     "accelerator picks the device)", (hp.get("env_kwargs") or {}).get(reserved))
+        _require(hp.get("policy_kwargs") is None or isinstance(hp["policy_kwargs"], dict), "policy_kwargs",
+                 "a mapping", hp.get("policy_kwargs"))
+        g = hp.get("gamma")
+        _require(_is_num(g) and 0 < g <= 1, "gamma", "in (0, 1]", g)
+        _require(_is_num(hp.get("lr")) and hp["lr"] > 0, "lr", "> 0", hp.get("lr"))
+        _require(_is_int(hp.get("num_envs")) and hp["num_envs"] >= 1, "num_envs", "an int >= 1", hp.get("num_envs"))
+        mgn = hp.get("max_grad_norm")
+        _require(mgn is None or (_is_num(mgn) and mgn > 0), "max_grad_norm", "> 0 or null", mgn)
+        for name in ("value_coef", "entropy_coef"):
+            _require(_is_num(hp.get(name)) and hp[name] >= 0, name, ">= 0", hp.get(name))
+        _require(_is_num(hp.get("adam_eps")) and hp["adam_eps"] > 0, "adam_eps", "> 0", hp.get("adam_eps"))
+        _require(hp.get("seed") is None or _is_int(hp["seed"]), "seed", "an int or null", hp.get("seed"))
+        _require(_is_int(hp.get("eval_episodes")) and hp["eval_episodes"] >= 1, "eval_episodes", "an int >= 1",
+                 hp.get("eval_episodes"))
+
+    # ---- construction ---------------------------------------------------------------------------
+    def _make_env(self, num_envs: int):
+        from gbx_lightning.envs import make_env
+
+        device = self.trainer.strategy.root_device if self._trainer is not None else torch.device("cpu")
+        return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
+
+    def _build_policy(self, env) -> None:
+        if self.policy is None:
+            self.policy = make_policy(self.hparams.policy, env.obs_shape, int(env.num_actions),
+                                      **(self.hparams.policy_kwargs or {}))
+
+    def setup(self, stage: str) -> None:
+        """Build the env(s) this stage needs and the policy (sized by the env). Runs before checkpoint restore."""
+        if stage == "fit" and self.env is None:
+            self.env = self._make_env(self.hparams.num_envs)
+            self._build_policy(self.env)
+        if stage in ("validate", "test") or self.policy is None:
+            self._build_policy(self._get_eval_env())
+
+    def _get_eval_env(self):
+        if self.eval_env is None:
+            self.eval_env = self._make_env(self.hparams.eval_episodes)
+        return self.eval_env
+
+    @property
+    def process_seed(self) -> int:
+        return int(self.hparams.seed) if self.hparams.seed is not None else torch.initial_seed() % (1 << 31)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.policy.parameters(), lr=self.hparams.lr, eps=self.hparams.adam_eps)
+
+    def _stream_kwargs(self) -> dict:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def train_dataloader(self):
+        num_batches = UNBOUNDED
+        if self._trainer is not None and self.trainer.max_steps > 0:
+            num_batches = self.trainer.max_steps * self.batches_per_opt_step
+        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, **self._stream_kwargs())
+        self.stream.env_steps = self._restored_env_steps
+        return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
+
+    # ---- step counters and checkpoint -----------------------------------------------------------
+    batches_per_opt_step = 1
+    opt_steps_per_cycle = 1  # optimizer steps between points where a checkpoint captures all state
+
+    @property
+    def env_steps(self) -> int:
+        return self.stream.env_steps if self.stream is not None else self._restored_env_steps
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        counters = checkpoint.get("gbx", {})
+        self.opt_steps = int(counters.get("opt_steps", 0))
+        self._restored_env_steps = int(counters.get("env_steps", 0))
+
+    # ---- the optimizer step shared by both algorithms --------------------------------------------
+    def _clip_and_step(self, opt) -> torch.Tensor:
+        params = [p for p in self.policy.parameters() if p.grad is not None]
+        max_norm = self.hparams.max_grad_norm
+        # clip_grad_norm_ returns the pre-clip norm as a device tensor (no host sync)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm is not None else float("inf"))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        self.opt_steps += 1
+        self._grad_norm_sum = grad_norm.detach() if self._grad_norm_sum is None else self._grad_norm_sum + grad_norm
+        self._grad_norm_count += 1
+        return grad_norm
+
+    _LOG_NAMES = {"loss": "loss", "policy_loss": "loss_policy", "value_loss": "loss_value", "entropy": "entropy",
+                  "value_mean": "value_mean", "advantage_mean": "advantage_mean", "approx_kl": "approx_kl",
+                  "clipfrac": "clipfrac"}
+
+    def _track(self, out: dict[str, torch.Tensor]) -> None:
+        """Keep this step's loss terms for the next log record (reduced on device by ``pop_metrics``)."""
+        if self._metric_names is None:
+            self._metric_names = [k for k in self._LOG_NAMES if k in out]
+        self._metric_pending.append([out[k].detach() for k in self._metric_names])  # no graph kept alive
+        if len(self._metric_pending) >= 256:
+            self._fold_metrics()
+
+    def _fold_metrics(self) -> None:
+        if self._metric_pending:
+            sums = torch.stack([torch.stack(row).float() for row in self._metric_pending]).sum(0)
+            self._metric_sums = sums if self._metric_sums is None else self._metric_sums + sums
+            self._metric_count += len(self._metric_pending)
+            self._metric_pending = []
+
+    def pop_metrics(self) -> dict[str, float | None]:
+        """Means of the tracked losses and grad norms since the last call, plus lr (one host read)."""
+        self._fold_metrics()
+        out: dict[str, float | None] = {}
+        parts = []
+        if self._metric_sums is not None:
+            parts.append(self._metric_sums / self._metric_count)
+        if self._grad_norm_sum is not None:
+            parts.append((self._grad_norm_sum / self._grad_norm_count).reshape(1))
+        vals = torch.cat(parts).tolist() if parts else []
+        if self._metric_sums is not None:
+            for name, v in zip(self._metric_names, vals):
+                out[self._LOG_NAMES[name]] = v
+        out["grad_norm"] = vals[-1] if self._grad_norm_sum is not None else None
+        self._metric_sums, self._metric_count = None, 0
+        self._grad_norm_sum, self._grad_norm_count = None, 0
+        opt = self.optimizers(use_pl_optimizer=False) if self._trainer is not None else None
+        out["lr"] = opt.param_groups[0]["lr"] if opt is not None else self.hparams.lr
+        return out
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx: int):
+        """The streams build every batch on the env's device, which is this module's device: nothing to move."""
+        return batch
+
+    # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
+    def _eval_loader(self):
+        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed,
+                            greedy=self.hparams.eval_greedy)
+
+    def val_dataloader(self):
+        return self._eval_loader()
+
+    def test_dataloader(self):
+        return self._eval_loader()
+
+    def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str) -> None:
+        finished = batch["finished"]
+        count = finished.sum()
+        denom = count.clamp(min=1).float()
+        metrics = {f"{prefix}/episodes": count.float(),
+                   f"{prefix}/return_mean": (batch["episode_return"].float() * finished).sum() / denom,
+                   f"{prefix}/success_rate": (batch["success"].float() * finished).sum() / denom,
+                   f"{prefix}/length_mean": (batch["episode_length"].float() * finished).sum() / denom}
+        for k, v in batch.items():
+            if k not in ("finished", "episode_return", "success", "episode_length"):
+                metrics[f"{prefix}/{k}_mean"] = (v.float() * finished).sum() / denom
+        # logger=False: the JSONL/TensorBoard callback records eval results against env_steps
+        self.log_dict(metrics, logger=False, batch_size=int(finished.shape[0]))
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step(batch, "eval")
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step(batch, "test")
+
+
+class A2CModule(RLModule):
+    """Streaming advantage actor-critic with one-step TD(0) targets.
+
+    Every batch is one transition of all N envs; gradients of ``update_every``
+    consecutive transitions are accumulated (mean), then clipped and applied.
+    So ``opt_steps = env_steps / (num_envs * update_every)``.
+    """
+
+    def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 7e-4,
+                 update_every: int = 5, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
+                 entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None,
+                 eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003):
+        self.check_config(**_init_args(locals()))
+        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
+                         policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
+                         value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
+                         eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
+        self.batches_per_opt_step = update_every
+        self._accumulated = 0
+        self._window_loss = None
+
+    @classmethod
+    def check_config(cls, **hp: Any) -> None:
+        super().check_config(**hp)
+        if "update_every" in hp:
+            _require(_is_int(hp["update_every"]) and hp["update_every"] >= 1, "update_every", "an int >= 1",
+                     hp["update_every"])
+
+    def _stream_kwargs(self) -> dict:
+        return {}
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        t0 = time.perf_counter()
+        # 1. V(s') of the true next states, no gradient (bootstraps through truncation; rl.a2c_td0 masks termination)
+        with torch.no_grad():
+            _, next_values = self.policy(batch["final_obs"])
+        # 2. pi(.|s), V(s) with gradient, and the TD(0) actor-critic loss
+        logits, values = self.policy(batch["obs"])
+        out = a2c_td0(logits, values, batch["actions"], batch["rewards"], next_values, batch["terminated"],
+                      gamma=self.hparams.gamma, value_coef=self.hparams.value_coef,
+                      entropy_coef=self.hparams.entropy_coef)
+        # 3. mean loss over `update_every` transitions; one backward, clip and step at the end of the window
+        #    (the same gradient as accumulating per transition, with one backward pass instead of update_every)
+        scaled = out["loss"] / self.hparams.update_every
+        self._window_loss = scaled if self._window_loss is None else self._window_loss + scaled
+        self._accumulated += 1
+        if self._accumulated == self.hparams.update_every:
+            self.manual_backward(self._window_loss)
+            self._clip_and_step(self.optimizers())
+            self._window_loss, self._accumulated = None, 0
+        self._track(out)
+        self.time_update_s += time.perf_counter() - t0
+
+
+class PPOModule(RLModule):
+    """PPO with clipped surrogate (Schulman et al. 2017) on T-step rollouts of N envs.
+
+    Each rollout gives T*N samples with GAE(lambda) advantages; the stream serves them as
+    ``minibatches`` minibatches for ``epochs`` epochs and every minibatch is one optimizer
+    step, so one rollout = ``epochs * minibatches`` opt steps. ``anneal_lr`` decays the
+    learning rate linearly to 0 at ``trainer.max_steps``.
+    """
+
+    def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 2.5e-4,
+                 rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
+                 clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
+                 anneal_lr: bool = False, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
+                 entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None,
+                 eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003):
+        self.check_config(**_init_args(locals()))
+        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
+                         policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
+                         value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
+                         eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
+        self.opt_steps_per_cycle = epochs * minibatches
+
+    @classmethod
+    def check_config(cls, **hp: Any) -> None:
+        super().check_config(**hp)
+        for name in ("rollout_steps", "epochs", "minibatches"):
+            if name in hp:
+                _require(_is_int(hp[name]) and hp[name] >= 1, name, "an int >= 1", hp[name])
+        if {"rollout_steps", "minibatches", "num_envs"} <= hp.keys():
+            _require(hp["minibatches"] <= hp["rollout_steps"] * hp["num_envs"], "minibatches",
+                     f"<= rollout_steps * num_envs = {hp['rollout_steps'] * hp['num_envs']}", hp["minibatches"])
+        if "gae_lambda" in hp:
+            _require(_is_num(hp["gae_lambda"]) and 0 <= hp["gae_lambda"] <= 1, "gae_lambda", "in [0, 1]",
+                     hp["gae_lambda"])
+        if "clip_coef" in hp:
+            _require(_is_num(hp["clip_coef"]) and hp["clip_coef"] > 0, "clip_coef", "> 0", hp["clip_coef"])
+        if hp.get("value_clip") is not None:
+            _require(_is_num(hp["value_clip"]) and hp["value_clip"] > 0, "value_clip", "> 0 or null",
+                     hp["value_clip"])
+
+    def _stream_kwargs(self) -> dict:
+        hp = self.hparams
+        return {"rollout_steps": hp.rollout_steps, "epochs": hp.epochs, "minibatches": hp.minibatches,
+                "gamma": hp.gamma, "gae_lambda": hp.gae_lambda}
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        t0 = time.perf_counter()
+        hp = self.hparams
+        opt = self.optimizers()
+        if hp.anneal_lr and self.trainer.max_steps > 0:
+            frac = max(0.0, 1.0 - self.opt_steps / self.trainer.max_steps)
+            for group in opt.optimizer.param_groups:
+                group["lr"] = hp.lr * frac
+        # 1. the current policy on the minibatch's states
+        logits, values = self.policy(batch["obs"])
+        log_probs = F.log_softmax(logits, -1)
+        new_logprobs = log_probs.gather(1, batch["actions"].unsqueeze(1)).squeeze(1)
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        # 2. clipped surrogate + value + entropy loss against the rollout's log-probs, values and GAE returns
+        out = ppo_loss(new_logprobs, batch["logprobs"], batch["advantages"], values, batch["values"],
+                       batch["returns"], entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
+                       normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,
+                       entropy_coef=hp.entropy_coef)
+        out["value_mean"] = values.detach().mean()
+        # 3. one optimizer step per minibatch
+        self.manual_backward(out["loss"])
+        self._clip_and_step(opt)
+        self._track(out)
+        self.time_update_s += time.perf_counter() - t0

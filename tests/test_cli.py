@@ -1,0 +1,79 @@
+"""CLI guards: bad config values and a missing checkpoint fail fast with one line, non-zero exit, no traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gbx_lightning.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+A2C = str(ROOT / "configs" / "a2c.yaml")
+PPO = str(ROOT / "configs" / "ppo.yaml")
+
+
+def _run_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "gbx_lightning", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def _one_line_error(stderr: str) -> str:
+    assert "Traceback" not in stderr
+    lines = [ln for ln in stderr.strip().splitlines() if not ln.startswith("Seed set to")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_subprocess_bad_gamma_is_one_line_config_error(tmp_path):
+    proc = _run_cli("fit", "--config", A2C, "--model.init_args.gamma", "1.5", "--runs_dir", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode != 0
+    assert _one_line_error(proc.stderr) == "config error: model.gamma must be in (0, 1], got 1.5"
+    assert not (tmp_path / "a2c").exists()  # nothing was built or written
+
+
+def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_start(tmp_path):
+    proc = _run_cli("fit", "--config", A2C, "--ckpt_path", "last", "--runs_dir", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode != 0
+    line = _one_line_error(proc.stderr)
+    assert line.startswith("error: --ckpt_path last: no checkpoint to resume")
+    assert str(tmp_path / "a2c" / "checkpoints" / "last.ckpt") in line
+    assert not (tmp_path / "a2c").exists()
+
+
+@pytest.mark.parametrize("config,override,message", [
+    (A2C, "--model.init_args.gamma=0", "model.gamma must be in (0, 1], got 0.0"),
+    (PPO, "--model.init_args.gamma=1.01", "model.gamma must be in (0, 1], got 1.01"),
+    (A2C, "--model.init_args.lr=0", "model.lr must be > 0, got 0.0"),
+    (PPO, "--model.init_args.lr=-0.001", "model.lr must be > 0, got -0.001"),
+    (A2C, "--model.init_args.num_envs=0", "model.num_envs must be an int >= 1, got 0"),
+    (A2C, "--model.init_args.update_every=0", "model.update_every must be an int >= 1, got 0"),
+    (A2C, "--model.init_args.env=tetris", "model.env must be one of ['foraging'], got 'tetris'"),
+    (PPO, "--model.init_args.policy=resnet",
+     "model.policy must be one of ['cnn', 'impala_cnn', 'mlp', 'nature_cnn'], got 'resnet'"),
+    (PPO, "--model.init_args.minibatches=0", "model.minibatches must be an int >= 1, got 0"),
+    (A2C, "--log_every=0", "log_every must be an int >= 1, got 0"),
+])
+def test_config_errors_name_the_field(tmp_path, capsys, config, override, message):
+    code = main(["fit", "--config", config, override, "--runs_dir", str(tmp_path)])
+    assert code == 2
+    assert _one_line_error(capsys.readouterr().err) == f"config error: {message}"
+    assert not list(tmp_path.iterdir())
+
+
+def test_validate_with_missing_checkpoint_path(tmp_path, capsys):
+    code = main(["validate", "--config", A2C, "--runs_dir", str(tmp_path), "--ckpt_path", str(tmp_path / "x.ckpt")])
+    assert code == 2
+    assert _one_line_error(capsys.readouterr().err) == f"error: --ckpt_path: checkpoint file {tmp_path / 'x.ckpt'} " \
+                                                      "does not exist"
+
+
+def test_print_config_shows_the_resolved_config(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--config", PPO, "--print_config"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "class_path: gbx_lightning.module.PPOModule" in out and "rollout_steps: 64" in out
+    assert "run_name: null" in out and "runs_dir: lightning_logs" in out

@@ -1,0 +1,78 @@
+"""Policies: output shapes, pixel normalisation inside the model, init, and clear errors."""
+
+import math
+
+import pytest
+import torch
+
+from gbx_lightning.models import POLICY_REGISTRY, make_policy
+
+CASES = [
+    ("mlp", (6, 11, 11), torch.float32),
+    ("cnn", (6, 11, 11), torch.float32),
+    ("cnn", (6, 7, 7), torch.float32),
+    ("nature_cnn", (4, 72, 80), torch.uint8),
+    ("impala_cnn", (4, 72, 80), torch.uint8),
+    ("impala_cnn", (1, 72, 80), torch.uint8),
+]
+
+
+def _obs(shape, dtype, n=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 4, (n, *shape), generator=g, dtype=torch.uint8)
+    return torch.rand((n, *shape), generator=g)
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES)
+def test_output_shapes_and_near_uniform_initial_policy(name, shape, dtype):
+    torch.manual_seed(0)
+    policy = make_policy(name, shape, 8)
+    logits, value = policy(_obs(shape, dtype))
+    assert logits.shape == (5, 8) and logits.dtype == torch.float32
+    assert value.shape == (5,)
+    # policy head gain 0.01: the initial policy is close to uniform, entropy ~ log(8)
+    entropy = -(logits.log_softmax(-1).exp() * logits.log_softmax(-1)).sum(-1)
+    assert torch.all(entropy > math.log(8) - 0.01)
+
+
+@pytest.mark.parametrize("name", ["nature_cnn", "impala_cnn"])
+def test_pixel_policies_divide_shades_by_three(name):
+    policy = make_policy(name, (4, 72, 80), 6)
+    seen = []
+    first_conv = next(m for m in policy.modules() if isinstance(m, torch.nn.Conv2d))
+    first_conv.register_forward_hook(lambda mod, inp, out: seen.append(inp[0]))
+    obs = _obs((4, 72, 80), torch.uint8, n=2)
+    obs[0, 0, 0, 0] = 3
+    obs[1, 0, 0, 0] = 0
+    policy(obs)
+    assert seen[0].dtype == torch.float32
+    torch.testing.assert_close(seen[0], obs.float() / 3)
+    assert seen[0].max().item() == 1.0 and seen[0].min().item() == 0.0
+
+
+def test_pixel_policy_rejects_float_obs_and_wrong_shape():
+    policy = make_policy("nature_cnn", (4, 72, 80), 6)
+    with pytest.raises(ValueError, match="dtype torch.uint8"):
+        policy(torch.zeros(2, 4, 72, 80))
+    with pytest.raises(ValueError, match=r"shape \[N, 4, 72, 80\].*\[2, 3, 72, 80\]"):
+        policy(torch.zeros(2, 3, 72, 80, dtype=torch.uint8))
+
+
+def test_unknown_policy_name_lists_known_ones():
+    with pytest.raises(ValueError, match="unknown policy 'resnet'.*cnn.*impala_cnn.*mlp.*nature_cnn"):
+        make_policy("resnet", (6, 11, 11), 8)
+    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "nature_cnn", "impala_cnn"}
+
+
+def test_pixel_policy_rejects_tiny_frames():
+    with pytest.raises(ValueError, match=r"nature_cnn policy: obs_shape must be \[K, H, W\].*got \[4, 8, 8\]"):
+        make_policy("nature_cnn", (4, 8, 8), 6)
+
+
+def test_orthogonal_init_of_heads():
+    torch.manual_seed(1)
+    policy = make_policy("mlp", (10,), 4, hidden=[16])
+    w = policy.policy_head.weight  # [4, 16], orthogonal rows scaled by 0.01
+    torch.testing.assert_close(w @ w.T, 1e-4 * torch.eye(4), atol=1e-9, rtol=1e-5)
+    assert torch.all(policy.value_head.bias == 0)

@@ -1,0 +1,236 @@
+"""Training application: step accounting, stream state round-trip, fit -> resume via the CLI, logs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+import torch
+from lightning.pytorch import Callback, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+from gbx_lightning.callbacks import AtomicCheckpointIO, TrainingLog
+from gbx_lightning.cli import main
+from gbx_lightning.data import RolloutStream
+from gbx_lightning.envs import make_env
+from gbx_lightning.models import make_policy
+from gbx_lightning.module import A2CModule, PPOModule
+
+ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5,
+              "food_range": [2, 3], "poison_range": [1, 2], "start_energy": 3.0, "step_cost": 0.5}
+
+TINY_A2C = f"""
+seed_everything: 3
+trainer:
+  max_steps: 4
+  accelerator: cpu
+  devices: 1
+  val_check_interval: 12
+  check_val_every_n_epoch: null
+model:
+  class_path: gbx_lightning.module.A2CModule
+  init_args:
+    env: foraging
+    env_kwargs: {json.dumps(ENV_KWARGS)}
+    num_envs: 4
+    policy: mlp
+    policy_kwargs: {{hidden: [16]}}
+    update_every: 3
+    lr: 0.01
+    eval_episodes: 3
+checkpoint_every: 2
+log_every: 1
+progress_refresh: 0
+"""
+
+
+def _tiny_trainer(max_steps, **kw):
+    return Trainer(max_steps=max_steps, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                   enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                   limit_val_batches=0, **kw)
+
+
+def test_a2c_opt_steps_are_env_steps_per_env_over_update_every():
+    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
+                       policy_kwargs={"hidden": [16]}, update_every=3, seed=0)
+    trainer = _tiny_trainer(5)
+    trainer.fit(module)
+    assert module.opt_steps == 5 == trainer.global_step
+    assert module.env_steps == 5 * 3 * 4  # env_steps counts all N envs
+    assert module.opt_steps == (module.env_steps // 4) // 3
+
+
+def test_ppo_steps_per_rollout():
+    module = PPOModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
+                       policy_kwargs={"hidden": [16]}, rollout_steps=6, epochs=2, minibatches=3, seed=0)
+    trainer = _tiny_trainer(12)  # 2 rollouts x (2 epochs x 3 minibatches)
+    trainer.fit(module)
+    assert module.opt_steps == 12 == trainer.global_step
+    assert module.env_steps == 2 * 6 * 4
+    assert module.stream.iterations == 2
+
+
+def _take(it, k):
+    return [next(it) for _ in range(k)]
+
+
+def test_a2c_stream_state_dict_round_trip_continues_identically():
+    def fresh():
+        torch.manual_seed(0)
+        env = make_env("foraging", num_envs=3, **ENV_KWARGS)
+        return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7)
+
+    a = fresh()
+    it = iter(a)
+    _take(it, 7)
+    state = a.state_dict()
+    expected = _take(it, 6)  # crosses episode ends (max_steps 12, start_energy 3)
+    b = fresh()
+    b.load_state_dict(state)
+    assert b.env_steps == 7 * 3
+    got = _take(iter(b), 6)
+    assert b.env_steps == a.env_steps == 13 * 3
+    assert any(bool((e["terminated"] | e["truncated"]).any()) for e in expected)
+    for e, g in zip(expected, got):
+        for k in e:
+            torch.testing.assert_close(g[k], e[k], msg=k)
+
+
+def test_ppo_stream_round_trip_between_rollouts():
+    def fresh():
+        torch.manual_seed(0)
+        env = make_env("foraging", num_envs=3, **ENV_KWARGS)
+        return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7,
+                             rollout_steps=5, epochs=2, minibatches=2)
+
+    a = fresh()
+    it = iter(a)
+    _take(it, 4)  # exactly one rollout's minibatches (2 epochs x 2)
+    state = a.state_dict()
+    expected = _take(it, 4)
+    b = fresh()
+    b.load_state_dict(state)
+    got = _take(iter(b), 4)
+    assert b.env_steps == a.env_steps == 2 * 5 * 3
+    for e, g in zip(expected, got):
+        for k in e:
+            torch.testing.assert_close(g[k], e[k], msg=k)
+
+
+def _records(path):
+    meta, steps, evals = [], [], []
+    for line in Path(path).read_text().splitlines():
+        rec = json.loads(line)
+        (meta if "meta" in rec else evals if "eval" in rec else steps).append(rec)
+    return meta, steps, evals
+
+
+def _fit(cfg, runs, *extra):
+    return main(["fit", "--config", str(cfg), "--runs_dir", str(runs), *extra])
+
+
+def test_fit_then_resume_continues_counters_logs_and_matches_uninterrupted_run(tmp_path):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_A2C)
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs) == 0
+    run_dir = runs / "tiny"
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["global_step"] == 4 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 4}
+    stream_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+    assert stream_state["env_steps"] == 48 and "generator" in stream_state and "env" in stream_state
+
+    assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "8") == 0
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["global_step"] == 8 and ckpt["gbx"] == {"env_steps": 96, "opt_steps": 8}
+
+    meta, steps, evals = _records(run_dir / "train.jsonl")
+    assert [m["meta"]["segment"] for m in meta] == ["start", "resume"]
+    assert meta[0]["meta"]["run_id"] == meta[1]["meta"]["run_id"]
+    assert meta[1]["meta"]["env_steps"] == 48 and meta[1]["meta"]["opt_steps"] == 4
+    assert [r["opt_steps"] for r in steps] == list(range(1, 9))
+    assert [r["env_steps"] for r in steps] == [12 * k for k in range(1, 9)]
+    wall = [r["wall_time_s"] for r in steps]
+    assert wall == sorted(wall)
+    for key in ("sps", "reward_mean", "done_rate", "trunc_rate", "episode_return_mean", "success_rate", "loss",
+                "loss_policy", "loss_value", "entropy", "value_mean", "grad_norm", "lr", "time_env_s",
+                "time_act_s", "time_update_s", "episode_poison_eaten_mean"):
+        assert key in steps[-1], key
+    # eval ran at batch 12 and 24 (= opt steps 4 and 8): 3 episodes each
+    assert [(e["eval"]["opt_steps"], e["eval"]["eval/episodes"]) for e in evals] == [(4, 3.0), (8, 3.0)]
+    # TensorBoard continues in the same run directory (two event files, no version_N)
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2
+    assert not list(run_dir.glob("version_*"))
+
+    # the resumed run is the uninterrupted run: same losses, same final weights
+    assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", "8") == 0
+    _, straight, _ = _records(runs / "straight" / "train.jsonl")
+    assert [r["loss"] for r in straight] == pytest.approx([r["loss"] for r in steps], rel=1e-5)
+    w1 = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    for k, v in ckpt["state_dict"].items():
+        torch.testing.assert_close(w1[k], v, msg=k)
+
+
+def test_fresh_fit_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
+    (tmp_path / "runs" / "tiny" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "runs" / "tiny" / "checkpoints" / "last.ckpt").write_bytes(b"x")
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_A2C)
+    assert _fit(cfg, tmp_path / "runs") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: run directory") and "--ckpt_path last" in err[-1]
+
+
+def test_validate_reports_mean_return_and_success_rate(tmp_path, capsys):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_A2C)
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs, "--trainer.max_steps", "2") == 0
+    assert main(["validate", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("validate: episodes 3  return_mean ") and "success_rate" in out
+    _, _, evals = _records(runs / "tiny" / "train.jsonl")
+    assert evals[-1]["eval"]["stage"] == "validate" and evals[-1]["eval"]["eval/episodes"] == 3.0
+    assert evals[-1]["eval"]["opt_steps"] == 2
+
+
+class _Boom(Callback):
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if batch_idx == 4:
+            raise RuntimeError("env exploded")
+
+
+def test_a_dying_run_writes_an_error_record_and_a_checkpoint(tmp_path):
+    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=2, policy="mlp",
+                       policy_kwargs={"hidden": [8]}, update_every=2, seed=0)
+    log = TrainingLog(tmp_path / "train.jsonl", config={}, log_every=1)
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, every_n_train_steps=100, save_on_exception=True)
+    trainer = Trainer(max_steps=10, accelerator="cpu", logger=False, callbacks=[log, ckpt, _Boom()],
+                      enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+                      plugins=[AtomicCheckpointIO()])
+    with pytest.raises(RuntimeError, match="env exploded"):
+        trainer.fit(module)
+    lines = [json.loads(x) for x in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert "meta" in lines[0]
+    assert [r["opt_steps"] for r in lines[1:-1]] == [1, 2]
+    assert lines[-1] == {"error": {"type": "RuntimeError", "message": "env exploded", "env_steps": 10,
+                                   "opt_steps": 2, "wall_time_s": lines[-1]["error"]["wall_time_s"]}}
+    saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
+    assert saved["gbx"] == {"env_steps": 10, "opt_steps": 2}
+
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError("cannot pickle this")
+
+
+def test_atomic_checkpoint_io_never_leaves_a_torn_file(tmp_path):
+    io = AtomicCheckpointIO()
+    path = tmp_path / "last.ckpt"
+    io.save_checkpoint({"step": 1}, path)
+    assert torch.load(path, weights_only=False) == {"step": 1}
+    with pytest.raises(TypeError, match="cannot pickle"):
+        io.save_checkpoint({"step": 2, "bad": _Unpicklable()}, path)
+    assert torch.load(path, weights_only=False) == {"step": 1}  # the previous complete file survives
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # no temporary left behind

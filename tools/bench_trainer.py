@@ -1,0 +1,195 @@
+"""Lightning's overhead: env steps/s of `fit` against a plain PyTorch loop doing the same work.
+
+Both paths use the same env (ForagingEnv), policy, loss (rl.a2c_td0 or rl.ppo_loss), batch and
+update schedule; they differ only in who runs the loop. `fit` runs as the CLI runs it (A2CModule /
+PPOModule, RolloutStream, the JSONL + TensorBoard TrainingLog), minus checkpoints and the progress
+bar. Each repeat times the steady state: the first `--warmup` optimizer steps (env/kernel set-up,
+first allocations) are excluded from both. Repeats are interleaved (plain, fit, plain, fit, ...)
+because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
+wall time and for this process's CPU time (robust when other processes share the cores).
+
+    python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 128 envs, update_every 2)
+    python tools/bench_trainer.py --algo ppo --steps 48
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from lightning.pytorch import Callback, Trainer  # noqa: E402
+from lightning.pytorch.loggers import TensorBoardLogger  # noqa: E402
+
+from gbx_lightning.callbacks import TrainingLog  # noqa: E402
+from gbx_lightning.data import sample_actions  # noqa: E402
+from gbx_lightning.envs import make_env  # noqa: E402
+from gbx_lightning.models import make_policy  # noqa: E402
+from gbx_lightning.module import A2CModule, PPOModule  # noqa: E402
+from gbx_lightning.rl import a2c_td0, gae, ppo_loss  # noqa: E402
+
+ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99}
+
+
+def _policy_kwargs(args) -> dict:
+    return {"hidden": [int(h) for h in args.hidden.split(",")]} if args.policy == "mlp" else {}
+
+
+def _now() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process). CPU time barely moves when other processes compete for
+    the cores, so its ratio isolates the extra work one path does; wall time is what a user sees."""
+    return time.perf_counter(), time.process_time()
+
+
+class _Clock(Callback):
+    """Time from the end of optimizer step `warmup` to the end of training, and the env steps in between."""
+
+    def __init__(self, warmup: int):
+        self.warmup, self.t0, self.env0, self.t1, self.env1 = warmup, None, None, None, None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self.t0 is None and pl_module.opt_steps == self.warmup:
+            self.t0, self.env0 = _now(), pl_module.env_steps
+
+    def on_train_end(self, trainer, pl_module):
+        self.t1, self.env1 = _now(), pl_module.env_steps
+
+
+def run_fit(args, seed: int) -> tuple[float, float]:
+    torch.manual_seed(seed)
+    common = dict(env="foraging", env_kwargs=ENV_KWARGS, num_envs=args.num_envs, policy=args.policy,
+                  policy_kwargs=_policy_kwargs(args), seed=seed)
+    if args.algo == "a2c":
+        module = A2CModule(update_every=args.update_every, **common)
+    else:
+        module = PPOModule(rollout_steps=args.rollout_steps, epochs=args.epochs, minibatches=args.minibatches,
+                           **common)
+    clock = _Clock(args.warmup)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = Trainer(max_steps=args.warmup + args.steps, accelerator="cpu", devices=1,
+                          logger=TensorBoardLogger(tmp, name="bench", version=""),
+                          callbacks=[TrainingLog(Path(tmp) / "train.jsonl", config={}, log_every=args.log_every), clock],
+                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                          num_sanity_val_steps=0, limit_val_batches=0)
+        trainer.fit(module)
+    steps = clock.env1 - clock.env0
+    return steps / (clock.t1[0] - clock.t0[0]), steps / (clock.t1[1] - clock.t0[1])
+
+
+def run_plain(args, seed: int) -> tuple[float, float]:
+    """The same algorithm as a hand-written loop: no Lightning, no logging."""
+    torch.manual_seed(seed)
+    env = make_env("foraging", num_envs=args.num_envs, **ENV_KWARGS)
+    policy = make_policy(args.policy, env.obs_shape, env.num_actions, **_policy_kwargs(args))
+    opt = torch.optim.Adam(policy.parameters(), lr=7e-4, eps=1e-5)
+    gen = torch.Generator().manual_seed(seed)
+    obs = env.reset(seed=seed)
+    env_steps, t0, env0 = 0, None, 0
+
+    def update(loss):
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for opt_step in range(args.warmup + args.steps):
+        if opt_step == args.warmup:
+            t0, env0 = _now(), env_steps
+        if args.algo == "a2c":
+            window_loss = 0.0
+            for _ in range(args.update_every):
+                with torch.no_grad():
+                    logits, _ = policy(obs)
+                    actions = sample_actions(logits, gen)
+                cur = obs.clone()
+                obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
+                env_steps += args.num_envs
+                with torch.no_grad():
+                    _, next_values = policy(info["final_obs"])
+                logits, values = policy(cur)
+                out = a2c_td0(logits, values, actions, rewards, next_values, terminated, gamma=0.99)
+                window_loss = window_loss + out["loss"] / args.update_every
+            update(window_loss)
+        else:
+            per_rollout = args.epochs * args.minibatches
+            if opt_step % per_rollout == 0:
+                T, n = args.rollout_steps, args.num_envs
+                bufs = {k: [] for k in ("obs", "final", "act", "logp", "val", "rew", "term", "trunc")}
+                with torch.no_grad():
+                    for _ in range(T):
+                        logits, values = policy(obs)
+                        actions = sample_actions(logits, gen)
+                        logp = F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1)
+                        bufs["obs"].append(obs)
+                        obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
+                        env_steps += n
+                        for k, v in (("final", info["final_obs"]), ("act", actions), ("logp", logp),
+                                     ("val", values), ("rew", rewards), ("term", terminated), ("trunc", truncated)):
+                            bufs[k].append(v)
+                    b = {k: torch.stack(v) for k, v in bufs.items()}
+                    _, next_values = policy(b["final"].flatten(0, 1))
+                    adv, ret = gae(b["rew"], b["val"], next_values.view(T, n), b["term"], b["trunc"], 0.99, 0.95)
+                flat = {"obs": b["obs"].flatten(0, 1), "act": b["act"].flatten(), "logp": b["logp"].flatten(),
+                        "val": b["val"].flatten(), "adv": adv.flatten(), "ret": ret.flatten()}
+                batches = [perm for _ in range(args.epochs)
+                           for perm in torch.randperm(T * n, generator=gen).chunk(args.minibatches)]
+            idx = batches[opt_step % per_rollout]
+            logits, values = policy(flat["obs"][idx])
+            lp = F.log_softmax(logits, -1)
+            new_lp = lp.gather(1, flat["act"][idx].unsqueeze(1)).squeeze(1)
+            out = ppo_loss(new_lp, flat["logp"][idx], flat["adv"][idx], values, flat["val"][idx], flat["ret"][idx],
+                           -(lp.exp() * lp).sum(-1))
+            update(out["loss"])
+    t1 = _now()
+    return (env_steps - env0) / (t1[0] - t0[0]), (env_steps - env0) / (t1[1] - t0[1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--algo", choices=("a2c", "ppo"), default="a2c")
+    p.add_argument("--num_envs", type=int, default=None, help="default: 128 (a2c.yaml), 32 (ppo.yaml)")
+    p.add_argument("--policy", default="mlp")
+    p.add_argument("--hidden", default="64,64", help="policy_kwargs hidden sizes (mlp), as in configs/*.yaml")
+    p.add_argument("--update_every", type=int, default=2)
+    p.add_argument("--rollout_steps", type=int, default=64)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--minibatches", type=int, default=4)
+    p.add_argument("--steps", type=int, default=None, help="timed optimizer steps per repeat")
+    p.add_argument("--warmup", type=int, default=None, help="untimed optimizer steps per repeat")
+    p.add_argument("--log_every", type=int, default=10, help="TrainingLog records (optimizer steps) in fit")
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args()
+    args.num_envs = args.num_envs or (128 if args.algo == "a2c" else 32)
+    cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
+    args.steps = args.steps or (400 if args.algo == "a2c" else 6 * cycle)
+    args.warmup = args.warmup if args.warmup is not None else (10 if args.algo == "a2c" else cycle)
+    torch.set_num_threads(1)  # both paths alike; the machine's cores are shared
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    plain, fit = [], []
+    for r in range(args.repeats):
+        order = (("plain", run_plain, plain), ("fit", run_fit, fit))
+        for name, fn, out in (order if r % 2 == 0 else order[::-1]):
+            out.append(fn(args, seed=r))
+            print(f"repeat {r} {name:5s}: {out[-1][0]:8.0f} env steps/s wall, {out[-1][1]:8.0f} per CPU second",
+                  flush=True)
+    for i, what in ((0, "wall"), (1, "CPU time")):
+        mp, mf = statistics.median(x[i] for x in plain), statistics.median(x[i] for x in fit)
+        # each repeat's two runs are adjacent in time, so their ratio is the least affected by load drift
+        ratios = [f[i] / p[i] for f, p in zip(fit, plain)]
+        ratio = statistics.median(ratios)
+        print(f"{args.algo} ({what}): plain PyTorch loop {mp:.0f} env steps/s, Lightning fit {mf:.0f} env steps/s "
+              f"(medians of {args.repeats}); fit/plain per repeat {', '.join(f'{x:.3f}' for x in ratios)}; "
+              f"median ratio {ratio:.3f} (overhead {100 * (1 - ratio):.1f}%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -66,8 +66,8 @@ Start:
     ldh [rSTAT], a
     ld a, IE_VBLANK
     ldh [rIE], a
-    ; draw the table with the LCD off: row 2+i: i, count, LY
-    call LcdOff
+    ; draw the table in VBlanks (VRAM is free in mode 1): row 2+i: i, count, LY
+    call WaitFrame
     ld hl, $9800 + 2 * 32 + 1
     ld de, wResults
     ld b, 0
@@ -90,10 +90,11 @@ Start:
     pop de
     inc b
     ld a, b
+    and 3
+    call z, WaitFrame   ; at most 4 rows per VBlank
+    ld a, b
     cp NCASES
     jr nz, .draw
-    ld a, $91
-    ldh [rLCDC], a
     ; check the documented cases
     ld hl, Cases + 2
     ld de, wResults

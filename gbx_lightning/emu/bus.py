@@ -14,7 +14,7 @@ from .joypad import joypad_update, p1_read
 from .ppu import (lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sc_write, serial_sync
-from .state import (R_BOOT_MAPPED, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+from .state import (R_BOOT_MAPPED, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
                     Machine, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
@@ -28,7 +28,7 @@ def reschedule(m: Machine, env: int):
     m.r64[env, T_NEXT_EVENT] = ev
 
 
-@wp.func
+@wp.func(inline=False)
 def events_sync(m: Machine, env: int, now: wp.int64):
     """Catch every peripheral up to `now` (raising any IF bits due by then)."""
     timer_sync(m, env, now)
@@ -37,7 +37,7 @@ def events_sync(m: Machine, env: int, now: wp.int64):
     reschedule(m, env)
 
 
-@wp.func
+@wp.func(inline=False)
 def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     v = 0xFF
     if reg == 0x00:
@@ -66,7 +66,7 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func
+@wp.func(inline=False)
 def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     if reg == 0x00:
         m.io[env, 0] = wp.uint8((value & 0x30) | 0xC0)
@@ -122,8 +122,27 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
             done = 1
 
 
-@wp.func
+@wp.func(inline=True)
 def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+    """Hot path inline (ROM, VRAM, WRAM, HRAM outside OAM DMA); the rest out of line."""
+    v = int(-1)
+    if m.flat_mode == 0 and t >= m.r64[env, T_DMA_END]:
+        if addr < 0x8000:
+            if addr >= 0x100 or m.r32[env, R_BOOT_MAPPED] == 0:
+                v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
+        elif addr < 0xA000:
+            v = int(m.vram[env, addr - 0x8000])
+        elif addr >= 0xC000 and addr < 0xE000:
+            v = int(m.wram[env, addr - 0xC000])
+        elif addr >= 0xFF80:
+            v = int(m.hram[env, addr - 0xFF80])
+    if v < 0:
+        v = bus_read_slow(m, env, addr, t)
+    return v
+
+
+@wp.func(inline=False)
+def bus_read_slow(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     v = 0xFF
     if m.flat_mode != 0:
         v = flat_read(m, env, addr)
@@ -152,8 +171,26 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func
+@wp.func(inline=True)
 def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
+    """Hot path inline (VRAM, WRAM, HRAM outside OAM DMA); the rest out of line."""
+    done = int(0)
+    if m.flat_mode == 0 and t >= m.r64[env, T_DMA_END]:
+        if addr >= 0x8000 and addr < 0xA000:
+            m.vram[env, addr - 0x8000] = wp.uint8(value)
+            done = 1
+        elif addr >= 0xC000 and addr < 0xE000:
+            m.wram[env, addr - 0xC000] = wp.uint8(value)
+            done = 1
+        elif addr >= 0xFF80:
+            m.hram[env, addr - 0xFF80] = wp.uint8(value)
+            done = 1
+    if done == 0:
+        bus_write_slow(m, env, addr, value, t)
+
+
+@wp.func(inline=False)
+def bus_write_slow(m: Machine, env: int, addr: int, value: int, t: wp.int64):
     if m.flat_mode != 0:
         flat_write(m, env, addr, value)
     elif addr >= 0xFF00:

@@ -34,8 +34,8 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     for i, case in enumerate(cases):
         try:
             init = case["initial"]
-            for k, name in enumerate(REG_ORDER):
-                r32[i, k] = int(init[name])
+            for name in REG_ORDER:
+                r32[i, S.REG_SLOTS[name]] = int(init[name])
             r32[i, S.R_IME] = int(init.get("ime", 0))
             r32[i, S.R_EI_PENDING] = int(init.get("ei", 0))
             ram = init["ram"]
@@ -79,7 +79,7 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     fval = m.flat_val.numpy()
     out = []
     for i in range(n):
-        fin = {name: int(r32[i, k]) for k, name in enumerate(REG_ORDER)}
+        fin = {name: int(r32[i, S.REG_SLOTS[name]]) for name in REG_ORDER}
         fin["ime"] = int(r32[i, S.R_IME])
         if r32[i, S.R_EI_PENDING]:
             fin["ei"] = 1

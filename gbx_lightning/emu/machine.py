@@ -9,7 +9,7 @@ import warp as wp
 
 from . import state as S
 from .bus import bus_peek, events_sync
-from .cpu import Cpu, cpu_step, service_interrupts
+from .cpu import Cpu, cpu_step, machine_step
 from .joypad import set_buttons
 from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
 from .savestate import masked_copy
@@ -23,14 +23,8 @@ FRAME_CYCLES = wp.constant(wp.int64(S.FRAME_CYCLES))
 @wp.func
 def load_cpu(m: Machine, env: int) -> Cpu:
     c = Cpu()
-    c.a = m.r32[env, 0]
-    c.f = m.r32[env, 1]
-    c.b = m.r32[env, 2]
-    c.c = m.r32[env, 3]
-    c.d = m.r32[env, 4]
-    c.e = m.r32[env, 5]
-    c.h = m.r32[env, 6]
-    c.l = m.r32[env, 7]
+    for i in range(8):
+        c.r[i] = m.r32[env, i]
     c.sp = m.r32[env, 8]
     c.pc = m.r32[env, 9]
     c.ime = m.r32[env, 10]
@@ -45,14 +39,8 @@ def load_cpu(m: Machine, env: int) -> Cpu:
 
 @wp.func
 def store_cpu(m: Machine, env: int, c: Cpu):
-    m.r32[env, 0] = c.a
-    m.r32[env, 1] = c.f
-    m.r32[env, 2] = c.b
-    m.r32[env, 3] = c.c
-    m.r32[env, 4] = c.d
-    m.r32[env, 5] = c.e
-    m.r32[env, 6] = c.h
-    m.r32[env, 7] = c.l
+    for i in range(8):
+        m.r32[env, i] = c.r[i]
     m.r32[env, 8] = c.sp
     m.r32[env, 9] = c.pc
     m.r32[env, 10] = c.ime
@@ -66,22 +54,9 @@ def store_cpu(m: Machine, env: int, c: Cpu):
 
 @wp.func
 def run_until(m: Machine, env: int, c: Cpu, t_end: wp.int64) -> Cpu:
-    """Execute until t_end: events when due, interrupts between instructions, and sleep
-    (HALT/STOP/locked) skipping straight to the next event."""
+    """Execute until t_end (events, interrupts, sleep and instructions: cpu.machine_step)."""
     while c.t < t_end:
-        if c.t >= m.r64[env, T_NEXT_EVENT]:
-            events_sync(m, env, c.t)
-        if (c.ime != 0 or c.halted != 0) and c.locked == 0:
-            c = service_interrupts(m, env, c)
-        if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-            nxt = wp.min(m.r64[env, T_NEXT_EVENT], t_end)
-            nxt = ((nxt + wp.int64(3)) // wp.int64(4)) * wp.int64(4)
-            if nxt > c.t:
-                c.t = nxt
-            else:
-                c.t = c.t + wp.int64(4)
-        else:
-            c = cpu_step(m, env, c)
+        c = machine_step(m, env, c, t_end)
     return c
 
 
@@ -231,9 +206,10 @@ class VecGameBoy:
         r64[S.T_SERIAL_END] = never
         r32[S.R_JOYP_LINES] = 0xF
         if self._boot is None:
-            for i, v in enumerate((0x01, 0xB0, 0x00, 0x13, 0x00, 0xD8, 0x01, 0x4D)):
-                r32[i] = v
-            r32[S.R_SP], r32[S.R_PC] = 0xFFFE, 0x0100
+            post_boot = dict(a=0x01, f=0xB0, b=0x00, c=0x13, d=0x00, e=0xD8, h=0x01, l=0x4D,
+                             sp=0xFFFE, pc=0x0100)
+            for name, v in post_boot.items():
+                r32[S.REG_SLOTS[name]] = v
             for reg, v in S.POST_BOOT_IO.items():
                 io[reg] = v
             io[0x41] = 0x85 & 0x78
@@ -351,8 +327,7 @@ class VecGameBoy:
     def registers(self, env: int = 0) -> dict:
         env = self._check_env(env)
         r = self._arrays["r32"].numpy()[env]
-        names = ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")
-        out = {n: int(r[i]) for i, n in enumerate(names)}
+        out = {n: int(r[S.REG_SLOTS[n]]) for n in ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")}
         out["ime"] = int(r[S.R_IME])
         out["halted"] = int(r[R_HALTED])
         out["locked"] = int(r[R_LOCKED])

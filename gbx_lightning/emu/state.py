@@ -50,7 +50,9 @@ except ImportError:  # STAND-IN: delete when emu/mbc.py is merged
                 cart_ram[env, off] = wp.uint8(value)
 
 # ---- int32 bookkeeping words (r32[env, R_*]) -------------------------------------
-R_A, R_F, R_B, R_C, R_D, R_E, R_H, R_L = (wp.constant(i) for i in range(8))
+# Register file in the opcode's r-field order with F in the (HL) slot: B C D E H L F A.
+R_B, R_C, R_D, R_E, R_H, R_L, R_F, R_A = (wp.constant(i) for i in range(8))
+REG_SLOTS = {"b": 0, "c": 1, "d": 2, "e": 3, "h": 4, "l": 5, "f": 6, "a": 7, "sp": 8, "pc": 9}
 R_SP = wp.constant(8)
 R_PC = wp.constant(9)
 R_IME = wp.constant(10)

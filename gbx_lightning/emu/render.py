@@ -280,6 +280,61 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
 
 
 @wp.func
+def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, scx: int,
+                          win_start: int) -> int:
+    """Dots that this line's objects add to mode 3 (Pan Docs, "Mode 3 length").
+
+    Each selected object with X < 168 costs 6 dots; the first object whose leftmost
+    pixel falls in a given BG (or window) tile also waits for that tile's fetch:
+    5 - (pixel's offset in the tile) more dots, at least 0; X = 0 always costs 11.
+    win_start: screen x where the window starts on this line (>= 160: none).
+    """
+    if (lcdc & 0x02) == 0:
+        return 0
+    h = _obj_height(lcdc)
+    tile_keys = _vec10i()
+    offsets = _vec10i()
+    n = int(0)
+    selected = int(0)
+    for i in range(40):
+        top = int(oam[env, i * 4]) - 16
+        if ly >= top and ly < top + h:
+            selected += 1
+            x = int(oam[env, i * 4 + 1])
+            if x < 168:
+                sx = x - 8
+                if x == 0:
+                    tile_keys[n] = -1  # fixed 11 dots
+                    offsets[n] = 0
+                elif sx >= win_start:
+                    p = sx - win_start
+                    tile_keys[n] = 64 + (p >> 3)
+                    offsets[n] = p & 7
+                else:
+                    p = sx + (scx & 7) + 8  # >= 1: fetcher position, one tile to the left of the screen
+                    tile_keys[n] = p >> 3
+                    offsets[n] = p & 7
+                n += 1
+            if selected == 10:
+                break
+    dots = int(0)
+    for j in range(n):
+        dots += 6
+        key = tile_keys[j]
+        if key < 0:
+            dots += 5
+        else:
+            first = int(1)
+            for k in range(n):
+                if k != j and tile_keys[k] == key:
+                    if offsets[k] < offsets[j] or (offsets[k] == offsets[j] and k < j):
+                        first = 0
+            if first != 0:
+                dots += wp.max(0, 5 - offsets[j])
+    return dots
+
+
+@wp.func
 def blank_scanline(env: int, ly: int, shade: int, frame: wp.array3d(dtype=wp.uint8),
                    obs: wp.array3d(dtype=wp.uint8), render_mode: int):
     """Fill line ly with one shade (LCD off: the DMG shows a blank, white screen)."""

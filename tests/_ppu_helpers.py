@@ -3,7 +3,7 @@
 The reference is written from Pan Docs rule by rule, one pixel at a time, with
 no tile caching or staging, so that it can be read and checked against the
 documentation directly.  The driver runs `render.render_scanline` for all 144
-lines of one frame per env, with per-line registers, the way the machine does.
+lines of one frame per env, with per-line registers, the way emu/ppu.py does.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def reference_frame(scene: Scene):
 
     window_line[ly] is the window's internal line counter when line ly is drawn
     (window_line[144]: after the last line). The WY condition fires on the
-    first line where LY == WY and stays set for the rest of the frame.
+    first line that starts with LY == WY while the window is enabled (LCDC.5)
+    and stays set for the rest of the frame.
     """
     frame = np.zeros((144, 160), np.uint8)
     wlines = np.zeros(145, np.int64)
@@ -80,7 +81,7 @@ def reference_frame(scene: Scene):
     vram, oam = scene.vram, scene.oam
     for ly in range(144):
         lcdc, scy, scx, wy, wx, bgp, obp0, obp1 = (int(v) for v in scene.regs[ly])
-        if ly == wy:
+        if ly == wy and lcdc & 0x20:
             wy_fired = True
         wlines[ly] = window_line
         window_on = bool(lcdc & 0x20) and bool(lcdc & 0x01) and wy_fired and wx <= 166
@@ -143,7 +144,7 @@ def _render_frame_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype
     window_line = int(0)
     wy_fired = int(0)
     for ly in range(144):
-        if ly == regs[env, ly, 3]:
+        if ly == regs[env, ly, 3] and (regs[env, ly, 0] & 0x20) != 0:
             wy_fired = 1
         wlines[env, ly] = window_line
         drawn = render.render_scanline(vram, oam, env, ly, regs[env, ly, 0], regs[env, ly, 1], regs[env, ly, 2],

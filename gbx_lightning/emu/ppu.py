@@ -35,7 +35,8 @@ window is enabled (LCDC.5): as a line starts, or when LCDC/WY is written mid-lin
 CPU access: VRAM is inaccessible in mode 3, OAM in modes 2 and 3 (reads $FF, writes
 ignored) — ``vram_accessible`` / ``oam_accessible`` for the bus.
 LCD off (LCDC.7 = 0): LY = 0, mode 0, no events or interrupts, screen blank (shade 0);
-LCD on restarts at line 0.
+LCD on restarts at line 0, and that first frame is not shown: it stays blank (Pan Docs,
+LCDC.7; gambatte agrees), though the PPU runs and interrupts as usual.
 Post-boot: the PPU is in line 153 (mode 1) with LY already reading 0 (the line-153
 quirk), which is what STAT=$85 / LY=$00 at PC=$0100 mean; line 0 starts at t =
 POST_BOOT_LINE0_T.
@@ -43,8 +44,8 @@ POST_BOOT_LINE0_T.
 import warp as wp
 
 from .interrupts import raise_if
-from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, objects_mode3_penalty,  # noqa: F401
-                     render_scanline, window_visible)
+from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
+                     objects_mode3_penalty, render_scanline, window_visible)
 from .state import (NEVER, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
                     R_WY_TRIGGERED, T_LINE_START, T_PPU_EVENT, Machine)
 
@@ -53,6 +54,9 @@ MODE2_CYCLES = wp.constant(80)
 MODE3_MIN_CYCLES = wp.constant(172)
 WINDOW_PENALTY = wp.constant(6)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
+# 1 from LCD on until the first VBlank: that frame is not shown. A spare r32 word
+# (state.py allots 32, uses 0..27); to be listed in state.py's table.
+R_LCD_WARMUP = wp.constant(28)
 
 PH_LINE_START = wp.constant(4)
 PH_VBLANK_START = wp.constant(5)
@@ -168,11 +172,17 @@ def ppu_advance(m: Machine, env: int):
         m.r32[env, R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
     elif phase == 3:
+        warmup = m.r32[env, R_LCD_WARMUP]
+        mode = m.render_mode
+        if warmup != 0:
+            mode = RENDER_NONE
         drew_window = render_scanline(
             m.vram, m.oam, env, ly, int(m.io[env, 0x40]), int(m.io[env, 0x42]),
             int(m.io[env, 0x43]), m.r32[env, R_WY_TRIGGERED], int(m.io[env, 0x4B]),
             m.r32[env, R_WIN_LINE], int(m.io[env, 0x47]), int(m.io[env, 0x48]),
-            int(m.io[env, 0x49]), m.frame, m.obs, m.render_mode)
+            int(m.io[env, 0x49]), m.frame, m.obs, mode)
+        if warmup != 0:
+            blank_scanline(env, ly, 0, m.frame, m.obs, m.render_mode)
         if drew_window != 0:
             m.r32[env, R_WIN_LINE] = m.r32[env, R_WIN_LINE] + 1
         m.r32[env, R_PPU_MODE] = 0
@@ -196,6 +206,7 @@ def ppu_advance(m: Machine, env: int):
         m.r64[env, T_LINE_START] = ls
         if ly == 144:
             m.r32[env, R_PPU_MODE] = PH_VBLANK_START
+            m.r32[env, R_LCD_WARMUP] = 0
             raise_if(m, env, 1)
         elif ly >= 154:
             ly = 0
@@ -241,6 +252,7 @@ def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
         m.r32[env, R_WIN_LINE] = 0
         m.r32[env, R_WY_TRIGGERED] = 0
         m.r64[env, T_LINE_START] = t
+        m.r32[env, R_LCD_WARMUP] = 1
         m.r32[env, R_PPU_MODE] = 2
         m.r64[env, T_PPU_EVENT] = t + wp.int64(MODE2_CYCLES)
     _wy_check(m, env)

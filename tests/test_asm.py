@@ -329,3 +329,129 @@ def test_assembled_rom_runs_on_pyboy():
             assert pb.memory[0xC010] == 0xA5
         finally:
             pb.stop(save=False)
+
+
+# ----------------------------------------------------------------------------
+# Macros, REPT, IF
+# ----------------------------------------------------------------------------
+def test_macros_with_arguments_unique_labels_and_narg():
+    src = r"""
+    MACRO expect_a          ; jump over the failure path when a == \2
+        cp \2
+        jr z, .ok\@
+        ld a, \1
+    .ok\@:
+        db _NARG
+    ENDM
+    old_style: MACRO
+        db \1 + 1
+    ENDM
+        org $150
+    Main:
+        expect_a 7, 9
+        expect_a 8, $10
+    here: old_style 4
+    """
+    rom, syms = asm.assemble_with_symbols(src)
+    assert rom[0x150:0x15E].hex() == "fe092802" "3e07" "02" "fe102802" "3e08" "02"
+    assert rom[0x15E] == 5 and syms["here"] == 0x15E
+    assert syms["Main.ok_1"] == 0x156 and syms["Main.ok_2"] == 0x15D
+
+
+def test_rept_and_if_blocks():
+    src = """
+    N EQU 3
+        org $150
+        rept N
+        inc a
+        rept 2
+        nop
+        endr
+        endr
+        if N == 2
+        db $22
+        elif N == 3
+        db $33
+        if 0
+        db $FF
+        endc
+        else
+        db $11
+        endc
+        db $EE
+    """
+    rom = assemble(src)
+    assert rom[0x150:0x15B] == bytes([0x3C, 0, 0] * 3 + [0x33, 0xEE])
+
+
+@pytest.mark.parametrize("src, pattern", [
+    ("MACRO m\nnop\n", r"<string>:1: macro 'm' has no ENDM"),
+    ("ENDM", r"ENDM without MACRO"),
+    ("MACRO m\ndb \\2\nENDM\nm 1", r"<string>:4: macro 'm' uses \\2 but got 1 argument"),
+    ("MACRO m\nfrob\nENDM\nm", r"<string>:2 \(macro m called at <string>:4\): unknown instruction"),
+    ("MACRO m\nm\nENDM\nm", r"nests deeper than 64"),
+    ("MACRO ld\nENDM", r"macro name 'ld' is an instruction or directive"),
+    ("rept 2\nnop", r"REPT has no ENDR"),
+    ("if 1\nrept 1\nendc\nendr", r"ENDC closes a REPT block"),
+    ("endc", r"ENDC without a matching IF"),
+    ("if LATER\nendc\nLATER EQU 1", r"undefined symbol 'LATER' .*if condition must be known in pass 1"),
+])
+def test_block_errors(src, pattern):
+    with pytest.raises(AsmError, match=pattern):
+        assemble(src)
+
+
+def test_command_line(tmp_path, capsys):
+    src = tmp_path / "t.asm"
+    src.write_text("org $150\nStart:\nnop\n")
+    out = tmp_path / "t.gb"
+    assert asm.main([str(src), "-o", str(out), "--symbols"]) == 0
+    assert out.read_bytes() == assemble("org $150\nStart:\nnop\n")
+    assert "$0150 Start" in capsys.readouterr().out
+    src.write_text("bogus\n")
+    assert asm.main([str(src), "-o", str(out)]) == 1
+    assert "t.asm:1: unknown instruction or directive 'bogus'" in capsys.readouterr().err
+
+
+def test_variables_count_in_rept_loops():
+    src = """
+    N = 1
+        rept 3
+        bank N
+        db N * 2
+    DEF N = N + 1
+        endr
+    X SET 5
+    X = X * 2
+        bank 0
+        org $150
+        db X
+    """
+    rom = assemble(src)
+    assert len(rom) == 0x10000
+    assert [rom[0x4000], rom[0x8000], rom[0xC000], rom[0x150]] == [2, 4, 6, 10]
+    with pytest.raises(AsmError, match=r"'X' is already defined at <string>:1 as a label or constant"):
+        assemble("X EQU 1\nX = 2")
+    with pytest.raises(AsmError, match=r"'b' is a register or mnemonic"):
+        assemble("b = 2")
+    with pytest.raises(AsmError, match=r"write 'bank 0' first"):
+        assemble("bank 1\norg $150")
+    with pytest.raises(AsmError, match=r"<string>:1: undefined symbol 'V'"):
+        assemble("db V\nV = 3")         # variables are not forward references
+
+
+def test_build_rom_assembles_packaged_sources_once(tmp_path, monkeypatch):
+    import gbx_lightning.roms as roms
+    (tmp_path / "consts.inc").write_text("VALUE EQU $42\n")
+    (tmp_path / "demo.asm").write_text('include "consts.inc"\norg $150\ndb VALUE\n')
+    monkeypatch.setattr(roms, "ROM_DIR", tmp_path)
+    roms.build_rom.cache_clear()
+    try:
+        assert roms.available_roms() == ["demo"]
+        rom = roms.build_rom("demo")
+        assert rom[0x150] == 0x42 and len(rom) == 0x8000
+        assert roms.build_rom("demo.asm") == rom and roms.build_rom("demo") is rom
+        with pytest.raises(ValueError, match=r"no packaged ROM source '\.\./x'"):
+            roms.build_rom("../x")
+    finally:
+        roms.build_rom.cache_clear()

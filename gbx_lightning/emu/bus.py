@@ -14,7 +14,7 @@ from .joypad import joypad_update, p1_read
 from .ppu import (lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sc_write, serial_sync
-from .state import (R_BOOT_MAPPED, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
                     Machine, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
@@ -95,7 +95,7 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
         ppu_reg_write(m, env, reg, value, t)
     elif reg == 0x50:
         if value != 0:
-            m.r32[env, R_BOOT_MAPPED] = 0
+            m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
         m.io[env, 0x50] = wp.uint8(value)
     else:
         m.io[env, reg] = wp.uint8(value)
@@ -123,26 +123,30 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
 
 
 @wp.func(inline=True)
-def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
-    """Hot path inline (ROM, VRAM, WRAM, HRAM outside OAM DMA); the rest out of line."""
+def bus_read_fast(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
+                  wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                  hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
+                  flat: int, env: int, addr: int, t: wp.int64) -> int:
+    """Hot path (ROM, VRAM, WRAM, HRAM outside OAM DMA) on plain arrays; -1 means "use
+    bus_read". Plain array parameters, not the Machine struct: a struct parameter of an
+    inlined function that reaches an out-of-line call is copied whole on every call."""
     v = int(-1)
-    if m.flat_mode == 0 and t >= m.r64[env, T_DMA_END]:
+    if flat == 0 and t >= r64[env, T_DMA_END]:
         if addr < 0x8000:
-            if addr >= 0x100 or m.r32[env, R_BOOT_MAPPED] == 0:
-                v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
+            if addr >= 0x100 or r64[env, T_BOOT_MAPPED] == wp.int64(0):
+                v = cart_read(rom, cart_ram, mbc, spec, env, addr, t)
         elif addr < 0xA000:
-            v = int(m.vram[env, addr - 0x8000])
+            v = int(vram[env, addr - 0x8000])
         elif addr >= 0xC000 and addr < 0xE000:
-            v = int(m.wram[env, addr - 0xC000])
+            v = int(wram[env, addr - 0xC000])
         elif addr >= 0xFF80:
-            v = int(m.hram[env, addr - 0xFF80])
-    if v < 0:
-        v = bus_read_slow(m, env, addr, t)
+            v = int(hram[env, addr - 0xFF80])
     return v
 
 
 @wp.func(inline=False)
-def bus_read_slow(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     v = 0xFF
     if m.flat_mode != 0:
         v = flat_read(m, env, addr)
@@ -154,7 +158,7 @@ def bus_read_slow(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     elif dma_blocks(m, env, t):
         v = 0xFF
     elif addr < 0x8000:
-        if addr < 0x100 and m.r32[env, R_BOOT_MAPPED] != 0:
+        if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
             v = int(m.boot[addr])
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
@@ -172,25 +176,27 @@ def bus_read_slow(m: Machine, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func(inline=True)
-def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
-    """Hot path inline (VRAM, WRAM, HRAM outside OAM DMA); the rest out of line."""
+def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                   hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
+                   flat: int, env: int, addr: int, value: int, t: wp.int64) -> int:
+    """Hot path writes (VRAM, WRAM, HRAM outside OAM DMA); returns 0 if bus_write must
+    handle the access."""
     done = int(0)
-    if m.flat_mode == 0 and t >= m.r64[env, T_DMA_END]:
+    if flat == 0 and t >= r64[env, T_DMA_END]:
         if addr >= 0x8000 and addr < 0xA000:
-            m.vram[env, addr - 0x8000] = wp.uint8(value)
+            vram[env, addr - 0x8000] = wp.uint8(value)
             done = 1
         elif addr >= 0xC000 and addr < 0xE000:
-            m.wram[env, addr - 0xC000] = wp.uint8(value)
+            wram[env, addr - 0xC000] = wp.uint8(value)
             done = 1
         elif addr >= 0xFF80:
-            m.hram[env, addr - 0xFF80] = wp.uint8(value)
+            hram[env, addr - 0xFF80] = wp.uint8(value)
             done = 1
-    if done == 0:
-        bus_write_slow(m, env, addr, value, t)
+    return done
 
 
 @wp.func(inline=False)
-def bus_write_slow(m: Machine, env: int, addr: int, value: int, t: wp.int64):
+def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
     if m.flat_mode != 0:
         flat_write(m, env, addr, value)
     elif addr >= 0xFF00:
@@ -233,7 +239,7 @@ def bus_peek(m: Machine, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif addr < 0x8000:
-        if addr < 0x100 and m.r32[env, R_BOOT_MAPPED] != 0:
+        if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
             v = int(m.boot[addr])
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)

@@ -23,29 +23,33 @@ Documented behaviours:
 """
 import warp as wp
 
-from .bus import bus_read, bus_write, events_sync
+from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync
 from .interrupts import pending_irqs
-from .joypad import joypad_lines
-from .state import T_NEXT_EVENT, Machine
+from .joypad import joypad_lines, set_buttons
+from .state import FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
 NF = wp.constant(0x40)
 HF = wp.constant(0x20)
 CF = wp.constant(0x10)
-# Register file index: the opcode's 3-bit register field r (B C D E H L (HL) A); slot 6,
-# which the encoding uses for (HL), holds F so that r[z] is a plain indexed access.
-RB, RC, RD, RE, RH, RL, RF, RA = (wp.constant(i) for i in range(8))
-vec8i = wp.types.vector(length=8, dtype=wp.int32)
 FOUR = wp.constant(wp.int64(4))
+FRAME_CYCLES = FRAME_CYCLES_T
 
 
 @wp.struct
 class Cpu:
     """CPU registers, kept as a local value for a whole launch. Every update is an in-place
-    field store (never `c = f(c)` inside a branch), which keeps Warp's generated code free of
-    whole-struct selects."""
-    r: vec8i
+    field store (never `c = f(c)` inside a branch) and all fields are scalars: Warp's
+    generated code then has no whole-struct selects and no vector temporaries."""
+    b: int
+    c: int
+    d: int
+    e: int
+    h: int
+    l: int
+    f: int
+    a: int
     sp: int
     pc: int
     ime: int
@@ -66,15 +70,40 @@ def fl(cond: bool, bit: int) -> int:
 
 @wp.func(inline=True)
 def hl(c: Cpu) -> int:
-    return (c.r[RH] << 8) | c.r[RL]
+    return (c.h << 8) | c.l
+
+
+@wp.func(inline=True)
+def get_r8(c: Cpu, i: int) -> int:
+    """B C D E H L F A for i = 0..7 (6 is (HL) in the encoding; callers read memory)."""
+    v = c.a
+    if i == 0:
+        v = c.b
+    elif i == 1:
+        v = c.c
+    elif i == 2:
+        v = c.d
+    elif i == 3:
+        v = c.e
+    elif i == 4:
+        v = c.h
+    elif i == 5:
+        v = c.l
+    elif i == 6:
+        v = c.f
+    return v
 
 
 @wp.func(inline=True)
 def get_rp(c: Cpu, p: int) -> int:
     """BC DE HL SP for p = 0..3."""
     v = c.sp
-    if p < 3:
-        v = (c.r[2 * p] << 8) | c.r[2 * p + 1]
+    if p == 0:
+        v = (c.b << 8) | c.c
+    elif p == 1:
+        v = (c.d << 8) | c.e
+    elif p == 2:
+        v = (c.h << 8) | c.l
     return v
 
 
@@ -178,351 +207,6 @@ def daa(a: int, f: int) -> int:
     return a | ((fl(a == 0, ZF) | (f & NF) | cy) << 8)
 
 
-@wp.func(inline=True)
-def execute(m: Machine, env: int, c: Cpu, op: int) -> Cpu:
-    """One instruction whose opcode was fetched in the previous M-cycle (c.t is the start of
-    the next M-cycle). Returns the updated registers."""
-    x = op >> 6
-    y = (op >> 3) & 7
-    z = op & 7
-    p = y >> 1
-    q = y & 1
-    if op == 0xCB:
-        op2 = bus_read(m, env, c.pc, c.t)
-        c.pc = (c.pc + 1) & 0xFFFF
-        c.t = c.t + FOUR
-        cx = op2 >> 6
-        cy = (op2 >> 3) & 7
-        cz = op2 & 7
-        v = int(0)
-        if cz == 6:
-            v = bus_read(m, env, hl(c), c.t)
-            c.t = c.t + FOUR
-        else:
-            v = c.r[cz]
-        r = v
-        if cx == 0:
-            res = rot(c.r[RF], cy, v)
-            r = res & 0xFF
-            c.r[RF] = res >> 8
-        elif cx == 1:  # BIT
-            c.r[RF] = fl(((v >> cy) & 1) == 0, ZF) | HF | (c.r[RF] & CF)
-        elif cx == 2:  # RES
-            r = v & ((1 << cy) ^ 0xFF)
-        else:  # SET
-            r = v | (1 << cy)
-        if cx != 1:
-            if cz == 6:
-                bus_write(m, env, hl(c), r, c.t)
-                c.t = c.t + FOUR
-            else:
-                c.r[cz] = r
-    elif x == 1:
-        if op == 0x76:  # HALT
-            if m.flat_mode != 0:
-                c.t = c.t + wp.int64(8)
-            else:
-                pend = pending_irqs(m, env)
-                if pend == 0:
-                    c.halted = 1
-                elif c.ime == 0:
-                    c.halt_bug = 1
-        else:  # LD r[y], r[z]
-            v = int(0)
-            if z == 6:
-                v = bus_read(m, env, hl(c), c.t)
-                c.t = c.t + FOUR
-            else:
-                v = c.r[z]
-            if y == 6:
-                bus_write(m, env, hl(c), v, c.t)
-                c.t = c.t + FOUR
-            else:
-                c.r[y] = v
-    elif x == 2:  # ALU A, r[z]
-        v = int(0)
-        if z == 6:
-            v = bus_read(m, env, hl(c), c.t)
-            c.t = c.t + FOUR
-        else:
-            v = c.r[z]
-        res = alu(c.r[RA], c.r[RF], y, v)
-        c.r[RA] = res & 0xFF
-        c.r[RF] = res >> 8
-    elif x == 0:
-        if z == 0:
-            if y == 1:  # LD (nn), SP
-                lo = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                c.t = c.t + FOUR
-                c.pc = (c.pc + 2) & 0xFFFF
-                addr = (hi << 8) | lo
-                bus_write(m, env, addr, c.sp & 0xFF, c.t)
-                c.t = c.t + FOUR
-                bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
-                c.t = c.t + FOUR
-            elif y == 2:  # STOP
-                if m.flat_mode != 0:
-                    c.t = c.t + wp.int64(8)
-                else:
-                    c.pc = (c.pc + 1) & 0xFFFF
-                    if joypad_lines(m, env) == 0xF:
-                        div_write(m, env, c.t)
-                        c.stopped = 1
-            elif y >= 3:  # JR d / JR cc, d
-                d = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                c.pc = (c.pc + 1) & 0xFFFF
-                if y == 3 or cond(c.r[RF], y - 4):
-                    c.pc = (c.pc + sext8(d)) & 0xFFFF
-                    c.t = c.t + FOUR
-        elif z == 1:
-            if q == 0:  # LD rp, nn
-                lo = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                c.t = c.t + FOUR
-                c.pc = (c.pc + 2) & 0xFFFF
-                if p == 3:
-                    c.sp = (hi << 8) | lo
-                else:
-                    c.r[2 * p] = hi
-                    c.r[2 * p + 1] = lo
-            else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
-                a = hl(c)
-                v = get_rp(c, p)
-                r = a + v
-                c.r[RF] = (c.r[RF] & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
-                c.r[RH] = (r >> 8) & 0xFF
-                c.r[RL] = r & 0xFF
-                c.t = c.t + FOUR
-        elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
-            addr = hl(c)
-            if p < 2:
-                addr = get_rp(c, p)
-            if q == 0:
-                bus_write(m, env, addr, c.r[RA], c.t)
-            else:
-                c.r[RA] = bus_read(m, env, addr, c.t)
-            c.t = c.t + FOUR
-            if p >= 2:
-                na = (addr + 1) & 0xFFFF
-                if p == 3:
-                    na = (addr - 1) & 0xFFFF
-                c.r[RH] = na >> 8
-                c.r[RL] = na & 0xFF
-        elif z == 3:  # INC rp / DEC rp
-            v = get_rp(c, p) + 1
-            if q == 1:
-                v = get_rp(c, p) - 1
-            v = v & 0xFFFF
-            if p == 3:
-                c.sp = v
-            else:
-                c.r[2 * p] = v >> 8
-                c.r[2 * p + 1] = v & 0xFF
-            c.t = c.t + FOUR
-        elif z == 4 or z == 5:  # INC r / DEC r
-            v = int(0)
-            if y == 6:
-                v = bus_read(m, env, hl(c), c.t)
-                c.t = c.t + FOUR
-            else:
-                v = c.r[y]
-            r = int(0)
-            if z == 4:
-                r = (v + 1) & 0xFF
-                c.r[RF] = (c.r[RF] & CF) | fl(r == 0, ZF) | fl((v & 15) == 15, HF)
-            else:
-                r = (v - 1) & 0xFF
-                c.r[RF] = (c.r[RF] & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
-            if y == 6:
-                bus_write(m, env, hl(c), r, c.t)
-                c.t = c.t + FOUR
-            else:
-                c.r[y] = r
-        elif z == 6:  # LD r, n
-            n = bus_read(m, env, c.pc, c.t)
-            c.t = c.t + FOUR
-            c.pc = (c.pc + 1) & 0xFFFF
-            if y == 6:
-                bus_write(m, env, hl(c), n, c.t)
-                c.t = c.t + FOUR
-            else:
-                c.r[y] = n
-        else:  # z == 7: RLCA RRCA RLA RRA DAA CPL SCF CCF
-            f = c.r[RF]
-            if y < 4:
-                res = rot(f, y, c.r[RA])
-                c.r[RA] = res & 0xFF
-                c.r[RF] = (res >> 8) & CF       # Z always 0 for the A-rotates
-            elif y == 4:
-                res = daa(c.r[RA], f)
-                c.r[RA] = res & 0xFF
-                c.r[RF] = res >> 8
-            elif y == 5:  # CPL
-                c.r[RA] = c.r[RA] ^ 0xFF
-                c.r[RF] = f | NF | HF
-            elif y == 6:  # SCF
-                c.r[RF] = (f & ZF) | CF
-            else:  # CCF
-                c.r[RF] = (f & ZF) | ((f & CF) ^ CF)
-    else:  # x == 3
-        if z == 0:
-            if y < 4:  # RET cc: one internal M-cycle for the condition
-                c.t = c.t + FOUR
-                if cond(c.r[RF], y):
-                    lo = bus_read(m, env, c.sp, c.t)
-                    c.t = c.t + FOUR
-                    hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
-                    c.t = c.t + FOUR
-                    c.sp = (c.sp + 2) & 0xFFFF
-                    c.pc = (hi << 8) | lo
-                    c.t = c.t + FOUR
-            else:
-                n = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                c.pc = (c.pc + 1) & 0xFFFF
-                if y == 4:  # LDH (n), A
-                    bus_write(m, env, 0xFF00 | n, c.r[RA], c.t)
-                    c.t = c.t + FOUR
-                elif y == 6:  # LDH A, (n)
-                    c.r[RA] = bus_read(m, env, 0xFF00 | n, c.t)
-                    c.t = c.t + FOUR
-                else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
-                    c.r[RF] = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
-                    r = (c.sp + sext8(n)) & 0xFFFF
-                    if y == 5:
-                        c.sp = r
-                        c.t = c.t + wp.int64(8)
-                    else:
-                        c.r[RH] = r >> 8
-                        c.r[RL] = r & 0xFF
-                        c.t = c.t + FOUR
-        elif z == 1:
-            if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                lo = bus_read(m, env, c.sp, c.t)
-                c.t = c.t + FOUR
-                hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
-                c.t = c.t + FOUR
-                c.sp = (c.sp + 2) & 0xFFFF
-                if q == 0:
-                    if p == 3:
-                        c.r[RA] = hi
-                        c.r[RF] = lo & 0xF0
-                    else:
-                        c.r[2 * p] = hi
-                        c.r[2 * p + 1] = lo
-                else:
-                    c.pc = (hi << 8) | lo
-                    c.t = c.t + FOUR
-                    if p == 1:
-                        c.ime = 1          # RETI: enabled at once, no EI delay
-            elif p == 2:  # JP HL
-                c.pc = hl(c)
-            else:  # LD SP, HL
-                c.sp = hl(c)
-                c.t = c.t + FOUR
-        elif z == 2:
-            if y == 4 or y == 6:  # LD (C), A / LD A, (C)
-                if y == 4:
-                    bus_write(m, env, 0xFF00 | c.r[RC], c.r[RA], c.t)
-                else:
-                    c.r[RA] = bus_read(m, env, 0xFF00 | c.r[RC], c.t)
-                c.t = c.t + FOUR
-            else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                lo = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                c.t = c.t + FOUR
-                c.pc = (c.pc + 2) & 0xFFFF
-                addr = (hi << 8) | lo
-                if y < 4:
-                    if cond(c.r[RF], y):
-                        c.pc = addr
-                        c.t = c.t + FOUR
-                elif y == 5:
-                    bus_write(m, env, addr, c.r[RA], c.t)
-                    c.t = c.t + FOUR
-                else:
-                    c.r[RA] = bus_read(m, env, addr, c.t)
-                    c.t = c.t + FOUR
-        elif z == 3:
-            if y == 0:  # JP nn
-                lo = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                c.t = c.t + FOUR
-                c.pc = (hi << 8) | lo
-                c.t = c.t + FOUR
-            elif y == 6:  # DI
-                c.ime = 0
-                c.ei_pending = 0
-            elif y == 7:  # EI
-                c.ei_pending = 1
-            else:  # D3 DB E3 EB: illegal, the CPU hangs
-                c.locked = 1
-                c.pc = (c.pc - 1) & 0xFFFF
-        elif (z == 4 and y >= 4) or (z == 5 and q == 1 and p != 0):  # E4 EC F4 FC DD ED FD
-            c.locked = 1
-            c.pc = (c.pc - 1) & 0xFFFF
-        elif z == 6:  # ALU A, n
-            n = bus_read(m, env, c.pc, c.t)
-            c.t = c.t + FOUR
-            c.pc = (c.pc + 1) & 0xFFFF
-            res = alu(c.r[RA], c.r[RF], y, n)
-            c.r[RA] = res & 0xFF
-            c.r[RF] = res >> 8
-        else:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
-            target = y * 8                     # RST
-            do_push = True
-            v = c.pc
-            if z == 4 or z == 5 and q == 1:    # CALL
-                lo = bus_read(m, env, c.pc, c.t)
-                c.t = c.t + FOUR
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                c.t = c.t + FOUR
-                c.pc = (c.pc + 2) & 0xFFFF
-                v = c.pc
-                target = (hi << 8) | lo
-                if z == 4:
-                    do_push = cond(c.r[RF], y)
-            elif z == 5:                       # PUSH
-                v = get_rp(c, p)
-                if p == 3:
-                    v = (c.r[RA] << 8) | c.r[RF]
-            if do_push:
-                c.t = c.t + FOUR
-                sp = (c.sp - 1) & 0xFFFF
-                bus_write(m, env, sp, v >> 8, c.t)
-                c.t = c.t + FOUR
-                sp = (sp - 1) & 0xFFFF
-                bus_write(m, env, sp, v & 0xFF, c.t)
-                c.t = c.t + FOUR
-                c.sp = sp
-                if z != 5 or q == 1:
-                    c.pc = target
-    return c
-
-
-@wp.func(inline=True)
-def cpu_step(m: Machine, env: int, c: Cpu) -> Cpu:
-    """Fetch and execute one instruction; applies EI's one-instruction delay."""
-    was_pending = c.ei_pending
-    op = bus_read(m, env, c.pc, c.t)
-    if c.halt_bug != 0:
-        c.halt_bug = 0          # HALT bug: this byte will be fetched again
-    else:
-        c.pc = (c.pc + 1) & 0xFFFF
-    c.t = c.t + FOUR
-    c = execute(m, env, c, op)
-    if was_pending != 0 and c.ei_pending != 0:
-        c.ime = 1
-        c.ei_pending = 0
-    return c
-
-
 @wp.func(inline=False)
 def dispatch_interrupt(m: Machine, env: int, pc: int, sp: int, t: wp.int64) -> int:
     """Interrupt dispatch after the 2 idle M-cycles: push PC high at t, then choose the
@@ -543,30 +227,547 @@ def dispatch_interrupt(m: Machine, env: int, pc: int, sp: int, t: wp.int64) -> i
     return new_pc
 
 
-@wp.func(inline=True)
-def machine_step(m: Machine, env: int, c: Cpu, t_end: wp.int64) -> Cpu:
-    """One scheduler step: due events, then an interrupt dispatch / HALT wake, then either
-    sleep to the next event (HALT, STOP, locked) or one instruction."""
-    if c.t >= m.r64[env, T_NEXT_EVENT]:
-        events_sync(m, env, c.t)
-    if (c.ime != 0 or c.halted != 0) and c.locked == 0:
-        if pending_irqs(m, env) != 0:
-            if c.halted != 0:
-                c.halted = 0
-                c.t = c.t + FOUR             # leaving HALT takes one M-cycle
-            if c.ime != 0:                   # 5 M-cycles: 2 idle, 2 pushes, jump
-                c.ime = 0
-                c.ei_pending = 0
-                c.pc = dispatch_interrupt(m, env, c.pc, c.sp, c.t + wp.int64(8))
-                c.sp = (c.sp - 2) & 0xFFFF
-                c.t = c.t + wp.int64(20)
-    if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-        nxt = wp.min(m.r64[env, T_NEXT_EVENT], t_end)
-        nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
-        if nxt > c.t:
-            c.t = nxt
-        else:
-            c.t = c.t + FOUR
-    else:
-        c = cpu_step(m, env, c)
+@wp.func
+def load_cpu(m: Machine, env: int) -> Cpu:
+    c = Cpu()
+    c.b = m.r32[env, 0]
+    c.c = m.r32[env, 1]
+    c.d = m.r32[env, 2]
+    c.e = m.r32[env, 3]
+    c.h = m.r32[env, 4]
+    c.l = m.r32[env, 5]
+    c.f = m.r32[env, 6]
+    c.a = m.r32[env, 7]
+    c.sp = m.r32[env, 8]
+    c.pc = m.r32[env, 9]
+    c.ime = m.r32[env, 10]
+    c.ei_pending = m.r32[env, 11]
+    c.halted = m.r32[env, 12]
+    c.locked = m.r32[env, 13]
+    c.stopped = m.r32[env, 14]
+    c.halt_bug = m.r32[env, 15]
+    c.t = m.r64[env, T_NOW]
     return c
+
+
+@wp.func
+def store_cpu(m: Machine, env: int, c: Cpu):
+    m.r32[env, 0] = c.b
+    m.r32[env, 1] = c.c
+    m.r32[env, 2] = c.d
+    m.r32[env, 3] = c.e
+    m.r32[env, 4] = c.h
+    m.r32[env, 5] = c.l
+    m.r32[env, 6] = c.f
+    m.r32[env, 7] = c.a
+    m.r32[env, 8] = c.sp
+    m.r32[env, 9] = c.pc
+    m.r32[env, 10] = c.ime
+    m.r32[env, 11] = c.ei_pending
+    m.r32[env, 12] = c.halted
+    m.r32[env, 13] = c.locked
+    m.r32[env, 14] = c.stopped
+    m.r32[env, 15] = c.halt_bug
+    m.r64[env, T_NOW] = c.t
+
+
+@wp.kernel(enable_backward=False)
+def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                   mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
+                   wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                   hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
+                   r64: wp.array2d(dtype=wp.int64), frames: int,
+                   buttons: wp.array(dtype=wp.int32), set_flag: int, release_after: int):
+    """Run `frames` x 70224 T-cycles of one Game Boy per thread (flat mode: exactly one
+    instruction, for the SM83 cases).
+
+    The whole hot loop lives in this kernel body: registers in the local `c`, memory via
+    the plain-array fast paths; only rare work (I/O registers, events, interrupt dispatch)
+    calls out-of-line functions that take the Machine struct. The arrays passed beside
+    `m` are the same ones `m` holds.
+
+    Per step: due peripheral events; interrupt dispatch / HALT wake; then either sleep to
+    the next event (HALT, STOP, locked) or fetch + execute one instruction, decoded by
+    opcode bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
+    env = wp.tid()
+    flat = m.flat_mode
+    c = load_cpu(m, env)
+    nf = frames
+    if flat != 0:
+        nf = 1
+    fi = int(0)
+    while fi < nf:
+        t_end = c.t + wp.int64(1)
+        if flat == 0:
+            if fi == 0 and set_flag != 0:
+                set_buttons(m, env, buttons[env])
+            if fi == release_after:
+                set_buttons(m, env, 0)
+            t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
+        while c.t < t_end:
+            if flat == 0:
+                if c.t >= r64[env, T_NEXT_EVENT]:
+                    events_sync(m, env, c.t)
+                if (c.ime != 0 or c.halted != 0) and c.locked == 0:
+                    pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
+                    if pend != 0:
+                        if c.halted != 0:
+                            c.halted = 0
+                            c.t = c.t + FOUR             # leaving HALT takes one M-cycle
+                        if c.ime != 0:                   # 5 M-cycles: 2 idle, 2 pushes, jump
+                            c.ime = 0
+                            c.ei_pending = 0
+                            c.pc = dispatch_interrupt(m, env, c.pc, c.sp, c.t + wp.int64(8))
+                            c.sp = (c.sp - 2) & 0xFFFF
+                            c.t = c.t + wp.int64(20)
+            if c.halted != 0 or c.locked != 0 or c.stopped != 0:
+                nxt = wp.min(r64[env, T_NEXT_EVENT], t_end)
+                nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
+                if nxt > c.t:
+                    c.t = nxt
+                else:
+                    c.t = c.t + FOUR
+                continue
+            # ---- fetch (the HALT bug: PC fails to increment once) ----
+            was_pending = c.ei_pending
+            op = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+            if op < 0:
+                op = bus_read(m, env, c.pc, c.t)
+            if c.halt_bug != 0:
+                c.halt_bug = 0
+            else:
+                c.pc = (c.pc + 1) & 0xFFFF
+            c.t = c.t + FOUR
+            # ---- execute ----
+            x = op >> 6
+            y = (op >> 3) & 7
+            z = op & 7
+            p = y >> 1
+            q = y & 1
+            w8 = int(-1)      # 8-bit destination (B C D E H L F A), -1: none
+            v8 = int(0)
+            w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
+            v16 = int(0)
+            if op == 0xCB:
+                op2 = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                if op2 < 0:
+                    op2 = bus_read(m, env, c.pc, c.t)
+                c.pc = (c.pc + 1) & 0xFFFF
+                c.t = c.t + FOUR
+                cx = op2 >> 6
+                cy = (op2 >> 3) & 7
+                cz = op2 & 7
+                v = int(0)
+                if cz == 6:
+                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    if v < 0:
+                        v = bus_read(m, env, hl(c), c.t)
+                    c.t = c.t + FOUR
+                else:
+                    v = get_r8(c, cz)
+                r = v
+                if cx == 0:
+                    res = rot(c.f, cy, v)
+                    r = res & 0xFF
+                    c.f = res >> 8
+                elif cx == 1:  # BIT
+                    c.f = fl(((v >> cy) & 1) == 0, ZF) | HF | (c.f & CF)
+                elif cx == 2:  # RES
+                    r = v & ((1 << cy) ^ 0xFF)
+                else:  # SET
+                    r = v | (1 << cy)
+                if cx != 1:
+                    if cz == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
+                            bus_write(m, env, hl(c), r, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = cz
+                        v8 = r
+            elif x == 1:
+                if op == 0x76:  # HALT
+                    if m.flat_mode != 0:
+                        c.t = c.t + wp.int64(8)
+                    else:
+                        pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
+                        if pend == 0:
+                            c.halted = 1
+                        elif c.ime == 0:
+                            c.halt_bug = 1
+                else:  # LD r[y], r[z]
+                    v = int(0)
+                    if z == 6:
+                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        if v < 0:
+                            v = bus_read(m, env, hl(c), c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        v = get_r8(c, z)
+                    if y == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), v, c.t) == 0:
+                            bus_write(m, env, hl(c), v, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = y
+                        v8 = v
+            elif x == 2:  # ALU A, r[z]
+                v = int(0)
+                if z == 6:
+                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    if v < 0:
+                        v = bus_read(m, env, hl(c), c.t)
+                    c.t = c.t + FOUR
+                else:
+                    v = get_r8(c, z)
+                res = alu(c.a, c.f, y, v)
+                c.a = res & 0xFF
+                c.f = res >> 8
+            elif x == 0:
+                if z == 0:
+                    if y == 1:  # LD (nn), SP
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        addr = (hi << 8) | lo
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.sp & 0xFF, c.t) == 0:
+                            bus_write(m, env, addr, c.sp & 0xFF, c.t)
+                        c.t = c.t + FOUR
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                            bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
+                        c.t = c.t + FOUR
+                    elif y == 2:  # STOP
+                        if m.flat_mode != 0:
+                            c.t = c.t + wp.int64(8)
+                        else:
+                            c.pc = (c.pc + 1) & 0xFFFF
+                            if joypad_lines(m, env) == 0xF:
+                                div_write(m, env, c.t)
+                                c.stopped = 1
+                    elif y >= 3:  # JR d / JR cc, d
+                        d = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if d < 0:
+                            d = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 1) & 0xFFFF
+                        if y == 3 or cond(c.f, y - 4):
+                            c.pc = (c.pc + sext8(d)) & 0xFFFF
+                            c.t = c.t + FOUR
+                elif z == 1:
+                    if q == 0:  # LD rp, nn
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        w16 = p
+                        v16 = (hi << 8) | lo
+                    else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
+                        a = hl(c)
+                        v = get_rp(c, p)
+                        r = a + v
+                        c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
+                        w16 = 2
+                        v16 = r
+                        c.t = c.t + FOUR
+                elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
+                    addr = hl(c)
+                    if p < 2:
+                        addr = get_rp(c, p)
+                    if q == 0:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                            bus_write(m, env, addr, c.a, c.t)
+                    else:
+                        c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                        if c.a < 0:
+                            c.a = bus_read(m, env, addr, c.t)
+                    c.t = c.t + FOUR
+                    if p >= 2:
+                        w16 = 2
+                        v16 = addr + 1
+                        if p == 3:
+                            v16 = addr - 1
+                elif z == 3:  # INC rp / DEC rp
+                    w16 = p
+                    v16 = get_rp(c, p) + 1
+                    if q == 1:
+                        v16 = get_rp(c, p) - 1
+                    c.t = c.t + FOUR
+                elif z == 4 or z == 5:  # INC r / DEC r
+                    v = int(0)
+                    if y == 6:
+                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        if v < 0:
+                            v = bus_read(m, env, hl(c), c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        v = get_r8(c, y)
+                    r = int(0)
+                    if z == 4:
+                        r = (v + 1) & 0xFF
+                        c.f = (c.f & CF) | fl(r == 0, ZF) | fl((v & 15) == 15, HF)
+                    else:
+                        r = (v - 1) & 0xFF
+                        c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
+                    if y == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
+                            bus_write(m, env, hl(c), r, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = y
+                        v8 = r
+                elif z == 6:  # LD r, n
+                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    if n < 0:
+                        n = bus_read(m, env, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    if y == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), n, c.t) == 0:
+                            bus_write(m, env, hl(c), n, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = y
+                        v8 = n
+                else:  # z == 7: RLCA RRCA RLA RRA DAA CPL SCF CCF
+                    f = c.f
+                    if y < 4:
+                        res = rot(f, y, c.a)
+                        c.a = res & 0xFF
+                        c.f = (res >> 8) & CF       # Z always 0 for the A-rotates
+                    elif y == 4:
+                        res = daa(c.a, f)
+                        c.a = res & 0xFF
+                        c.f = res >> 8
+                    elif y == 5:  # CPL
+                        c.a = c.a ^ 0xFF
+                        c.f = f | NF | HF
+                    elif y == 6:  # SCF
+                        c.f = (f & ZF) | CF
+                    else:  # CCF
+                        c.f = (f & ZF) | ((f & CF) ^ CF)
+            else:  # x == 3
+                if z == 0:
+                    if y < 4:  # RET cc: one internal M-cycle for the condition
+                        c.t = c.t + FOUR
+                        if cond(c.f, y):
+                            lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.sp, c.t)
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                            c.t = c.t + FOUR
+                            c.sp = (c.sp + 2) & 0xFFFF
+                            c.pc = (hi << 8) | lo
+                            c.t = c.t + FOUR
+                    else:
+                        n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if n < 0:
+                            n = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 1) & 0xFFFF
+                        if y == 4:  # LDH (n), A
+                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | n, c.a, c.t) == 0:
+                                bus_write(m, env, 0xFF00 | n, c.a, c.t)
+                            c.t = c.t + FOUR
+                        elif y == 6:  # LDH A, (n)
+                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | n, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, 0xFF00 | n, c.t)
+                            c.t = c.t + FOUR
+                        else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
+                            c.f = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
+                            r = (c.sp + sext8(n)) & 0xFFFF
+                            if y == 5:
+                                c.sp = r
+                                c.t = c.t + wp.int64(8)
+                            else:
+                                w16 = 2
+                                v16 = r
+                                c.t = c.t + FOUR
+                elif z == 1:
+                    if q == 0 or p <= 1:  # POP rp2 / RET / RETI
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.sp, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.sp = (c.sp + 2) & 0xFFFF
+                        if q == 0:
+                            w16 = p
+                            if p == 3:
+                                w16 = 4
+                            v16 = (hi << 8) | lo
+                        else:
+                            c.pc = (hi << 8) | lo
+                            c.t = c.t + FOUR
+                            if p == 1:
+                                c.ime = 1          # RETI: enabled at once, no EI delay
+                    elif p == 2:  # JP HL
+                        c.pc = hl(c)
+                    else:  # LD SP, HL
+                        c.sp = hl(c)
+                        c.t = c.t + FOUR
+                elif z == 2:
+                    if y == 4 or y == 6:  # LD (C), A / LD A, (C)
+                        if y == 4:
+                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                                bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
+                        else:
+                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
+                        c.t = c.t + FOUR
+                    else:  # JP cc, nn / LD (nn), A / LD A, (nn)
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        addr = (hi << 8) | lo
+                        if y < 4:
+                            if cond(c.f, y):
+                                c.pc = addr
+                                c.t = c.t + FOUR
+                        elif y == 5:
+                            if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                                bus_write(m, env, addr, c.a, c.t)
+                            c.t = c.t + FOUR
+                        else:
+                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, addr, c.t)
+                            c.t = c.t + FOUR
+                elif z == 3:
+                    if y == 0:  # JP nn
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (hi << 8) | lo
+                        c.t = c.t + FOUR
+                    elif y == 6:  # DI
+                        c.ime = 0
+                        c.ei_pending = 0
+                    elif y == 7:  # EI
+                        c.ei_pending = 1
+                    else:  # D3 DB E3 EB: illegal, the CPU hangs
+                        c.locked = 1
+                        c.pc = (c.pc - 1) & 0xFFFF
+                elif (z == 4 and y >= 4) or (z == 5 and q == 1 and p != 0):  # E4 EC F4 FC DD ED FD
+                    c.locked = 1
+                    c.pc = (c.pc - 1) & 0xFFFF
+                elif z == 6:  # ALU A, n
+                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    if n < 0:
+                        n = bus_read(m, env, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    res = alu(c.a, c.f, y, n)
+                    c.a = res & 0xFF
+                    c.f = res >> 8
+                else:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
+                    target = y * 8                     # RST
+                    do_push = True
+                    v = c.pc
+                    if z == 4 or z == 5 and q == 1:    # CALL
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        v = c.pc
+                        target = (hi << 8) | lo
+                        if z == 4:
+                            do_push = cond(c.f, y)
+                    elif z == 5:                       # PUSH
+                        v = get_rp(c, p)
+                        if p == 3:
+                            v = (c.a << 8) | c.f
+                    if do_push:
+                        c.t = c.t + FOUR
+                        sp = (c.sp - 1) & 0xFFFF
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v >> 8, c.t) == 0:
+                            bus_write(m, env, sp, v >> 8, c.t)
+                        c.t = c.t + FOUR
+                        sp = (sp - 1) & 0xFFFF
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v & 0xFF, c.t) == 0:
+                            bus_write(m, env, sp, v & 0xFF, c.t)
+                        c.t = c.t + FOUR
+                        c.sp = sp
+                        if z != 5 or q == 1:
+                            c.pc = target
+            # write-back
+            if w8 >= 0:
+                if w8 == 0:
+                    c.b = v8
+                elif w8 == 1:
+                    c.c = v8
+                elif w8 == 2:
+                    c.d = v8
+                elif w8 == 3:
+                    c.e = v8
+                elif w8 == 4:
+                    c.h = v8
+                elif w8 == 5:
+                    c.l = v8
+                else:
+                    c.a = v8
+            if w16 >= 0:
+                hi16 = (v16 >> 8) & 0xFF
+                lo16 = v16 & 0xFF
+                if w16 == 0:
+                    c.b = hi16
+                    c.c = lo16
+                elif w16 == 1:
+                    c.d = hi16
+                    c.e = lo16
+                elif w16 == 2:
+                    c.h = hi16
+                    c.l = lo16
+                elif w16 == 3:
+                    c.sp = v16 & 0xFFFF
+                else:
+                    c.a = hi16
+                    c.f = lo16 & 0xF0
+            # EI takes effect after the instruction that follows it
+            if was_pending != 0 and c.ei_pending != 0:
+                c.ime = 1
+                c.ei_pending = 0
+        if flat == 0:
+            r64[env, T_FRAME_START] = r64[env, T_FRAME_START] + FRAME_CYCLES
+        fi = fi + 1
+    if flat == 0:
+        events_sync(m, env, c.t)
+    store_cpu(m, env, c)
+
+
+def kernel_inputs(m) -> list:
+    """The Machine followed by the hot-path arrays it holds (machine_kernel's first args)."""
+    return [m, m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]

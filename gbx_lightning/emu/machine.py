@@ -9,7 +9,7 @@ import warp as wp
 
 from . import state as S
 from .bus import bus_peek, events_sync
-from .cpu import Cpu, cpu_step, machine_step
+from .cpu import kernel_inputs, machine_kernel
 from .joypad import set_buttons
 from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
 from .savestate import masked_copy
@@ -17,69 +17,6 @@ from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_
                     Machine)
 
 RENDER_MODES = {"none": 0, "obs": 1, "full": 2}
-FRAME_CYCLES = wp.constant(wp.int64(S.FRAME_CYCLES))
-
-
-@wp.func
-def load_cpu(m: Machine, env: int) -> Cpu:
-    c = Cpu()
-    for i in range(8):
-        c.r[i] = m.r32[env, i]
-    c.sp = m.r32[env, 8]
-    c.pc = m.r32[env, 9]
-    c.ime = m.r32[env, 10]
-    c.ei_pending = m.r32[env, 11]
-    c.halted = m.r32[env, 12]
-    c.locked = m.r32[env, 13]
-    c.stopped = m.r32[env, 14]
-    c.halt_bug = m.r32[env, 15]
-    c.t = m.r64[env, T_NOW]
-    return c
-
-
-@wp.func
-def store_cpu(m: Machine, env: int, c: Cpu):
-    for i in range(8):
-        m.r32[env, i] = c.r[i]
-    m.r32[env, 8] = c.sp
-    m.r32[env, 9] = c.pc
-    m.r32[env, 10] = c.ime
-    m.r32[env, 11] = c.ei_pending
-    m.r32[env, 12] = c.halted
-    m.r32[env, 13] = c.locked
-    m.r32[env, 14] = c.stopped
-    m.r32[env, 15] = c.halt_bug
-    m.r64[env, T_NOW] = c.t
-
-
-@wp.func
-def run_until(m: Machine, env: int, c: Cpu, t_end: wp.int64) -> Cpu:
-    """Execute until t_end (events, interrupts, sleep and instructions: cpu.machine_step)."""
-    while c.t < t_end:
-        c = machine_step(m, env, c, t_end)
-    return c
-
-
-@wp.kernel(enable_backward=False)
-def machine_kernel(m: Machine, frames: int, buttons: wp.array(dtype=wp.int32),
-                   set_flag: int, release_after: int):
-    """frames x 70224 T-cycles per env; buttons set before frame 0 (if set_flag) and
-    released at frame `release_after`. Flat mode: exactly one instruction (SM83 cases)."""
-    env = wp.tid()
-    c = load_cpu(m, env)
-    if m.flat_mode != 0:
-        c = cpu_step(m, env, c)
-    else:
-        for f in range(frames):
-            if f == 0 and set_flag != 0:
-                set_buttons(m, env, buttons[env])
-            if f == release_after:
-                set_buttons(m, env, 0)
-            fs = m.r64[env, T_FRAME_START]
-            c = run_until(m, env, c, fs + FRAME_CYCLES)
-            m.r64[env, T_FRAME_START] = fs + FRAME_CYCLES
-        events_sync(m, env, c.t)
-    store_cpu(m, env, c)
 
 
 @wp.kernel(enable_backward=False)
@@ -218,7 +155,7 @@ class VecGameBoy:
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
         else:
-            r32[S.R_BOOT_MAPPED] = 1
+            r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF
             io[0x46] = 0xFF
             io[0x0F] = 0xE0
@@ -293,7 +230,7 @@ class VecGameBoy:
         if frames == 0:
             return
         self._m.render_mode = RENDER_MODES[render]
-        wp.launch(machine_kernel, dim=self.num_envs, inputs=[self._m, frames, b, 1, rel],
+        wp.launch(machine_kernel, dim=self.num_envs, inputs=kernel_inputs(self._m) + [frames, b, 1, rel],
                   device=self.device)
 
     # -- outputs ---------------------------------------------------------------------------

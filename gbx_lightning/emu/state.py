@@ -69,7 +69,7 @@ R_PPU_MODE = wp.constant(20)
 R_STAT_LINE = wp.constant(21)    # OR of enabled STAT sources (interrupt on its rising edge)
 R_WIN_LINE = wp.constant(22)     # window internal line counter
 R_WY_TRIGGERED = wp.constant(23)
-R_BOOT_MAPPED = wp.constant(24)  # boot ROM visible at 0000-00FF until FF50 is written
+R_UNUSED_24 = wp.constant(24)
 R_TIMA_RELOAD_CYCLE = wp.constant(25)  # unused marker word (kept for layout stability)
 R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
 R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
@@ -89,10 +89,12 @@ T_PPU_EVENT = wp.constant(9)     # next PPU mode change
 T_SERIAL_END = wp.constant(10)   # transfer completion time (NEVER when idle)
 T_DMA_START = wp.constant(11)
 T_DMA_END = wp.constant(12)
+T_BOOT_MAPPED = wp.constant(13)  # 1: boot ROM visible at 0000-00FF until FF50 is written
 NUM_R64 = 16
 
 NEVER = wp.constant(wp.int64(1 << 62))
 FRAME_CYCLES = 70224
+FRAME_CYCLES_T = wp.constant(wp.int64(FRAME_CYCLES))
 SERIAL_CAP = wp.constant(4096)
 SERIAL_CAP_PY = 4096
 

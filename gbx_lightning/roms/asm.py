@@ -17,6 +17,13 @@ Syntax (an RGBDS-flavoured subset)::
     incbin "tiles.bin"       ; raw bytes
     assert expr[, "msg"]     ; checked in pass 2
     title "NAME"  cart_type $01  rom_size 2  ram_size 0   ; header fields
+    MACRO check_eq           ; (or: check_eq: MACRO) \\1-\\9 arguments, \\@ unique
+        cp \\2             ; suffix per call, _NARG argument count
+        jr z, .ok\\@
+    .ok\\@:
+    ENDM
+    rept 4 / endr            ; repeat a block (count known in pass 1)
+    if expr / elif / else / endc   ; conditional assembly (known in pass 1)
 
 Numbers: ``$FF 0xFF %1010 0b1010 255 'c'``; ``@`` is the address of the current
 line. Operators (C precedence): ``|| && | ^ & == != < <= > >= << >> + - * / %``
@@ -34,12 +41,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
     "AsmError",
     "assemble",
+    "assemble_with_symbols",
     "FORMS",
     "NINTENDO_LOGO",
     "header_checksum",
@@ -344,6 +353,12 @@ class _ExprParser:
         raise ValueError(f"unexpected {tok!r} in expression {self.text!r}")
 
 
+def _shift_count(b):
+    if not 0 <= b <= 63:
+        raise ValueError(f"shift count {b} out of range (0..63)")
+    return b
+
+
 def _apply(op, a, b):
     if op in ("/", "%"):
         if b == 0:
@@ -356,7 +371,7 @@ def _apply(op, a, b):
         "==": lambda: int(a == b), "!=": lambda: int(a != b),
         "<": lambda: int(a < b), "<=": lambda: int(a <= b),
         ">": lambda: int(a > b), ">=": lambda: int(a >= b),
-        "<<": lambda: a << b, ">>": lambda: a >> b,
+        "<<": lambda: a << _shift_count(b), ">>": lambda: a >> _shift_count(b),
         "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
     }[op]()
 
@@ -369,10 +384,11 @@ class _Line:
     file: str
     number: int
     text: str
+    via: str = ""          # "macro NAME called at file:line" for expanded lines
 
     @property
     def where(self):
-        return f"{self.file}:{self.number}"
+        return f"{self.file}:{self.number}" + (f" ({self.via})" if self.via else "")
 
 
 def _strip_comment(text: str) -> str:
@@ -477,6 +493,93 @@ def _load_lines(source, origin_file, include_dirs, stack=()):
     return lines
 
 
+_MACRO_START = re.compile(r"^\s*(?:macro\s+([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)\s*:\s*macro)\s*$",
+                          re.I)
+_MACRO_END = re.compile(r"^\s*endm\s*$", re.I)
+_MACRO_ARG = re.compile(r"\\([1-9@])")
+_MAX_MACRO_DEPTH = 64
+
+
+def _first_word(text: str) -> str:
+    parts = text.split(None, 1)
+    return parts[0].lower() if parts else ""
+
+
+def _expand_macros(lines):
+    """Collect MACRO/ENDM definitions and expand their invocations.
+
+    Inside a body, \\1-\\9 are the arguments, \\@ a suffix unique to the call
+    (for labels) and _NARG the argument count.
+    """
+    macros: dict[str, list] = {}
+    calls = [0]
+    out: list[_Line] = []
+
+    def walk(block, depth):
+        i = 0
+        while i < len(block):
+            line = block[i]
+            m = _MACRO_START.match(line.text)
+            if m:
+                name = m.group(1) or m.group(2)
+                if name.lower() in FORMS or name.lower() in _DIRECTIVES:
+                    raise AsmError(f"{line.where}: macro name {name!r} is an instruction or directive")
+                if name in macros:
+                    raise AsmError(f"{line.where}: macro {name!r} is already defined")
+                j = i + 1
+                while j < len(block) and not _MACRO_END.match(block[j].text):
+                    if _MACRO_START.match(block[j].text):
+                        raise AsmError(f"{block[j].where}: macro definitions cannot nest")
+                    j += 1
+                if j == len(block):
+                    raise AsmError(f"{line.where}: macro {name!r} has no ENDM")
+                macros[name] = block[i + 1:j]
+                i = j + 1
+                continue
+            if _MACRO_END.match(line.text):
+                raise AsmError(f"{line.where}: ENDM without MACRO")
+            text = line.text
+            label = ""
+            lm = _LABEL_RE.match(text)
+            if lm and lm.group(1):
+                label, text = text[:lm.end()], text[lm.end():]
+            parts = text.split(None, 1)
+            if parts and parts[0] in macros:
+                name = parts[0]
+                if depth >= _MAX_MACRO_DEPTH:
+                    raise AsmError(f"{line.where}: macro {name!r} nests deeper than {_MAX_MACRO_DEPTH} "
+                                   "(recursive macro?)")
+                args = _split_operands(parts[1]) if len(parts) > 1 else []
+                if label:
+                    out.append(_Line(line.file, line.number, label, line.via))
+                calls[0] += 1
+                suffix = f"_{calls[0]}"
+                via = f"macro {name} called at {line.file}:{line.number}"
+
+                def substitute(m, _args=args, _line=line, _name=name, _suffix=suffix):
+                    key = m.group(1)
+                    if key == "@":
+                        return _suffix
+                    k = int(key)
+                    if k > len(_args):
+                        raise AsmError(f"{_line.where}: macro {_name!r} uses \\{k} but got "
+                                       f"{len(_args)} argument(s)")
+                    return _args[k - 1]
+
+                body = []
+                for b in macros[name]:
+                    t = _MACRO_ARG.sub(substitute, b.text)
+                    t = re.sub(r"\b_NARG\b", str(len(args)), t)
+                    body.append(_Line(b.file, b.number, t, via))
+                walk(body, depth + 1)
+            else:
+                out.append(line)
+            i += 1
+
+    walk(lines, 0)
+    return out
+
+
 def _search_dirs(base_dir, include_dirs):
     dirs = ([base_dir] if base_dir else [Path.cwd()]) + [Path(d) for d in include_dirs]
     return [str(d) for d in dirs]
@@ -497,9 +600,10 @@ def _find_file(name, base_dir, include_dirs):
 # --------------------------------------------------------------------------
 @dataclass
 class _Symbol:
-    value: int
+    value: int | None      # None: a variable whose value is not known yet in pass 1
     bank: int | None
     where: str
+    variable: bool = False  # NAME = expr / NAME SET expr may be reassigned
 
 
 @dataclass
@@ -541,11 +645,13 @@ class _Assembler:
             return self.st.addr
         full = self.full_name(name)
         sym = self.st.symbols.get(full)
-        if sym is None:
+        if sym is None or sym.value is None:
             raise _Undefined(full)
         return sym.value
 
     def bank_of(self, name):
+        if name == "@":
+            return self.current_bank()
         full = self.full_name(name)
         sym = self.st.symbols.get(full)
         if sym is None:
@@ -569,6 +675,9 @@ class _Assembler:
     def define(self, name, value, bank):
         full = self.full_name(name)
         old = self.st.symbols.get(full)
+        if old is not None and old.variable:
+            raise self.error(f"{full!r} is a variable (defined with = at {old.where}), "
+                             "not a label or constant")
         if self.st.pass_no == 1:
             if old is not None:
                 raise self.error(f"{full!r} is already defined at {old.where}")
@@ -586,8 +695,9 @@ class _Assembler:
             return addr
         lo = 0 if self.st.bank == 0 else BANK_SIZE
         if not lo <= addr < lo + BANK_SIZE:
+            hint = " (write 'bank 0' first for $0000-$3FFF)" if addr < BANK_SIZE else ""
             raise self.error(f"address ${addr:04X} is outside bank {self.st.bank} "
-                             f"(${lo:04X}-${lo + BANK_SIZE - 1:04X})")
+                             f"(${lo:04X}-${lo + BANK_SIZE - 1:04X}){hint}")
         return self.st.bank * BANK_SIZE + (addr - lo)
 
     def current_bank(self):
@@ -617,10 +727,8 @@ class _Assembler:
         self.st.max_offset = max(self.st.max_offset, start + len(data))
         self.st.addr += len(data)
 
-    def skip(self, count, fill=None):
-        if fill is None:
-            # ds without a fill value reserves space: still range-checked and marked
-            fill = 0
+    def skip(self, count, fill):
+        # ds output is ordinary bytes: range-checked and protected from overlap
         self.emit(bytes([fill & 0xFF]) * count)
 
     # ---- passes
@@ -629,13 +737,82 @@ class _Assembler:
             self.st.pass_no = pass_no
             self.st.scope, self.st.bank, self.st.addr = "", None, 0
             self.st.header = {}
-            for line in self.lines:
-                self.line = line
-                self.statement(line.text)
+            # Variables are re-run from scratch: a use before the first assignment fails
+            # in pass 2 instead of silently seeing the value left over from pass 1.
+            self.st.symbols = {k: v for k, v in self.st.symbols.items() if not v.variable}
+            self.exec_lines(self.lines)
             self.line = None
             if pass_no == 1:
                 self.resolve_deferred()
         return self.build_image()
+
+    def exec_lines(self, lines):
+        """Run statements, expanding REPT/ENDR and IF/ELIF/ELSE/ENDC blocks."""
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            self.line = line
+            word = _first_word(line.text)
+            if word == "rept":
+                end, _ = self.block_end(lines, i)
+                count = self.eval(line.text.split(None, 1)[1] if len(line.text.split()) > 1 else "",
+                                  required="rept count must be known in pass 1")
+                if not 0 <= count <= 0x10000:
+                    raise self.error(f"rept count {count} out of range (0..65536)")
+                for _ in range(count):
+                    self.exec_lines(lines[i + 1:end])
+                i = end + 1
+            elif word == "if":
+                end, branches = self.block_end(lines, i)
+                chosen = None
+                for start, stop in branches:
+                    head = lines[start]
+                    self.line = head
+                    kw = _first_word(head.text)
+                    if kw == "else":
+                        chosen = (start, stop)
+                        break
+                    cond = head.text.split(None, 1)
+                    if len(cond) < 2:
+                        raise self.error(f"{kw} needs a condition")
+                    if self.eval(cond[1], required=f"{kw} condition must be known in pass 1"):
+                        chosen = (start, stop)
+                        break
+                if chosen:
+                    self.exec_lines(lines[chosen[0] + 1:chosen[1]])
+                i = end + 1
+            elif word in ("endr", "endc", "else", "elif"):
+                raise self.error(f"{word.upper()} without a matching {'REPT' if word == 'endr' else 'IF'}")
+            else:
+                self.statement(line.text)
+                i += 1
+
+    def block_end(self, lines, i):
+        """Index of the ENDR/ENDC closing the block opened at lines[i], and IF branches."""
+        opener = _first_word(lines[i].text)
+        closer = "endr" if opener == "rept" else "endc"
+        stack = []
+        branches, branch_start = [], i
+        for j in range(i + 1, len(lines)):
+            w = _first_word(lines[j].text)
+            if w in ("rept", "if"):
+                stack.append(w)
+            elif w in ("endr", "endc") and stack:
+                expected = "endr" if stack[-1] == "rept" else "endc"
+                if w != expected:
+                    self.line = lines[j]
+                    raise self.error(f"{w.upper()} closes a {stack[-1].upper()} block")
+                stack.pop()
+            elif not stack and w in ("elif", "else") and opener == "if":
+                branches.append((branch_start, j))
+                branch_start = j
+            elif not stack and w == closer:
+                branches.append((branch_start, j))
+                return j, branches
+            elif not stack and w in ("endr", "endc"):
+                self.line = lines[j]
+                raise self.error(f"{w.upper()} closes a {opener.upper()} block")
+        raise self.error(f"{opener.upper()} has no {closer.upper()}")
 
     def resolve_deferred(self):
         pending = self.st.deferred_equ
@@ -675,16 +852,20 @@ class _Assembler:
         parts = text.strip().split(None, 1)
         head = parts[0]
         rest = parts[1].strip() if len(parts) > 1 else ""
-        # NAME EQU expr / DEF NAME EQU expr
+        # NAME EQU expr / NAME = expr / NAME SET expr, each optionally after DEF
         if head.lower() == "def":
-            parts = rest.split(None, 1)
-            head = parts[0] if parts else ""
-            rest = parts[1].strip() if len(parts) > 1 else ""
-            if not re.match(r"(?i)^equ\b", rest):
-                raise self.error(f"DEF needs 'DEF NAME EQU value', got {text.strip()!r}")
-        m = re.match(r"(?i)^equ\b\s*(.*)$", rest)
+            m = re.match(r"(?i)^([A-Za-z_][A-Za-z0-9_]*)\s*(equ\b|set\b|=)\s*(.*)$", rest)
+            if not m:
+                raise self.error(f"DEF needs 'DEF NAME EQU value' or 'DEF NAME = value', got {text.strip()!r}")
+            head, rest = m.group(1), m.group(2) + " " + m.group(3)
+        m = re.match(r"(?i)^([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(.*)$", text.strip())
         if m:
-            return self.equ(head, m.group(1))
+            return self.assign(m.group(1), m.group(2))
+        m = re.match(r"(?i)^(equ|set|=)(?:\s+|$)(.*)$", rest)
+        if m and m.group(1).lower() in ("set", "="):
+            return self.assign(head, m.group(2))
+        if m:
+            return self.equ(head, m.group(2))
         lower = head.lower()
         directive = getattr(self, "d_" + lower, None)
         if directive is not None:
@@ -692,6 +873,18 @@ class _Assembler:
         if lower in FORMS or lower in ("ldi", "ldd"):
             return self.instruction(lower, rest)
         raise self.error(f"unknown instruction or directive {head!r}")
+
+    def assign(self, name, expr):
+        """NAME = expr: a variable, reassignable, taking effect from this line on."""
+        if not _NAME_RE.match(name):
+            raise self.error(f"bad variable name {name!r}")
+        if name.lower() in _LITERALS or name.lower() in FORMS:
+            raise self.error(f"variable name {name!r} is a register or mnemonic")
+        value = self.eval(expr)
+        old = self.st.symbols.get(name)
+        if old is not None and not old.variable:
+            raise self.error(f"{name!r} is already defined at {old.where} as a label or constant")
+        self.st.symbols[name] = _Symbol(value, None, self.line.where, variable=True)
 
     def equ(self, name, expr):
         if not _NAME_RE.match(name):
@@ -836,6 +1029,8 @@ class _Assembler:
         if count < 0:
             raise self.error(f"ds count {count} is negative")
         fill = self.eval(ops[1]) if len(ops) == 2 else 0
+        if fill is not None and not -128 <= fill <= 0xFF:
+            raise self.error(f"ds fill value {ops[1]!r} = {fill} out of range (-128..255)")
         self.skip(count, fill or 0)
 
     def d_incbin(self, rest):
@@ -856,7 +1051,10 @@ class _Assembler:
         if not ops or len(ops) > 2:
             raise self.error(f"assert takes 'expr[, \"message\"]', got {rest!r}")
         if not self.eval(ops[0]):
-            msg = _parse_string(ops[1]).decode() if len(ops) == 2 else ""
+            try:
+                msg = _parse_string(ops[1]).decode() if len(ops) == 2 else ""
+            except ValueError as e:
+                raise self.error(f"assert message: {e}") from None
             raise self.error(f"assertion failed: {ops[0]}" + (f": {msg}" if msg else ""))
 
     def d_title(self, rest):
@@ -915,6 +1113,12 @@ class _Assembler:
         return fix_checksums(rom)
 
 
+_DIRECTIVES = frozenset(
+    [name[2:] for name in dir(_Assembler) if name.startswith("d_")]
+    + ["equ", "def", "include", "macro", "endm", "rept", "endr", "if", "elif", "else", "endc"]
+)
+
+
 def _tokenize_or_empty(text):
     try:
         return _tokenize(text)
@@ -965,9 +1169,49 @@ def assemble(source: str, *, origin_file: str = "<string>", include_dirs=()) -> 
     include paths; `include_dirs` are searched after the including file's
     directory. Raises AsmError ("file:line: what") on any error.
     """
+    return assemble_with_symbols(source, origin_file=origin_file, include_dirs=include_dirs)[0]
+
+
+def assemble_with_symbols(source: str, *, origin_file: str = "<string>", include_dirs=()):
+    """Like assemble(), but also return {name: value} of every label and constant.
+
+    Tests use it to find where a routine or variable ended up.
+    """
     if not isinstance(source, str):
         raise TypeError(f"source: expected str, got {type(source).__name__}")
     origin_file = os.fspath(origin_file)
     include_dirs = tuple(os.fspath(d) for d in include_dirs)
-    lines = _load_lines(source, origin_file, include_dirs)
-    return _Assembler(lines, include_dirs, origin_file).run()
+    lines = _expand_macros(_load_lines(source, origin_file, include_dirs))
+    asm = _Assembler(lines, include_dirs, origin_file)
+    rom = asm.run()
+    return rom, {name: sym.value for name, sym in asm.st.symbols.items()}
+
+
+def main(argv=None) -> int:
+    """``python -m gbx_lightning.roms.asm SOURCE.asm -o OUT.gb [-I DIR]``"""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m gbx_lightning.roms.asm",
+                                     description="Assemble SM83 source into a Game Boy ROM image.")
+    parser.add_argument("source")
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("-I", "--include", action="append", default=[], help="include directory")
+    parser.add_argument("--symbols", action="store_true", help="print label/constant values")
+    args = parser.parse_args(argv)
+    path = Path(args.source)
+    try:
+        rom, symbols = assemble_with_symbols(path.read_text(), origin_file=str(path),
+                                             include_dirs=args.include)
+    except (AsmError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    Path(args.output).write_bytes(rom)
+    if args.symbols:
+        for name, value in sorted(symbols.items(), key=lambda kv: kv[1]):
+            print(f"${value & 0xFFFF:04X} {name}")
+    print(f"{args.output}: {len(rom)} bytes", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

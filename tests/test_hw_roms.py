@@ -6,7 +6,8 @@ $C000 (see tests/roms/testlib.asm).  gambatte (cycle-accurate) must pass them
 all: that is what shows the ROMs' expectations are right.  PyBoy is a second
 opinion only where it models the hardware (it fails power_on — its own boot
 ROM —, timer (IF one M-cycle late), halt (no HALT bug), serial (instant,
-completes external-clock transfers) and joypad (select bits)).
+completes external-clock transfers), joypad (select bits) and oam_dma_bus
+(no DMA bus conflicts)).
 """
 from __future__ import annotations
 
@@ -23,19 +24,26 @@ ROM_DIR = Path(__file__).resolve().parent / "roms"
 # name -> frames to run, button script [(frames, mask)], expected serial output.
 # Frames leave a wide margin over what gambatte needs (joypad: 21, mbc3_rtc: 331, the rest <= 4).
 JOYPAD_PRESS_FRAME = 20
+# (30 frames also leave room for a ROM to print several FAIL lines at 1024 M-cycles a byte.)
 ROMS = {
-    "power_on": dict(frames=10),
-    "timer": dict(frames=10),
-    "interrupts": dict(frames=10),
-    "halt": dict(frames=10),
-    "serial": dict(frames=10, serial=b"<>PASS\n"),  # the ROM's own transfers send '<' and '>'
+    "power_on": dict(frames=30),
+    "timer": dict(frames=30),
+    "interrupts": dict(frames=30),
+    "halt": dict(frames=30),
+    "serial": dict(frames=30, serial=b"<>PASS\n"),  # the ROM's own transfers send '<' and '>'
     "joypad": dict(frames=JOYPAD_PRESS_FRAME + 40, press=(JOYPAD_PRESS_FRAME, 0x91)),  # Right+A+Start
-    "oam_dma": dict(frames=10),
-    "mbc1": dict(frames=10),
-    "mbc1_large": dict(frames=10),
-    "mbc5": dict(frames=10),
+    "oam_dma": dict(frames=30),
+    "oam_dma_bus": dict(frames=30),
+    "mbc1": dict(frames=30),
+    "mbc1_large": dict(frames=30),
+    "mbc5": dict(frames=30),
     "mbc3_rtc": dict(frames=360),
-    "instr_timing": dict(frames=10),
+    "instr_timing": dict(frames=30),
+}
+# Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).
+VECGAMEBOY_KNOWN_FAILURES = {
+    "oam_dma_bus": "CPU reads outside HRAM during OAM DMA return $FF; on DMG the external bus "
+                   "returns the byte the DMA is transferring and VRAM reads are unaffected",
 }
 PYBOY_AGREES = ["interrupts", "oam_dma", "mbc1", "mbc1_large", "mbc5", "mbc3_rtc", "instr_timing"]
 
@@ -82,7 +90,9 @@ def vecgameboy_results(rom_images):
     return out
 
 
-@pytest.mark.parametrize("name", list(ROMS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=VECGAMEBOY_KNOWN_FAILURES[n], strict=True))
+    if n in VECGAMEBOY_KNOWN_FAILURES else n for n in ROMS])
 def test_rom_passes_on_vecgameboy(name, vecgameboy_results):
     r = vecgameboy_results[name]
     expected = ROMS[name].get("serial", b"PASS\n")

@@ -37,7 +37,7 @@ ROMS = {
     "mbc1": dict(frames=30),
     "mbc1_large": dict(frames=30),
     "mbc5": dict(frames=30),
-    "mbc3_rtc": dict(frames=360),
+    "mbc3_rtc": dict(frames=480),
     "instr_timing": dict(frames=30),
 }
 # Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).

@@ -7,6 +7,9 @@
 ;   latch while the clock runs on.  DH bit 6 halts it; bit 0 is day bit 8;
 ;   bit 7 is the day-counter carry, set when day 511 rolls over.  The clock
 ;   runs on emulated time (32768 Hz crystal: 1 s = 4194304 T-cycles).
+;   Unused bits read 0 (writing $FF reads back S/M $3F, H $1F, DL $FF, DH
+;   $C1).  Out-of-range values count on and wrap at the register's width with
+;   no carry: 30:59:63 becomes 30:59:00 one second later.
 ;   Waits use HALT on timer overflows (1/16 s each) with the LCD off.
 ;   Writing S restarts the sub-second count on MBC3 hardware, but emulators
 ;   differ, so after a 1.5 s wait S is accepted as 1 or 2.
@@ -208,9 +211,87 @@ main:
     ld hl, s_roll_dh
     call expect
 
+    ; --- unused bits read 0: write $FF everywhere (halted) and latch
+    ld hl, rtc_ff
+.ff:
+    ld a, [hl+]
+    or a
+    jr z, .ff_done
+    push hl
+    ld b, $FF
+    call rtc_write
+    pop hl
+    jr .ff
+.ff_done:
+    call latch
+    ld hl, rtc_ff
+.ffr:
+    ld a, [hl+]
+    or a
+    jr z, .ffr_done
+    push hl
+    call rtc_read
+    pop hl
+    ld b, [hl]
+    inc hl
+    push hl
+    call expect_named_rtc
+    pop hl
+    jr .ffr
+.ffr_done:
+
+    ; --- invalid values count on without a carry: 30:59:63 -> 30:59:00
+    ld a, RTC_S
+    ld b, 63
+    call rtc_write
+    ld a, RTC_M
+    ld b, 59
+    call rtc_write
+    ld a, RTC_H
+    ld b, 30
+    call rtc_write
+    ld a, RTC_DH
+    ld b, $00
+    call rtc_write
+    ld a, 24                    ; 1.5 s: one or two ticks
+    call wait_sixteenths
+    call latch
+    ld a, RTC_S
+    call rtc_read
+    cp 2
+    sbc a
+    ld b, $FF
+    ld hl, s_inv_s
+    call expect
+    ld a, RTC_M
+    call rtc_read
+    ld b, 59
+    ld hl, s_inv_m
+    call expect
+    ld a, RTC_H
+    call rtc_read
+    ld b, 30
+    ld hl, s_inv_h
+    call expect
+
     xor a
     ld [$0000], a
     jp finish
+
+; expect_named_rtc: expect A == B for the RTC register named "RTC bits <reg>".
+expect_named_rtc:
+    ld hl, s_bits
+    jp expect
+
+; register, value read after writing $FF (halted): S/M 6 bits, H 5 bits, DL 8,
+; DH bits 7, 6, 0
+rtc_ff:
+    db RTC_S, $3F
+    db RTC_M, $3F
+    db RTC_H, $1F
+    db RTC_DL, $FF
+    db RTC_DH, $C1
+    db 0
 
 ; rtc_write: RTC register A := B.   rtc_read: A := RTC register A.
 rtc_write:
@@ -264,6 +345,10 @@ s_roll_m:  db "RTC M after roll-over", 0
 s_roll_h:  db "RTC H after roll-over", 0
 s_roll_dl: db "RTC DL after roll-over", 0
 s_roll_dh: db "RTC DH after roll-over (carry)", 0
+s_bits:    db "RTC register read after writing FF", 0
+s_inv_s:   db "RTC S 63 -> 0..1 after 1.5 s", 0
+s_inv_m:   db "RTC M after S overflowed from 63", 0
+s_inv_h:   db "RTC H 30 kept", 0
 
     org $3FF0
     db 0

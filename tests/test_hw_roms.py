@@ -5,7 +5,7 @@ Each ROM checks values from the hardware documentation (Pan Docs) and reports
 $C000 (see tests/roms/testlib.asm).  gambatte (cycle-accurate) must pass them
 all: that is what shows the ROMs' expectations are right.  PyBoy is a second
 opinion only where it models the hardware (it fails power_on — its own boot
-ROM —, timer (IF one M-cycle late), halt (no HALT bug), serial (instant,
+ROM —, power_on_vram, timer (IF one M-cycle late), halt (no HALT bug), serial (instant,
 completes external-clock transfers), joypad (select bits) and oam_dma_bus
 (no DMA bus conflicts)).
 """
@@ -27,6 +27,7 @@ JOYPAD_PRESS_FRAME = 20
 # (30 frames also leave room for a ROM to print several FAIL lines at 1024 M-cycles a byte.)
 ROMS = {
     "power_on": dict(frames=30),
+    "power_on_vram": dict(frames=30),
     "timer": dict(frames=30),
     "interrupts": dict(frames=30),
     "halt": dict(frames=30),
@@ -42,6 +43,8 @@ ROMS = {
 }
 # Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).
 VECGAMEBOY_KNOWN_FAILURES = {
+    "power_on_vram": "VRAM is all zero after reset; the DMG boot ROM leaves the header logo in tiles "
+                     "1-24, the (R) mark in tile 25 and both logo rows in the BG map at $9904/$9924",
     "oam_dma_bus": "CPU reads outside HRAM during OAM DMA return $FF; on DMG the external bus "
                    "returns the byte the DMA is transferring and VRAM reads are unaffected",
 }

@@ -118,6 +118,7 @@ def test_rom_passes_on_pyboy(name, rom_images):
     res = oracles.run_pyboy(rom_images[name], ROMS[name]["frames"], oracle_buttons(name))
     expected = ROMS[name].get("serial", b"PASS\n")
     assert res.serial == expected, f"{name} on PyBoy: {res.serial!r}"
+    assert res.result_byte == oracles.RESULT_PASS and res.serial_log == b"PASS\n"
 
 
 NEGATIVE = """

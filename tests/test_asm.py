@@ -436,3 +436,22 @@ def test_variables_count_in_rept_loops():
         assemble("b = 2")
     with pytest.raises(AsmError, match=r"write 'bank 0' first"):
         assemble("bank 1\norg $150")
+    with pytest.raises(AsmError, match=r"<string>:1: undefined symbol 'V'"):
+        assemble("db V\nV = 3")         # variables are not forward references
+
+
+def test_build_rom_assembles_packaged_sources_once(tmp_path, monkeypatch):
+    import gbx_lightning.roms as roms
+    (tmp_path / "consts.inc").write_text("VALUE EQU $42\n")
+    (tmp_path / "demo.asm").write_text('include "consts.inc"\norg $150\ndb VALUE\n')
+    monkeypatch.setattr(roms, "ROM_DIR", tmp_path)
+    roms.build_rom.cache_clear()
+    try:
+        assert roms.available_roms() == ["demo"]
+        rom = roms.build_rom("demo")
+        assert rom[0x150] == 0x42 and len(rom) == 0x8000
+        assert roms.build_rom("demo.asm") == rom and roms.build_rom("demo") is rom
+        with pytest.raises(ValueError, match=r"no packaged ROM source '\.\./x'"):
+            roms.build_rom("../x")
+    finally:
+        roms.build_rom.cache_clear()

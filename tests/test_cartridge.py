@@ -159,3 +159,28 @@ def test_title_stops_at_nul_and_cgb_flag():
     assert load_cartridge(bytes(rom)).title == "ABCDEFGHIJKLMNOP"
     rom[0x143] = 0x80                       # CGB-compatible flag: title is 15 chars
     assert load_cartridge(fix_checksums(rom)).title == "ABCDEFGHIJKLMNO"
+
+
+def test_garbage_images_only_ever_raise_rom_error():
+    """Random bytes of valid and invalid sizes: a clean RomError or a loaded cartridge, nothing else."""
+    rng = np.random.default_rng(7)
+    loaded = 0
+    for i in range(300):
+        size = int(rng.choice([0, 100, 0x4000, 0x8000, 0x8000 + 7, 0x10000]))
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        if i % 3 == 0 and size >= 0x8000:    # make some headers plausible so deeper checks run
+            b = bytearray(data)
+            b[0x147] = int(rng.choice([0x00, 0x01, 0x13, 0x19, 0x06, 0xFF]))
+            b[0x148] = int(rng.choice([0, 1, 9]))
+            b[0x149] = int(rng.choice([0, 3, 6]))
+            data = bytes(b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RomWarning)
+            try:
+                cart = load_cartridge(data)
+            except RomError as e:
+                assert "\n" not in str(e) and str(e)
+                continue
+        loaded += 1
+        assert cart.rom.size == size and cart.rom_banks * 0x4000 == size
+    assert loaded > 0

@@ -304,3 +304,32 @@ def test_mbc1_every_register_combination(banks):
         romx = ((hi << 5) | (lo & 0x1F or 1)) % banks
         rom0 = ((hi << 5) % banks) if mode else 0
         assert reads == [romx & 0xFF, rom0 & 0xFF], (hi, lo, mode)
+
+
+def test_make_cart_arrays_from_a_loaded_cartridge():
+    from gbx_lightning.emu.cartridge import load_cartridge
+    from gbx_lightning.roms.asm import assemble
+    cart = load_cartridge(assemble("cart_type $13\nram_size 3\nbank 3\ndb $33\n"))
+    spec, rom, ram, regs = M.make_cart_arrays(cart, 4, device="cpu")
+    assert (spec.kind, spec.rom_banks, spec.ram_banks) == (M.MBC3, 4, 4)
+    assert rom.shape == (0x10000,) and ram.shape == (4, 32768) and regs.shape == (4, MBC_REGS)
+    c = Cart(M.MBC3, 4, 4, num_envs=4)
+    c.spec, c.rom, c.ram, c.mbc = spec, rom, ram, regs
+    assert c.run([("w", 0x2000, 3), ("r", 0x4000)]) == [[0x33]] * 4
+    with pytest.raises(ValueError, match="num_envs: expected a positive int, got 0"):
+        M.make_cart_arrays(cart, 0)
+
+
+def test_regs_after_writes_match_the_kernel_and_guard_zeroed_rows():
+    c = Cart(M.MBC1, 64, ram_banks=4)
+    writes = [(0x0000, 0x0A), (0x2000, 0x05), (0x4000, 0x01), (0x6000, 0x01)]
+    c.run([("w", a, v) for a, v in writes])
+    regs = M.mbc_regs_after_writes(c.spec, writes)
+    assert regs.tolist() == c.regs().tolist()
+    assert regs[M.REG_ROMX_BASE] + 0x4000 == 0x25 * 0x4000 and regs[M.REG_ROM0_BASE] == 0x20 * 0x4000
+    with pytest.raises(ValueError, match=r"addresses in \$0000-\$7FFF"):
+        M.mbc_regs_after_writes(c.spec, [(0xA000, 1)])
+    # A zeroed register row (RAM_BASE 0) on a cart without RAM still reads $FF, never out of bounds.
+    c = Cart(M.MBC1, 4)
+    c.mbc = wp.zeros((1, MBC_REGS), dtype=wp.int32)
+    assert c.run([("w", 0xB000, 1), ("r", 0xB000), ("r", 0x4000)]) == [0xFF, 1]

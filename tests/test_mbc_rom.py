@@ -160,3 +160,81 @@ def test_mbc5_probe_rom_reaches_bank_zero(runner):
     assert mem[0] == 0xA5
     got = [(mem[0x100 + 2 * i], mem[0x101 + 2 * i]) for i in range(len(MBC5_CASES))]
     assert got == [mbc5_expected(32, *c) for c in MBC5_CASES]
+
+
+RTC_SOURCE = """
+    title "RTCPROBE"
+    cart_type $10               ; MBC3+TIMER+RAM+BATTERY
+    ram_size 3
+    org $0100
+    nop
+    jp Main
+    org $0150
+Main:
+    di
+    ld sp, $DFFF
+    ld a, $0A
+    ld [$0000], a               ; enable RAM and RTC
+    ld b, $0C
+    ld a, $40                   ; halt the clock while setting it
+    call SetReg
+    ld b, $08
+    ld a, 58
+    call SetReg
+    ld b, $09
+    ld a, 59
+    call SetReg
+    ld b, $0A
+    ld a, 23
+    call SetReg
+    ld b, $0B
+    ld a, $FF
+    call SetReg
+    ld b, $0C
+    ld a, $01                   ; day bit 8 set, clock running: 23:59:58 on day 511
+    call SetReg
+.poll:                          ; latch and copy S, M, H, DL, DH to $C100 forever
+    xor a
+    ld [$6000], a
+    inc a
+    ld [$6000], a
+    ld hl, $C100
+    ld b, $08
+.read:
+    ld a, b
+    ld [$4000], a
+    ld a, [$A000]
+    ld [hl+], a
+    inc b
+    ld a, b
+    cp $0D
+    jr nz, .read
+    jr .poll
+
+SetReg:                         ; RTC register b := a
+    push af
+    ld a, b
+    ld [$4000], a
+    pop af
+    ld [$A000], a
+    ret
+"""
+
+
+def test_mbc3_rtc_runs_on_emulated_time():
+    """60 frames are 60 * 70224 T-cycles = 1.0046 s of emulated time (4194304 T per second)."""
+    try:
+        from gbx_lightning.emu import VecGameBoy
+    except ImportError:
+        pytest.skip("VecGameBoy not available on this branch yet")
+    rom, _ = assemble_with_symbols(RTC_SOURCE)
+    gb = VecGameBoy(rom, 2)
+    readings = []
+    for _ in range(3):
+        gb.run_frames(60)
+        readings.append(list(gb.read_memory(1, 0xC100, 5)))
+    assert readings == [
+        [59, 59, 23, 0xFF, 0x01],      # 1 s after 23:59:58 on day 511
+        [0, 0, 0, 0x00, 0x80],         # day counter overflowed: carry bit set, day 0
+        [1, 0, 0, 0x00, 0x80],
+    ]

@@ -353,6 +353,12 @@ class _ExprParser:
         raise ValueError(f"unexpected {tok!r} in expression {self.text!r}")
 
 
+def _shift_count(b):
+    if not 0 <= b <= 63:
+        raise ValueError(f"shift count {b} out of range (0..63)")
+    return b
+
+
 def _apply(op, a, b):
     if op in ("/", "%"):
         if b == 0:
@@ -365,7 +371,7 @@ def _apply(op, a, b):
         "==": lambda: int(a == b), "!=": lambda: int(a != b),
         "<": lambda: int(a < b), "<=": lambda: int(a <= b),
         ">": lambda: int(a > b), ">=": lambda: int(a >= b),
-        "<<": lambda: a << b, ">>": lambda: a >> b,
+        "<<": lambda: a << _shift_count(b), ">>": lambda: a >> _shift_count(b),
         "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
     }[op]()
 
@@ -644,6 +650,8 @@ class _Assembler:
         return sym.value
 
     def bank_of(self, name):
+        if name == "@":
+            return self.current_bank()
         full = self.full_name(name)
         sym = self.st.symbols.get(full)
         if sym is None:
@@ -719,10 +727,8 @@ class _Assembler:
         self.st.max_offset = max(self.st.max_offset, start + len(data))
         self.st.addr += len(data)
 
-    def skip(self, count, fill=None):
-        if fill is None:
-            # ds without a fill value reserves space: still range-checked and marked
-            fill = 0
+    def skip(self, count, fill):
+        # ds output is ordinary bytes: range-checked and protected from overlap
         self.emit(bytes([fill & 0xFF]) * count)
 
     # ---- passes
@@ -731,6 +737,9 @@ class _Assembler:
             self.st.pass_no = pass_no
             self.st.scope, self.st.bank, self.st.addr = "", None, 0
             self.st.header = {}
+            # Variables are re-run from scratch: a use before the first assignment fails
+            # in pass 2 instead of silently seeing the value left over from pass 1.
+            self.st.symbols = {k: v for k, v in self.st.symbols.items() if not v.variable}
             self.exec_lines(self.lines)
             self.line = None
             if pass_no == 1:
@@ -1020,6 +1029,8 @@ class _Assembler:
         if count < 0:
             raise self.error(f"ds count {count} is negative")
         fill = self.eval(ops[1]) if len(ops) == 2 else 0
+        if fill is not None and not -128 <= fill <= 0xFF:
+            raise self.error(f"ds fill value {ops[1]!r} = {fill} out of range (-128..255)")
         self.skip(count, fill or 0)
 
     def d_incbin(self, rest):
@@ -1040,7 +1051,10 @@ class _Assembler:
         if not ops or len(ops) > 2:
             raise self.error(f"assert takes 'expr[, \"message\"]', got {rest!r}")
         if not self.eval(ops[0]):
-            msg = _parse_string(ops[1]).decode() if len(ops) == 2 else ""
+            try:
+                msg = _parse_string(ops[1]).decode() if len(ops) == 2 else ""
+            except ValueError as e:
+                raise self.error(f"assert message: {e}") from None
             raise self.error(f"assertion failed: {ops[0]}" + (f": {msg}" if msg else ""))
 
     def d_title(self, rest):

@@ -121,7 +121,7 @@ class OracleResult:
 
 # ---------------------------------------------------------------- gambatte
 
-GAMBATTE_LEVELS = (0xF8, 0xA5, 0x52, 0x00)  # R channel of gambatte's default DMG greys (RGB15 expanded)
+GAMBATTE_LEVELS = (0xFF, 0xA5, 0x52, 0x00)  # grey levels of gambatte's default DMG palette (measured)
 GAMBATTE_SAMPLES_PER_FRAME = 35112  # one audio sample per 2 T-cycles
 
 

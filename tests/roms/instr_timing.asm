@@ -10,6 +10,7 @@
 
 TI EQU TIMED_INSTR
 BASE EQU $C900                  ; calibration (empty code) result
+SAVED_SP EQU $C902
 
 main:
     ld sp, STACK_TOP
@@ -29,10 +30,17 @@ main:
     ld [BASE + 1], a
 
     ld hl, cases
+    call run_cases
+    ld hl, read_cases
+    call run_cases
+    jp finish
+
+; run_cases: measure every case of the table at HL (ends with $80).
+run_cases:
 .next:
-    ld a, [hl+]                 ; expected M-cycles; 0 ends the list
-    or a
-    jp z, finish
+    ld a, [hl+]                 ; expected (X - BASE); $80 ends the list
+    cp $80
+    ret z
     ld b, a
     push hl                     ; name
 .skip:
@@ -139,4 +147,24 @@ cases:
     db 3, "bit 0,[hl]", 0,      3, $21, $00, $C1, 0, $05, 2, $CB, $46, 0
     db 4, "set 0,[hl]", 0,      3, $21, $00, $C1, 0, $05, 2, $CB, $C6, 0
     db 4, "rl [hl]", 0,         3, $21, $00, $C1, 0, $05, 2, $CB, $16, 0
-    db 0
+    db $80
+
+; Memory-access timing of reads: the code reads TIMA itself into B; the
+; harness then reads HRAM and the post code "ld a, b" returns the code's
+; reading, so X is the exact M-cycle of the code's read.  "ldh a,[n]" reads
+; in its 3rd M-cycle, at the same point as the harness's own read (X = BASE);
+; "ld a,[hl]" and friends read in their 2nd (BASE - 1); "ld a,[nn]" in its
+; 4th (BASE + 1).  db (X - BASE) & $FF, name, template.
+read_cases:
+    db 0,   "read cycle ldh a,[n]", 0,  0, 0, $80, 3, $F0, low(rTIMA), $47, 1, $78
+    db $FF, "read cycle ld a,[hl]", 0,  3, $21, low(rTIMA), high(rTIMA), 0, $80, 2, $7E, $47, 1, $78
+    db $FF, "read cycle ld b,[hl]", 0,  3, $21, low(rTIMA), high(rTIMA), 0, $80, 1, $46, 1, $78
+    db $FF, "read cycle add a,[hl]", 0, 3, $21, low(rTIMA), high(rTIMA), 0, $80, 2, $86, $47, 1, $78
+    db $FF, "read cycle ld a,[bc]", 0,  3, $01, low(rTIMA), high(rTIMA), 0, $80, 2, $0A, $47, 1, $78
+    db $FF, "read cycle ldh a,[c]", 0,  2, $0E, low(rTIMA), 0, $80, 2, $F2, $47, 1, $78
+    db 1,   "read cycle ld a,[nn]", 0,  0, 0, $80, 4, $FA, low(rTIMA), high(rTIMA), $47, 1, $78
+    ; pop bc with SP=$FF05 reads C from TIMA in its 2nd of 3 M-cycles (not at
+    ; the end): pre saves SP to SAVED_SP and points it at TIMA; post restores
+    ; SP and returns C.
+    db $FF, "read cycle pop bc (low byte)", 0, 6, $08, low(SAVED_SP), high(SAVED_SP), $31, low(rTIMA), high(rTIMA), 0, $80, 1, $C1, 8, $21, low(SAVED_SP), high(SAVED_SP), $2A, $66, $6F, $F9, $79
+    db $80

@@ -14,6 +14,9 @@
 ;     falling edge: TIMA increments.
 ;   TAC-write glitch (DMG): a TAC write that changes the selected input from 1
 ;     to 0, or disables the timer while it is 1, increments TIMA.
+;   writes around the overflow: TIMA written in cycle A cancels the reload
+;     and the interrupt; TIMA written in cycle B is ignored; TMA written in
+;     cycle B is copied to TIMA too.
 ;   the overflow requests the timer interrupt (vector $50).
 
     title "TIMER"
@@ -146,6 +149,7 @@ main:
     call timed_run
     ld de, exp_ovf_tima
     ld hl, s_ovf_tima
+    ld c, 8
     call expect_readings
     ld de, t_ovf_if
     call timed_build
@@ -153,6 +157,41 @@ main:
     call timed_run
     ld de, exp_ovf_if
     ld hl, s_ovf_if
+    ld c, 8
+    call expect_readings
+
+    ; --- writes around the overflow.  TIMA=$FC: steps at d=4,8,12, overflow
+    ; at d=16 (cycle A, reads 00), reload + IF at d=17 (cycle B), step at 20.
+    ; The code "ld a,n; ldh [reg],a" writes at d = 13 + p, the read is at
+    ; d = 16 + p; p = 0..6 (p=7 would write on a step: a race).
+    ;   TIMA := $77: before A it just counts on (78); in A it cancels the
+    ;   reload and the interrupt (77, IF clear); in B it is ignored (TMA,
+    ;   then 24); after B it counts on (78).
+    ;   TMA := $55: before B the reload takes the new TMA; in B the new TMA
+    ;   is copied to TIMA as well (55 -> 56 at d=20); after B too late (24).
+    ld de, t_wr_tima
+    call timed_build
+    ld b, 7
+    call timed_run
+    ld de, exp_wr_tima
+    ld hl, s_wr_tima
+    ld c, 7
+    call expect_readings
+    ld de, t_wr_tima_if
+    call timed_build
+    ld b, 7
+    call timed_run
+    ld de, exp_wr_tima_if
+    ld hl, s_wr_tima_if
+    ld c, 7
+    call expect_readings
+    ld de, t_wr_tma
+    call timed_build
+    ld b, 7
+    call timed_run
+    ld de, exp_wr_tma
+    ld hl, s_wr_tma
+    ld c, 7
     call expect_readings
 
     ; --- DIV-write glitch (TAC=$05, bit 3 = 8 T).  DIV write d=0, TIMA=0 at
@@ -270,11 +309,11 @@ main:
     ldh [rTAC], a
     jp finish
 
-; expect_readings: compare READINGS[0..7] with the 8 bytes at DE; name HL.
+; expect_readings: compare READINGS[0..C-1] with the C bytes at DE; name HL.
 expect_readings:
     push hl
     ld hl, READINGS
-    ld c, 8
+    ld b, c
 .loop:
     ld a, [de]
     inc de
@@ -291,7 +330,7 @@ expect_readings:
     ld hl, str_got
     call print_str
     ld hl, READINGS
-    ld c, 8
+    ld c, b
 .dump:
     ld a, [hl+]
     call print_hex
@@ -314,6 +353,13 @@ t_ovf_tima: db 4, $3E, $23, $E0, low(rTMA), $FD, low(rTIMA), 0, 0
 t_ovf_if:   db 7, $AF, $E0, low(rIF), $3E, $23, $E0, low(rTMA), $FD, low(rIF), 0, 0
 exp_ovf_tima: db $FF, $00, $23, $23, $23, $24, $24, $24
 exp_ovf_if:   db $E0, $E0, $E4, $E4, $E4, $E4, $E4, $E4
+; pre: ld a,$23; ldh [TMA],a (IF variant: xor a; ldh [IF],a first); code: ld a,n; ldh [reg],a
+t_wr_tima:    db 4, $3E, $23, $E0, low(rTMA), $FC, low(rTIMA), 4, $3E, $77, $E0, low(rTIMA), 0
+t_wr_tima_if: db 7, $AF, $E0, low(rIF), $3E, $23, $E0, low(rTMA), $FC, low(rIF), 4, $3E, $77, $E0, low(rTIMA), 0
+t_wr_tma:     db 4, $3E, $23, $E0, low(rTMA), $FC, low(rTIMA), 4, $3E, $55, $E0, low(rTMA), 0
+exp_wr_tima:    db $78, $78, $78, $77, $24, $78, $78
+exp_wr_tima_if: db $E0, $E0, $E0, $E0, $E4, $E4, $E4
+exp_wr_tma:     db $00, $55, $55, $55, $56, $24, $24
 
 s_div3:    db "DIV after 224 M", 0
 s_div16:   db "DIV after 1056 M", 0
@@ -324,6 +370,9 @@ s_tac0:    db "TIMA TAC=4 after 896 M", 0
 s_off:     db "TIMA with TAC=1 (off)", 0
 s_ovf_tima: db "TIMA overflow scan", 0
 s_ovf_if:  db "IF overflow scan", 0
+s_wr_tima:    db "TIMA writes around overflow", 0
+s_wr_tima_if: db "IF with TIMA writes around overflow", 0
+s_wr_tma:     db "TMA writes around overflow", 0
 s_divw5:   db "DIV write, bit 3 clear", 0
 s_divw6:   db "DIV write glitch, bit 3 set", 0
 s_divw_t2: db "DIV write, TAC=6 bit 5 clear", 0

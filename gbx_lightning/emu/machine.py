@@ -27,6 +27,28 @@ def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8))
 
 
 # ----------------------------------------------------------------------------------------
+REGISTERED_MARK = (0x3C, 0x42, 0xB9, 0xA5, 0xB9, 0xA5, 0x42, 0x3C)  # the boot ROM's (R) tile
+
+
+def boot_logo_vram(rom: np.ndarray) -> np.ndarray:
+    """VRAM as the DMG boot ROM leaves it (Pan Docs, Power Up Sequence): cleared, the header
+    logo ($0104-$0133) unpacked into tiles 1-24 (each nibble -> two tile rows, each bit
+    doubled, bit plane 0), the (R) mark in tile 25, BG map rows at $9904 and $9924."""
+    vram = np.zeros(0x2000, np.uint8)
+    doubled = [sum(((n >> b) & 1) * (3 << (2 * b)) for b in range(4)) for n in range(16)]
+    addr = 0x10
+    for byte in rom[0x104:0x134]:
+        for nib in (int(byte) >> 4, int(byte) & 0xF):
+            vram[addr] = vram[addr + 2] = doubled[nib]
+            addr += 4
+    for i, row in enumerate(REGISTERED_MARK):
+        vram[0x190 + 2 * i] = row
+    vram[0x1904:0x1910] = np.arange(1, 13)
+    vram[0x1910] = 0x19
+    vram[0x1924:0x1930] = np.arange(13, 25)
+    return vram
+
+
 @dataclass
 class Snapshot:
     """Whole-machine state of every env (device arrays, same layout as the machine)."""
@@ -111,6 +133,7 @@ class VecGameBoy:
             r32[S.R_LY], r32[S.R_PPU_MODE] = 153, 1
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
+            t["vram"][:] = boot_logo_vram(self.cart.rom)
         else:
             r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF

@@ -288,3 +288,18 @@ def test_bad_arguments():
         gb.read_memory(0, 0x10000, 1)
     with pytest.raises(ValueError, match="mask"):
         gb.reset(mask=np.ones(3, bool))
+
+
+def test_cli_run_prints_serial_and_writes_png(tmp_path, capsys):
+    from gbx_lightning.emu.__main__ import main
+    from gbx_lightning.emu.png import decode_png_grey
+
+    rom = tmp_path / "hello.gb"
+    rom.write_bytes(make_rom({0x100: send(ord("O")) + send(ord("K")) + LOOP}))
+    png = tmp_path / "shot.png"
+    assert main(["run", str(rom), "--frames", "2", "--print-serial",
+                 "--screenshot", str(png), "--scale", "1"]) == 0
+    assert capsys.readouterr().out.endswith("OK")     # (after any Warp banner)
+    assert decode_png_grey(png.read_bytes()).shape == (144, 160)
+    with pytest.raises(SystemExit):
+        main(["run", str(rom), "--frames", "-1"])

@@ -69,41 +69,42 @@ def fl(cond: bool, bit: int) -> int:
 
 
 @wp.func(inline=True)
-def hl(c: Cpu) -> int:
-    return (c.h << 8) | c.l
+def hl(h: int, l: int) -> int:
+    return (h << 8) | l
 
 
 @wp.func(inline=True)
-def get_r8(c: Cpu, i: int) -> int:
-    """B C D E H L F A for i = 0..7 (6 is (HL) in the encoding; callers read memory)."""
-    v = c.a
+def get_r8(b: int, c: int, d: int, e: int, h: int, l: int, f: int, a: int, i: int) -> int:
+    """B C D E H L F A for i = 0..7 (6 is (HL) in the encoding; callers read memory).
+    Scalars, not the Cpu struct: a struct argument is copied whole at every call site."""
+    v = a
     if i == 0:
-        v = c.b
+        v = b
     elif i == 1:
-        v = c.c
+        v = c
     elif i == 2:
-        v = c.d
+        v = d
     elif i == 3:
-        v = c.e
+        v = e
     elif i == 4:
-        v = c.h
+        v = h
     elif i == 5:
-        v = c.l
+        v = l
     elif i == 6:
-        v = c.f
+        v = f
     return v
 
 
 @wp.func(inline=True)
-def get_rp(c: Cpu, p: int) -> int:
+def get_rp(b: int, c: int, d: int, e: int, h: int, l: int, sp: int, p: int) -> int:
     """BC DE HL SP for p = 0..3."""
-    v = c.sp
+    v = sp
     if p == 0:
-        v = (c.b << 8) | c.c
+        v = (b << 8) | c
     elif p == 1:
-        v = (c.d << 8) | c.e
+        v = (d << 8) | e
     elif p == 2:
-        v = (c.h << 8) | c.l
+        v = (h << 8) | l
     return v
 
 
@@ -359,12 +360,12 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 cz = op2 & 7
                 v = int(0)
                 if cz == 6:
-                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
                     if v < 0:
-                        v = bus_read(m, env, hl(c), c.t)
+                        v = bus_read(m, env, hl(c.h, c.l), c.t)
                     c.t = c.t + FOUR
                 else:
-                    v = get_r8(c, cz)
+                    v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, cz)
                 r = v
                 if cx == 0:
                     res = rot(c.f, cy, v)
@@ -378,8 +379,8 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     r = v | (1 << cy)
                 if cx != 1:
                     if cz == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
-                            bus_write(m, env, hl(c), r, c.t)
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), r, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), r, c.t)
                         c.t = c.t + FOUR
                     else:
                         w8 = cz
@@ -397,15 +398,15 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 else:  # LD r[y], r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
                         if v < 0:
-                            v = bus_read(m, env, hl(c), c.t)
+                            v = bus_read(m, env, hl(c.h, c.l), c.t)
                         c.t = c.t + FOUR
                     else:
-                        v = get_r8(c, z)
+                        v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), v, c.t) == 0:
-                            bus_write(m, env, hl(c), v, c.t)
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), v, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), v, c.t)
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -413,12 +414,12 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             elif x == 2:  # ALU A, r[z]
                 v = int(0)
                 if z == 6:
-                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
                     if v < 0:
-                        v = bus_read(m, env, hl(c), c.t)
+                        v = bus_read(m, env, hl(c.h, c.l), c.t)
                     c.t = c.t + FOUR
                 else:
-                    v = get_r8(c, z)
+                    v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                 res = alu(c.a, c.f, y, v)
                 c.a = res & 0xFF
                 c.f = res >> 8
@@ -472,17 +473,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         w16 = p
                         v16 = (hi << 8) | lo
                     else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
-                        a = hl(c)
-                        v = get_rp(c, p)
+                        a = hl(c.h, c.l)
+                        v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         r = a + v
                         c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
                         w16 = 2
                         v16 = r
                         c.t = c.t + FOUR
                 elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
-                    addr = hl(c)
+                    addr = hl(c.h, c.l)
                     if p < 2:
-                        addr = get_rp(c, p)
+                        addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                     if q == 0:
                         if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
                             bus_write(m, env, addr, c.a, c.t)
@@ -498,19 +499,19 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             v16 = addr - 1
                 elif z == 3:  # INC rp / DEC rp
                     w16 = p
-                    v16 = get_rp(c, p) + 1
+                    v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) + 1
                     if q == 1:
-                        v16 = get_rp(c, p) - 1
+                        v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) - 1
                     c.t = c.t + FOUR
                 elif z == 4 or z == 5:  # INC r / DEC r
                     v = int(0)
                     if y == 6:
-                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
                         if v < 0:
-                            v = bus_read(m, env, hl(c), c.t)
+                            v = bus_read(m, env, hl(c.h, c.l), c.t)
                         c.t = c.t + FOUR
                     else:
-                        v = get_r8(c, y)
+                        v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, y)
                     r = int(0)
                     if z == 4:
                         r = (v + 1) & 0xFF
@@ -519,8 +520,8 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         r = (v - 1) & 0xFF
                         c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
-                            bus_write(m, env, hl(c), r, c.t)
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), r, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), r, c.t)
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -532,8 +533,8 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), n, c.t) == 0:
-                            bus_write(m, env, hl(c), n, c.t)
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), n, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), n, c.t)
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -618,9 +619,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             if p == 1:
                                 c.ime = 1          # RETI: enabled at once, no EI delay
                     elif p == 2:  # JP HL
-                        c.pc = hl(c)
+                        c.pc = hl(c.h, c.l)
                     else:  # LD SP, HL
-                        c.sp = hl(c)
+                        c.sp = hl(c.h, c.l)
                         c.t = c.t + FOUR
                 elif z == 2:
                     if y == 4 or y == 6:  # LD (C), A / LD A, (C)
@@ -707,7 +708,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if z == 4:
                             do_push = cond(c.f, y)
                     elif z == 5:                       # PUSH
-                        v = get_rp(c, p)
+                        v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         if p == 3:
                             v = (c.a << 8) | c.f
                     if do_push:

@@ -303,3 +303,19 @@ def test_cli_run_prints_serial_and_writes_png(tmp_path, capsys):
     assert decode_png_grey(png.read_bytes()).shape == (144, 160)
     with pytest.raises(SystemExit):
         main(["run", str(rom), "--frames", "-1"])
+
+
+def test_boot_rom_runs_then_unmaps():
+    boot = bytearray(256)
+    code = bytes([0x31, 0xFE, 0xFF,             # ld sp,$FFFE
+                  0x3E, 0x42, 0xEA, 0x00, 0xC0])  # ld a,$42; ld ($C000),a
+    boot[:len(code)] = code                     # then NOPs up to $FC
+    boot[0xFC:0x100] = bytes([0x3E, 0x01, 0xE0, 0x50])   # ld a,1; ldh ($50),a -> falls to $0100
+    cart = make_rom({0x0000: b"\x77", 0x100: bytes([0xFA, 0x00, 0x00, 0xEA, 0x01, 0xC0]) + LOOP})
+    gb = VecGameBoy(cart, 1, boot_rom=bytes(boot))
+    r = gb.registers(0)
+    assert r["pc"] == 0 and r["a"] == 0 and r["sp"] == 0
+    assert gb.read_memory(0, 0x0000, 1) == b"\x31"       # boot ROM mapped over the cartridge
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 2) == b"\x42\x77"   # boot ran; after $FF50 the cart shows
+    assert gb.read_memory(0, 0x0000, 1) == b"\x77"

@@ -30,7 +30,21 @@ def reschedule(m: Machine, env: int):
 
 @wp.func(inline=False)
 def events_sync(m: Machine, env: int, now: wp.int64):
-    """Catch every peripheral up to `now` (raising any IF bits due by then)."""
+    """Catch every peripheral whose event is due up to `now` (raising any IF bits due by
+    then); the others are already current for what the CPU can observe."""
+    if m.r64[env, T_TIMER_EVENT] <= now:
+        timer_sync(m, env, now)
+    if m.r64[env, T_PPU_EVENT] <= now:
+        ppu_sync(m, env, now)
+    if m.r64[env, T_SERIAL_END] <= now:
+        serial_sync(m, env, now)
+    reschedule(m, env)
+
+
+@wp.func(inline=False)
+def sync_all(m: Machine, env: int, now: wp.int64):
+    """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
+    peeks and snapshots see current TIMA/LY/IF."""
     timer_sync(m, env, now)
     ppu_sync(m, env, now)
     serial_sync(m, env, now)
@@ -49,7 +63,7 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
         reschedule(m, env)
         v = int(m.io[env, 5])
     elif reg == 0x0F:
-        events_sync(m, env, t)
+        sync_all(m, env, t)
         v = int(m.io[env, 0x0F]) | 0xE0
     elif reg == 0x01 or reg == 0x02:
         serial_sync(m, env, t)
@@ -85,7 +99,7 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     elif reg == 0x07:
         tac_write(m, env, value, t)
     elif reg == 0x0F:
-        events_sync(m, env, t)
+        sync_all(m, env, t)
         m.io[env, 0x0F] = wp.uint8(value & 0x1F)
     elif reg == 0x40:
         lcdc_write(m, env, value, t)
@@ -123,19 +137,19 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
 
 
 @wp.func(inline=True)
-def bus_read_fast(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
-                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
-                  wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
-                  hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
-                  flat: int, env: int, addr: int, t: wp.int64) -> int:
-    """Hot path (ROM, WRAM, HRAM outside OAM DMA; VRAM needs the PPU mode) on plain arrays; -1 means "use
-    bus_read". Plain array parameters, not the Machine struct: a struct parameter of an
-    inlined function that reaches an out-of-line call is copied whole on every call."""
+def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8),
+                  hram: wp.array2d(dtype=wp.uint8), fast: bool, rom0_base: int,
+                  romx_base: int, env: int, addr: int, t: wp.int64) -> int:
+    """Hot path: ROM (through the MBC's current bank bases), WRAM, HRAM; -1 means "use
+    bus_read". `fast` is False during OAM DMA and while a boot ROM is mapped. Plain arrays
+    and scalars, not the Machine struct: a struct parameter of an inlined function that
+    reaches an out-of-line call is copied whole on every call."""
     v = int(-1)
-    if flat == 0 and t >= r64[env, T_DMA_END]:
-        if addr < 0x8000:
-            if addr >= 0x100 or r64[env, T_BOOT_MAPPED] == wp.int64(0):
-                v = cart_read(rom, cart_ram, mbc, spec, env, addr, t)
+    if fast:
+        if addr < 0x4000:
+            v = int(rom[rom0_base + addr])
+        elif addr < 0x8000:
+            v = int(rom[romx_base + addr])
         elif addr >= 0xC000 and addr < 0xE000:
             v = int(wram[env, addr - 0xC000])
         elif addr >= 0xFF80:
@@ -200,13 +214,11 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func(inline=True)
-def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
-                   hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
-                   flat: int, env: int, addr: int, value: int, t: wp.int64) -> int:
-    """Hot path writes (WRAM, HRAM outside OAM DMA); returns 0 if bus_write must
-    handle the access."""
+def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), hram: wp.array2d(dtype=wp.uint8),
+                   fast: bool, env: int, addr: int, value: int, t: wp.int64) -> int:
+    """Hot path writes (WRAM, HRAM); returns 0 if bus_write must handle the access."""
     done = int(0)
-    if flat == 0 and t >= r64[env, T_DMA_END]:
+    if fast:
         if addr >= 0xC000 and addr < 0xE000:
             wram[env, addr - 0xC000] = wp.uint8(value)
             done = 1

@@ -23,10 +23,11 @@ Documented behaviours:
 """
 import warp as wp
 
-from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync
+from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sync_all
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
-from .state import FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
+from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
+from .state import NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -297,6 +298,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     if flat != 0:
         nf = 1
     fi = int(0)
+    slow = int(1)
+    next_ev = wp.int64(0)
+    rom0_base = int(0)
+    romx_base = int(0)
+    fast_until = wp.int64(0)
     while fi < nf:
         t_end = c.t + wp.int64(1)
         if flat == 0:
@@ -304,11 +310,24 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 set_buttons(m, env, buttons[env])
             if fi == release_after:
                 set_buttons(m, env, 0)
+            slow = 1
             t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
         while c.t < t_end:
+            if slow != 0:
+                # State the fast paths cache in locals may have changed in an out-of-line
+                # call (I/O write, MBC bank switch, DMA start, events): reload it.
+                slow = 0
+                next_ev = r64[env, T_NEXT_EVENT]
+                rom0_base = mbc[env, REG_ROM0_BASE]
+                romx_base = mbc[env, REG_ROMX_BASE]
+                fast_until = r64[env, T_DMA_END]
+                if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
+                    fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
+            fast = c.t >= fast_until
             if flat == 0:
-                if c.t >= r64[env, T_NEXT_EVENT]:
+                if c.t >= next_ev:
                     events_sync(m, env, c.t)
+                    slow = 1
                 if (c.ime != 0 or c.halted != 0) and c.locked == 0:
                     pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                     if pend != 0:
@@ -319,10 +338,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.ime = 0
                             c.ei_pending = 0
                             c.pc = dispatch_interrupt(m, env, c.pc, c.sp, c.t + wp.int64(8))
+                            slow = 1
                             c.sp = (c.sp - 2) & 0xFFFF
                             c.t = c.t + wp.int64(20)
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-                nxt = wp.min(r64[env, T_NEXT_EVENT], t_end)
+                nxt = wp.min(next_ev, t_end)
                 nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
                 if nxt > c.t:
                     c.t = nxt
@@ -331,9 +351,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 continue
             # ---- fetch (the HALT bug: PC fails to increment once) ----
             was_pending = c.ei_pending
-            op = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+            op = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
             if op < 0:
                 op = bus_read(m, env, c.pc, c.t)
+                slow = 1
+                fast = False
             if c.halt_bug != 0:
                 c.halt_bug = 0
             else:
@@ -350,9 +372,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
             v16 = int(0)
             if op == 0xCB:
-                op2 = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                op2 = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                 if op2 < 0:
                     op2 = bus_read(m, env, c.pc, c.t)
+                    slow = 1
+                    fast = False
                 c.pc = (c.pc + 1) & 0xFFFF
                 c.t = c.t + FOUR
                 cx = op2 >> 6
@@ -360,9 +384,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 cz = op2 & 7
                 v = int(0)
                 if cz == 6:
-                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
+                    v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                     if v < 0:
                         v = bus_read(m, env, hl(c.h, c.l), c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                 else:
                     v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, cz)
@@ -379,8 +405,10 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     r = v | (1 << cy)
                 if cx != 1:
                     if cz == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), r, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
                             bus_write(m, env, hl(c.h, c.l), r, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = cz
@@ -398,15 +426,19 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 else:  # LD r[y], r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(m, env, hl(c.h, c.l), c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), v, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), v, c.t) == 0:
                             bus_write(m, env, hl(c.h, c.l), v, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -414,9 +446,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             elif x == 2:  # ALU A, r[z]
                 v = int(0)
                 if z == 6:
-                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
+                    v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                     if v < 0:
                         v = bus_read(m, env, hl(c.h, c.l), c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                 else:
                     v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
@@ -426,21 +460,29 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             elif x == 0:
                 if z == 0:
                     if y == 1:  # LD (nn), SP
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         addr = (hi << 8) | lo
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.sp & 0xFF, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, addr, c.sp & 0xFF, c.t) == 0:
                             bus_write(m, env, addr, c.sp & 0xFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
                             bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     elif y == 2:  # STOP
                         if m.flat_mode != 0:
@@ -451,9 +493,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 div_write(m, env, c.t)
                                 c.stopped = 1
                     elif y >= 3:  # JR d / JR cc, d
-                        d = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        d = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if d < 0:
                             d = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 3 or cond(c.f, y - 4):
@@ -461,13 +505,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                 elif z == 1:
                     if q == 0:  # LD rp, nn
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         w16 = p
@@ -485,12 +533,16 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     if p < 2:
                         addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                     if q == 0:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
                             bus_write(m, env, addr, c.a, c.t)
+                            slow = 1
+                            fast = False
                     else:
-                        c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                        c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
                         if c.a < 0:
                             c.a = bus_read(m, env, addr, c.t)
+                            slow = 1
+                            fast = False
                     c.t = c.t + FOUR
                     if p >= 2:
                         w16 = 2
@@ -506,9 +558,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif z == 4 or z == 5:  # INC r / DEC r
                     v = int(0)
                     if y == 6:
-                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(m, env, hl(c.h, c.l), c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, y)
@@ -520,21 +574,27 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         r = (v - 1) & 0xFF
                         c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), r, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
                             bus_write(m, env, hl(c.h, c.l), r, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = y
                         v8 = r
                 elif z == 6:  # LD r, n
-                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                     if n < 0:
                         n = bus_read(m, env, c.pc, c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c.h, c.l), n, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), n, c.t) == 0:
                             bus_write(m, env, hl(c.h, c.l), n, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -561,31 +621,41 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     if y < 4:  # RET cc: one internal M-cycle for the condition
                         c.t = c.t + FOUR
                         if cond(c.f, y):
-                            lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.sp, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                             c.sp = (c.sp + 2) & 0xFFFF
                             c.pc = (hi << 8) | lo
                             c.t = c.t + FOUR
                     else:
-                        n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 4:  # LDH (n), A
-                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | n, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, fast, env, 0xFF00 | n, c.a, c.t) == 0:
                                 bus_write(m, env, 0xFF00 | n, c.a, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                         elif y == 6:  # LDH A, (n)
-                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | n, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | n, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, 0xFF00 | n, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                         else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
                             c.f = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
@@ -599,13 +669,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                 elif z == 1:
                     if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.sp, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.sp = (c.sp + 2) & 0xFFFF
                         if q == 0:
@@ -626,21 +700,29 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif z == 2:
                     if y == 4 or y == 6:  # LD (C), A / LD A, (C)
                         if y == 4:
-                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, fast, env, 0xFF00 | c.c, c.a, c.t) == 0:
                                 bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
+                                slow = 1
+                                fast = False
                         else:
-                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | c.c, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
+                                slow = 1
+                                fast = False
                         c.t = c.t + FOUR
                     else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         addr = (hi << 8) | lo
@@ -649,23 +731,31 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.pc = addr
                                 c.t = c.t + FOUR
                         elif y == 5:
-                            if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
                                 bus_write(m, env, addr, c.a, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                         else:
-                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, addr, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                 elif z == 3:
                     if y == 0:  # JP nn
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (hi << 8) | lo
                         c.t = c.t + FOUR
@@ -681,9 +771,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     c.locked = 1
                     c.pc = (c.pc - 1) & 0xFFFF
                 elif z == 6:  # ALU A, n
-                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                     if n < 0:
                         n = bus_read(m, env, c.pc, c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     res = alu(c.a, c.f, y, n)
@@ -694,13 +786,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     do_push = True
                     v = c.pc
                     if z == 4 or z == 5 and q == 1:    # CALL
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         v = c.pc
@@ -714,12 +810,16 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     if do_push:
                         c.t = c.t + FOUR
                         sp = (c.sp - 1) & 0xFFFF
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v >> 8, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, sp, v >> 8, c.t) == 0:
                             bus_write(m, env, sp, v >> 8, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v & 0xFF, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, sp, v & 0xFF, c.t) == 0:
                             bus_write(m, env, sp, v & 0xFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.sp = sp
                         if z != 5 or q == 1:
@@ -765,7 +865,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             r64[env, T_FRAME_START] = r64[env, T_FRAME_START] + FRAME_CYCLES
         fi = fi + 1
     if flat == 0:
-        events_sync(m, env, c.t)
+        sync_all(m, env, c.t)
     store_cpu(m, env, c)
 
 

@@ -27,7 +27,7 @@ from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .state import NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
+from .state import R_STOPPED, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -306,10 +306,14 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     while fi < nf:
         t_end = c.t + wp.int64(1)
         if flat == 0:
-            if fi == 0 and set_flag != 0:
-                set_buttons(m, env, buttons[env])
-            if fi == release_after:
-                set_buttons(m, env, 0)
+            if (fi == 0 and set_flag != 0) or fi == release_after:
+                # a press (falling P1 line) ends STOP: joypad_update clears r32[R_STOPPED]
+                m.r32[env, R_STOPPED] = c.stopped
+                if fi == 0 and set_flag != 0:
+                    set_buttons(m, env, buttons[env])
+                if fi == release_after:
+                    set_buttons(m, env, 0)
+                c.stopped = m.r32[env, R_STOPPED]
             slow = 1
             t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
         while c.t < t_end:

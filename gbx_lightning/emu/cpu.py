@@ -7,6 +7,14 @@ the number of M-cycles its microcode walks through (checked against opcodes.py a
 SingleStepTests cases). Registers live in a ``Cpu`` struct value (locals) for a whole
 launch; only memory and peripherals go through global arrays.
 
+Layout for speed (measured, see the module's commit history): the fetch/decode/execute
+loop is written out in the kernel body, and the hot memory paths (ROM through the MBC's
+bank bases, WRAM, HRAM) take plain arrays and locals. Passing the Machine struct into an
+inlined function made LLVM copy the whole struct (~1 KB) on every memory access — 10x
+slower. Everything rare (I/O registers, VRAM/OAM with PPU blocking, DMA conflicts, MBC
+writes, events, interrupt dispatch) is an out-of-line call that takes the Machine; after
+one, the cached locals (bank bases, DMA window, next event) are reloaded.
+
 Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
   at the illegal opcode, no further instruction or interrupt runs until reset (hardware hangs).

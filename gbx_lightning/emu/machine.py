@@ -8,11 +8,10 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .bus import bus_peek, events_sync
+from .bus import bus_peek
 from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
-from .joypad import set_buttons
-from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
+from .ppu import POST_BOOT_LINE0_T
 from .savestate import masked_copy
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
                     Machine)
@@ -54,7 +53,7 @@ class Snapshot:
     """Whole-machine state of every env (device arrays, same layout as the machine)."""
     arrays: dict
     num_envs: int
-    rom_sha: int
+    rom_sha256: str
 
 
 def _check_int(name, value, minimum=None):
@@ -164,14 +163,15 @@ class VecGameBoy:
 
     def snapshot(self) -> Snapshot:
         return Snapshot({k: wp.clone(v) for k, v in self._arrays.items()}, self.num_envs,
-                        hash(self.cart.rom.tobytes()))
+                        self.cart.sha256)
 
     def restore(self, snapshot: Snapshot, mask=None) -> None:
         """Copy the snapshot's state into every env (or those in mask), in kernels."""
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot: expected a Snapshot from .snapshot(), got "
                             f"{type(snapshot).__name__}")
-        if snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays):
+        if (snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays)
+                or snapshot.rom_sha256 != self.cart.sha256):
             raise ValueError(f"snapshot: expected one taken from a machine with "
                              f"{self.num_envs} envs and this cartridge, got {snapshot.num_envs} envs")
         m = self._mask_array(mask)

@@ -35,7 +35,7 @@ from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .state import R_STOPPED, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
+from .state import R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -311,6 +311,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     rom0_base = int(0)
     romx_base = int(0)
     fast_until = wp.int64(0)
+    vram_until = wp.int64(0)
+    ly_until = wp.int64(0)
+    ly_value = int(0)
     while fi < nf:
         t_end = c.t + wp.int64(1)
         if flat == 0:
@@ -353,6 +356,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 fast_until = r64[env, T_DMA_END]
                 if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                     fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
+                if flat == 0:
+                    # the PPU's state is constant until its next event (ppu.py): VRAM is
+                    # free unless it is in mode 3; LY is fixed except in line 153
+                    ppu_ev = r64[env, T_PPU_EVENT]
+                    vram_until = ppu_ev
+                    if m.r32[env, R_PPU_MODE] == 3 and (int(io[env, 0x40]) & 0x80) != 0:
+                        vram_until = wp.int64(0)
+                    ly_value = m.r32[env, R_LY]
+                    ly_until = ppu_ev
+                    if ly_value == 153:
+                        ly_until = wp.int64(0)
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
                 nxt = wp.min(next_ev, t_end)
                 nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
@@ -371,7 +385,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 fast = c.t >= fast_until
                 # ---- fetch (the HALT bug: PC fails to increment once) ----
                 was_pending = c.ei_pending
-                op = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                op = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                 if op < 0:
                     op = bus_read(m, env, c.pc, c.t)
                     slow = 1
@@ -392,7 +406,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if op == 0xCB:
-                    op2 = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                    op2 = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                     if op2 < 0:
                         op2 = bus_read(m, env, c.pc, c.t)
                         slow = 1
@@ -404,7 +418,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(m, env, hl(c.h, c.l), c.t)
                             slow = 1
@@ -425,7 +439,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         r = v | (1 << cy)
                     if cx != 1:
                         if cz == 6:
-                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), r, c.t)
                                 slow = 1
                                 fast = False
@@ -447,7 +461,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     else:  # LD r[y], r[z]
                         v = int(0)
                         if z == 6:
-                            v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
                                 v = bus_read(m, env, hl(c.h, c.l), c.t)
                                 slow = 1
@@ -456,7 +470,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         else:
                             v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                         if y == 6:
-                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), v, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), v, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), v, c.t)
                                 slow = 1
                                 fast = False
@@ -467,7 +481,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif x == 2:  # ALU A, r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(m, env, hl(c.h, c.l), c.t)
                             slow = 1
@@ -481,13 +495,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif x == 0:
                     if z == 0:
                         if y == 1:  # LD (nn), SP
-                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -495,12 +509,12 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
-                            if bus_write_fast(wram, hram, fast, env, addr, c.sp & 0xFF, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, addr, c.sp & 0xFF, c.t) == 0:
                                 bus_write(m, env, addr, c.sp & 0xFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            if bus_write_fast(wram, hram, fast, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
                                 bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
                                 slow = 1
                                 fast = False
@@ -515,7 +529,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.stopped = 1
                                     slow = 1
                         elif y >= 3:  # JR d / JR cc, d
-                            d = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            d = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if d < 0:
                                 d = bus_read(m, env, c.pc, c.t)
                                 slow = 1
@@ -527,13 +541,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0:  # LD rp, nn
-                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -555,12 +569,12 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if p < 2:
                             addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         if q == 0:
-                            if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, addr, c.a, c.t) == 0:
                                 bus_write(m, env, addr, c.a, c.t)
                                 slow = 1
                                 fast = False
                         else:
-                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, addr, c.t)
                                 slow = 1
@@ -580,7 +594,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     elif z == 4 or z == 5:  # INC r / DEC r
                         v = int(0)
                         if y == 6:
-                            v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
                                 v = bus_read(m, env, hl(c.h, c.l), c.t)
                                 slow = 1
@@ -596,7 +610,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             r = (v - 1) & 0xFF
                             c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                         if y == 6:
-                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), r, c.t)
                                 slow = 1
                                 fast = False
@@ -605,7 +619,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             w8 = y
                             v8 = r
                     elif z == 6:  # LD r, n
-                        n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
                             slow = 1
@@ -613,7 +627,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 6:
-                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), n, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), n, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), n, c.t)
                                 slow = 1
                                 fast = False
@@ -643,13 +657,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if y < 4:  # RET cc: one internal M-cycle for the condition
                             c.t = c.t + FOUR
                             if cond(c.f, y):
-                                lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
+                                lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
                                 if lo < 0:
                                     lo = bus_read(m, env, c.sp, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
-                                hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
+                                hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                                 if hi < 0:
                                     hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
                                     slow = 1
@@ -659,7 +673,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
                         else:
-                            n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            n = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if n < 0:
                                 n = bus_read(m, env, c.pc, c.t)
                                 slow = 1
@@ -667,13 +681,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:  # LDH (n), A
-                                if bus_write_fast(wram, hram, fast, env, 0xFF00 | n, c.a, c.t) == 0:
+                                if bus_write_fast(wram, hram, vram, fast, vram_until, env, 0xFF00 | n, c.a, c.t) == 0:
                                     bus_write(m, env, 0xFF00 | n, c.a, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             elif y == 6:  # LDH A, (n)
-                                c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | n, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(m, env, 0xFF00 | n, c.t)
                                     slow = 1
@@ -691,13 +705,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.sp, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -723,25 +737,25 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     elif z == 2:
                         if y == 4 or y == 6:  # LD (C), A / LD A, (C)
                             if y == 4:
-                                if bus_write_fast(wram, hram, fast, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                                if bus_write_fast(wram, hram, vram, fast, vram_until, env, 0xFF00 | c.c, c.a, c.t) == 0:
                                     bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
                                     slow = 1
                                     fast = False
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | c.c, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
                                     slow = 1
                                     fast = False
                             c.t = c.t + FOUR
                         else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -754,13 +768,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.pc = addr
                                     c.t = c.t + FOUR
                             elif y == 5:
-                                if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
+                                if bus_write_fast(wram, hram, vram, fast, vram_until, env, addr, c.a, c.t) == 0:
                                     bus_write(m, env, addr, c.a, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(m, env, addr, c.t)
                                     slow = 1
@@ -768,13 +782,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                     elif z == 3:
                         if y == 0:  # JP nn
-                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -796,7 +810,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         slow = 1
                         c.pc = (c.pc - 1) & 0xFFFF
                     elif z == 6:  # ALU A, n
-                        n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
                             slow = 1
@@ -811,13 +825,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         do_push = True
                         v = c.pc
                         if z == 4 or z == 5 and q == 1:    # CALL
-                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -835,13 +849,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if do_push:
                             c.t = c.t + FOUR
                             sp = (c.sp - 1) & 0xFFFF
-                            if bus_write_fast(wram, hram, fast, env, sp, v >> 8, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, sp, v >> 8, c.t) == 0:
                                 bus_write(m, env, sp, v >> 8, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             sp = (sp - 1) & 0xFFFF
-                            if bus_write_fast(wram, hram, fast, env, sp, v & 0xFF, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, sp, v & 0xFF, c.t) == 0:
                                 bus_write(m, env, sp, v & 0xFF, c.t)
                                 slow = 1
                                 fast = False

@@ -5,6 +5,13 @@ Map (DMG): 0000-7FFF cartridge ROM (boot ROM over 0000-00FF until $FF50 is writt
 FE00-FE9F OAM, FEA0-FEFF unusable (reads $00, writes ignored), FF00-FF7F I/O,
 FF80-FFFE HRAM, FFFF IE. In flat mode (SM83 conformance cases) the whole space is one
 64 KiB RAM with no side effects.
+
+Two layers: ``bus_read_fast``/``bus_write_fast`` (inlined into the kernel, plain arrays
+and locals cached by the kernel: ROM via the MBC's bank bases, WRAM, HRAM, VRAM outside
+mode 3, LY) answer the common accesses or return "not mine"; ``bus_read``/``bus_write``
+(out of line, the whole Machine) do everything: I/O registers with lazy catch-up of the
+timer/PPU/serial, VRAM/OAM with the PPU's access rules, OAM DMA bus conflicts, MBC
+writes, the boot ROM overlay, the flat bus.
 """
 import warp as wp
 

@@ -24,7 +24,7 @@ main:
     ld hl, released
     call check_table
 
-    ; --- wait for the press (frame 20) by its interrupt, ~100 frames at most
+    ; --- wait for the press (frame 20) by its interrupt, ~50 frames at most
     ld a, $00
     ldh [rP1], a                ; both groups selected
     xor a
@@ -33,7 +33,7 @@ main:
     ld a, $10
     ldh [rIE], a
     ei
-    ld d, 2
+    ld d, 1
     ld bc, 0
 .wait:
     ld a, [IRQ_COUNT]

@@ -6,7 +6,7 @@ $C000 (see tests/roms/testlib.asm).  gambatte (cycle-accurate) must pass them
 all: that is what shows the ROMs' expectations are right.  PyBoy is a second
 opinion only where it models the hardware (it fails power_on — its own boot
 ROM —, power_on_vram, timer (IF one M-cycle late), halt (no HALT bug), serial (instant,
-completes external-clock transfers), joypad (select bits) and oam_dma_bus
+completes external-clock transfers), serial_shift, joypad (select bits) and oam_dma_bus
 (no DMA bus conflicts)).
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ ROMS = {
     "interrupts": dict(frames=30),
     "halt": dict(frames=30),
     "serial": dict(frames=30, serial=b"<>PASS\n"),  # the ROM's own transfers send '<' and '>'
+    "serial_shift": dict(frames=30, serial=b"===PASS\n"),
     "joypad": dict(frames=JOYPAD_PRESS_FRAME + 70, press=(JOYPAD_PRESS_FRAME, 0x91)),  # Right+A+Start
     "oam_dma": dict(frames=30),
     "oam_dma_bus": dict(frames=30),
@@ -45,6 +46,8 @@ ROMS = {
 VECGAMEBOY_KNOWN_FAILURES = {
     "power_on_vram": "VRAM is all zero after reset; the DMG boot ROM leaves the header logo in tiles "
                      "1-24, the (R) mark in tile 25 and both logo rows in the BG map at $9904/$9924",
+    "serial_shift": "SB keeps the outgoing byte until the transfer ends; on hardware it shifts "
+                    "one bit per 8192 Hz clock, 1s coming in",
     "oam_dma_bus": "CPU reads outside HRAM during OAM DMA return $FF; on DMG the external bus "
                    "returns the byte the DMA is transferring and VRAM reads are unaffected",
 }

@@ -32,9 +32,9 @@ PyBoy 2.8.1 (``window="null"``, sound off, DMG mode):
     timer interrupt flag is set one M-cycle late, no HALT bug, serial
     transfers finish at once, external-clock transfers complete without a
     partner and SB does not shift, P1 select bits do not read back, no OAM DMA
-    bus conflicts, its own post-boot state (power_on, power_on_vram).  It
-    passes the instruction-timing, interrupt, OAM DMA and MBC ROMs (blargg's
-    instr_timing is reported to fail on it).  Frame boundaries differ from
+    bus conflicts, the low byte of "ld [nn],sp" written late, its own
+    post-boot state (power_on, power_on_vram).  It passes the interrupt, OAM
+    DMA and MBC ROMs and the instruction cycle counts.  Frame boundaries differ from
     gambatte by a partial frame.
 gambatte disagreements with the hardware that matter here: the serial clock
 is aligned to gambatte's own cycle counter, not to DIV (a DIV write moves the

@@ -33,7 +33,27 @@ main:
     call run_cases
     ld hl, read_cases
     call run_cases
+
+    ; Write timing: "ld [$FF05], sp" writes SP's low byte to TIMA in its 4th
+    ; M-cycle (and the high byte to TMA in its 5th).  TIMA then steps on to
+    ; the harness's read 4 M-cycles later, so over p = 0..3 the readings sum
+    ; to 4 * SP.low + 4 (an emulator writing both bytes at the end gives +3).
+    ld de, t_ld_nn_sp
+    call measure
+    ld a, [SAVED_SP]
+    add a
+    add a
+    ld b, a
+    ld a, l
+    sub b
+    ld b, 4
+    ld hl, s_ld_nn_sp
+    call expect
     jp finish
+
+; pre: ld [SAVED_SP], sp   code: ld [$FF05], sp
+t_ld_nn_sp: db 3, $08, low(SAVED_SP), high(SAVED_SP), 0, low(rTIMA), 3, $08, low(rTIMA), high(rTIMA), 0
+s_ld_nn_sp: db "write cycle ld [nn],sp (low byte)", 0
 
 ; run_cases: measure every case of the table at HL (ends with $80).
 run_cases:

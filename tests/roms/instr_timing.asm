@@ -187,4 +187,8 @@ read_cases:
     ; the end): pre saves SP to SAVED_SP and points it at TIMA; post restores
     ; SP and returns C.
     db $FF, "read cycle pop bc (low byte)", 0, 6, $08, low(SAVED_SP), high(SAVED_SP), $31, low(rTIMA), high(rTIMA), 0, $80, 1, $C1, 8, $21, low(SAVED_SP), high(SAVED_SP), $2A, $66, $6F, $F9, $79
+    ; inc [hl] on TIMA: reads in its 2nd M-cycle (d=10), writes read+1 in its
+    ; 3rd (d=11); the harness reads 3 M-cycles later (d=14).  The sum over
+    ; p is 10 + 4 + (14 - 11) = 17 = BASE + 6 (a read in the write cycle: +7).
+    db 6, "read/write cycles inc [hl] on TIMA", 0, 3, $21, low(rTIMA), high(rTIMA), 0, low(rTIMA), 1, $34, 0
     db $80

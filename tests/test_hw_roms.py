@@ -4,10 +4,12 @@ Each ROM checks values from the hardware documentation (Pan Docs) and reports
 "PASS\\n" or "FAIL <what> got XX exp YY\\n" lines over serial, plus $A5/$5A at
 $C000 (see tests/roms/testlib.asm).  gambatte (cycle-accurate) must pass them
 all: that is what shows the ROMs' expectations are right.  PyBoy is a second
-opinion only where it models the hardware (it fails power_on — its own boot
-ROM —, power_on_vram, timer (IF one M-cycle late), halt (no HALT bug), serial (instant,
-completes external-clock transfers), serial_shift, joypad (select bits), oam_dma_bus
-(no DMA bus conflicts) and instr_timing (the mid-instruction write of ld [nn],sp)).
+opinion only where it models the hardware: it fails power_on and power_on_vram
+(its own boot ROM), timer (IF one M-cycle late), halt (no HALT bug), serial
+(instant; completes external-clock transfers), serial_shift, joypad (select
+bits), oam_dma_bus (no bus conflicts) and instr_timing (ld [nn],sp's write cycle).
+The ROM list is explicit: testlib.asm is the shared library and workload.asm a
+benchmark, not tests.
 """
 from __future__ import annotations
 
@@ -21,10 +23,10 @@ from gbx_lightning.roms.asm import assemble
 
 ROM_DIR = Path(__file__).resolve().parent / "roms"
 
-# name -> frames to run, button script [(frames, mask)], expected serial output.
-# Frames leave a wide margin over what gambatte needs (joypad: 21, mbc3_rtc: 331, the rest <= 4).
+# name -> frames to run, optional press=(first frame, button mask), expected serial output.
+# Frames leave a wide margin over what gambatte needs (joypad 21, mbc3_rtc ~420, the rest <= 4)
+# and room to print several FAIL lines (1024 M-cycles a byte).
 JOYPAD_PRESS_FRAME = 20
-# (30 frames also leave room for a ROM to print several FAIL lines at 1024 M-cycles a byte.)
 ROMS = {
     "power_on": dict(frames=30),
     "power_on_vram": dict(frames=30),

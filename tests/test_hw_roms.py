@@ -23,10 +23,10 @@ from gbx_lightning.roms.asm import assemble
 
 ROM_DIR = Path(__file__).resolve().parent / "roms"
 
-# name -> frames to run, optional press=(first frame, button mask), expected serial output.
+# name -> frames to run, optional press=(first frame, button mask, release frame), expected serial output.
 # Frames leave a wide margin over what gambatte needs (joypad 21, mbc3_rtc ~420, the rest <= 4)
 # and room to print several FAIL lines (1024 M-cycles a byte).
-JOYPAD_PRESS_FRAME = 20
+JOYPAD_PRESS_FRAME, JOYPAD_RELEASE_FRAME = 20, 45
 ROMS = {
     "power_on": dict(frames=30),
     "power_on_vram": dict(frames=30),
@@ -35,7 +35,8 @@ ROMS = {
     "halt": dict(frames=30),
     "serial": dict(frames=30, serial=b"<>PASS\n"),  # the ROM's own transfers send '<' and '>'
     "serial_shift": dict(frames=30, serial=b"===PASS\n"),
-    "joypad": dict(frames=JOYPAD_PRESS_FRAME + 70, press=(JOYPAD_PRESS_FRAME, 0x91)),  # Right+A+Start
+    "joypad": dict(frames=JOYPAD_PRESS_FRAME + 70,  # Right+A+Start, then released
+                   press=(JOYPAD_PRESS_FRAME, 0x91, JOYPAD_RELEASE_FRAME)),
     "oam_dma": dict(frames=30),
     "oam_dma_bus": dict(frames=30),
     "mbc1": dict(frames=30),
@@ -66,8 +67,8 @@ def oracle_buttons(name: str):
     press = ROMS[name].get("press")
     if press is None:
         return None
-    start, mask = press
-    return lambda f: mask if f >= start else 0
+    start, mask, release = press
+    return lambda f: mask if start <= f < release else 0
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +97,10 @@ def vecgameboy_results(rom_images):
         if press is None:
             gb.run_frames(spec["frames"])
         else:
-            start, mask = press
+            start, mask, release = press
             gb.run_frames(start)
-            gb.run_frames(spec["frames"] - start, buttons=np.array([mask, 0, mask], np.uint8))
+            gb.run_frames(spec["frames"] - start, buttons=np.array([mask, 0, mask], np.uint8),
+                          release_after=release - start)
         out[name] = [dict(serial=gb.serial_output(e), marker=gb.read_memory(e, oracles.RESULT_ADDR, 1)[0],
                           log=gb.read_memory(e, oracles.SERIAL_LOG, oracles.SERIAL_LOG_LEN).split(b"\0", 1)[0])
                      for e in range(ENVS)]

@@ -8,11 +8,10 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .bus import bus_peek, events_sync
+from .bus import bus_peek
 from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
-from .joypad import set_buttons
-from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
+from .ppu import POST_BOOT_LINE0_T
 from .savestate import masked_copy
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
                     Machine)
@@ -27,12 +26,34 @@ def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8))
 
 
 # ----------------------------------------------------------------------------------------
+REGISTERED_MARK = (0x3C, 0x42, 0xB9, 0xA5, 0xB9, 0xA5, 0x42, 0x3C)  # the boot ROM's (R) tile
+
+
+def boot_logo_vram(rom: np.ndarray) -> np.ndarray:
+    """VRAM as the DMG boot ROM leaves it (Pan Docs, Power Up Sequence): cleared, the header
+    logo ($0104-$0133) unpacked into tiles 1-24 (each nibble -> two tile rows, each bit
+    doubled, bit plane 0), the (R) mark in tile 25, BG map rows at $9904 and $9924."""
+    vram = np.zeros(0x2000, np.uint8)
+    doubled = [sum(((n >> b) & 1) * (3 << (2 * b)) for b in range(4)) for n in range(16)]
+    addr = 0x10
+    for byte in rom[0x104:0x134]:
+        for nib in (int(byte) >> 4, int(byte) & 0xF):
+            vram[addr] = vram[addr + 2] = doubled[nib]
+            addr += 4
+    for i, row in enumerate(REGISTERED_MARK):
+        vram[0x190 + 2 * i] = row
+    vram[0x1904:0x1910] = np.arange(1, 13)
+    vram[0x1910] = 0x19
+    vram[0x1924:0x1930] = np.arange(13, 25)
+    return vram
+
+
 @dataclass
 class Snapshot:
     """Whole-machine state of every env (device arrays, same layout as the machine)."""
     arrays: dict
     num_envs: int
-    rom_sha: int
+    rom_sha256: str
 
 
 def _check_int(name, value, minimum=None):
@@ -111,6 +132,7 @@ class VecGameBoy:
             r32[S.R_LY], r32[S.R_PPU_MODE] = 153, 1
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
+            t["vram"][:] = boot_logo_vram(self.cart.rom)
         else:
             r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF
@@ -141,14 +163,15 @@ class VecGameBoy:
 
     def snapshot(self) -> Snapshot:
         return Snapshot({k: wp.clone(v) for k, v in self._arrays.items()}, self.num_envs,
-                        hash(self.cart.rom.tobytes()))
+                        self.cart.sha256)
 
     def restore(self, snapshot: Snapshot, mask=None) -> None:
         """Copy the snapshot's state into every env (or those in mask), in kernels."""
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot: expected a Snapshot from .snapshot(), got "
                             f"{type(snapshot).__name__}")
-        if snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays):
+        if (snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays)
+                or snapshot.rom_sha256 != self.cart.sha256):
             raise ValueError(f"snapshot: expected one taken from a machine with "
                              f"{self.num_envs} envs and this cartridge, got {snapshot.num_envs} envs")
         m = self._mask_array(mask)

@@ -47,12 +47,8 @@ ROMS = {
 }
 # Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).
 VECGAMEBOY_KNOWN_FAILURES = {
-    "power_on_vram": "VRAM is all zero after reset; the DMG boot ROM leaves the header logo in tiles "
-                     "1-24, the (R) mark in tile 25 and both logo rows in the BG map at $9904/$9924",
     "serial_shift": "SB keeps the outgoing byte until the transfer ends; on hardware it shifts "
                     "one bit per 8192 Hz clock, 1s coming in",
-    "oam_dma_bus": "CPU reads outside HRAM during OAM DMA return $FF; on DMG the external bus "
-                   "returns the byte the DMA is transferring and VRAM reads are unaffected",
 }
 PYBOY_AGREES = ["interrupts", "oam_dma", "mbc1", "mbc1_large", "mbc5", "mbc3_rtc"]
 

@@ -172,3 +172,41 @@ def test_gambatte_state_parser_reads_registers_and_wram(rom_images):
     res = oracles.run_gambatte(rom_images["power_on"], 3)
     assert res.memory(oracles.SERIAL_LOG, 5) == b"PASS\n"
     assert res.registers["sp"] <= 0xE000 and res.registers["halted"] == 1
+
+
+ILLEGAL_OPCODES = [0xD3, 0xDB, 0xDD, 0xE3, 0xE4, 0xEB, 0xEC, 0xED, 0xF4, 0xFC, 0xFD]
+ILLEGAL = """
+    title "ILLEGAL"
+    include "testlib.asm"
+main:
+    ld sp, STACK_TOP
+    call lib_init
+    ld a, 'X'
+    call print_char
+    ld a, $05                   ; the timer keeps requesting interrupts, IME=1 ...
+    ldh [rTAC], a
+    ld a, $04
+    ldh [rIE], a
+    ei
+    db {opcode}                 ; ... but the locked CPU never takes them
+    ld a, 'Y'
+    call print_char
+    jp finish
+"""
+
+
+@pytest.mark.parametrize("opcode", ILLEGAL_OPCODES, ids=[f"{op:02X}" for op in ILLEGAL_OPCODES])
+def test_illegal_opcode_locks_the_cpu(opcode):
+    """The 11 unused opcodes hang the SM83 for good (no interrupt wakes it), on both machines."""
+    rom = assemble(ILLEGAL.format(opcode=opcode), include_dirs=(str(ROM_DIR),))
+    pytest.importorskip("warp")
+    from gbx_lightning.emu import VecGameBoy
+
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(10)
+    assert gb.serial_output(0) == b"X"
+    assert gb.read_memory(0, 0xD120, 1) == b"\x00"  # IRQ_COUNT: no dispatch
+    assert gb.registers(0).get("locked", 1) == 1
+    if oracles.gambatte_available():
+        res = oracles.run_gambatte(rom, 10)
+        assert res.serial_log == b"X" and res.memory(0xD120, 1) == b"\x00"

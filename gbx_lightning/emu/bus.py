@@ -222,8 +222,8 @@ def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), hram: wp.array2d(dtype=wp.u
         if addr >= 0xC000 and addr < 0xE000:
             wram[env, addr - 0xC000] = wp.uint8(value)
             done = 1
-        elif addr >= 0xFF80:
-            hram[env, addr - 0xFF80] = wp.uint8(value)
+        elif addr >= 0xFF80 and addr < 0xFFFF:   # IE ($FFFF) goes out of line: the
+            hram[env, addr - 0xFF80] = wp.uint8(value)   # scheduler must re-check IE&IF
             done = 1
     return done
 

@@ -325,17 +325,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             slow = 1
             t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
         while c.t < t_end:
-            if slow != 0:
-                # State the fast paths cache in locals may have changed in an out-of-line
-                # call (I/O write, MBC bank switch, DMA start, events): reload it.
-                slow = 0
-                next_ev = r64[env, T_NEXT_EVENT]
-                rom0_base = mbc[env, REG_ROM0_BASE]
-                romx_base = mbc[env, REG_ROMX_BASE]
-                fast_until = r64[env, T_DMA_END]
-                if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
-                    fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
-            fast = c.t >= fast_until
+            # ---- scheduler: due events, interrupts, sleep ----
             if flat == 0:
                 if c.t >= next_ev:
                     events_sync(m, env, c.t)
@@ -353,6 +343,16 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             slow = 1
                             c.sp = (c.sp - 2) & 0xFFFF
                             c.t = c.t + wp.int64(20)
+            if slow != 0:
+                # State the fast paths cache in locals may have changed in an out-of-line
+                # call (I/O write, MBC bank switch, DMA start, events): reload it.
+                slow = 0
+                next_ev = r64[env, T_NEXT_EVENT]
+                rom0_base = mbc[env, REG_ROM0_BASE]
+                romx_base = mbc[env, REG_ROMX_BASE]
+                fast_until = r64[env, T_DMA_END]
+                if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
+                    fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
                 nxt = wp.min(next_ev, t_end)
                 nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
@@ -361,81 +361,110 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 else:
                     c.t = c.t + FOUR
                 continue
-            # ---- fetch (the HALT bug: PC fails to increment once) ----
-            was_pending = c.ei_pending
-            op = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-            if op < 0:
-                op = bus_read(m, env, c.pc, c.t)
-                slow = 1
-                fast = False
-            if c.halt_bug != 0:
-                c.halt_bug = 0
-            else:
-                c.pc = (c.pc + 1) & 0xFFFF
-            c.t = c.t + FOUR
-            # ---- execute ----
-            x = op >> 6
-            y = (op >> 3) & 7
-            z = op & 7
-            p = y >> 1
-            q = y & 1
-            w8 = int(-1)      # 8-bit destination (B C D E H L F A), -1: none
-            v8 = int(0)
-            w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
-            v16 = int(0)
-            if op == 0xCB:
-                op2 = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                if op2 < 0:
-                    op2 = bus_read(m, env, c.pc, c.t)
+            # ---- instructions until the next event, or until one needed an out-of-line
+            # call or changed what the scheduler decides (EI/RETI/HALT/STOP/illegal) ----
+            limit = wp.min(next_ev, t_end)
+            if flat != 0:
+                limit = t_end
+            running = bool(True)
+            while running:
+                fast = c.t >= fast_until
+                # ---- fetch (the HALT bug: PC fails to increment once) ----
+                was_pending = c.ei_pending
+                op = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                if op < 0:
+                    op = bus_read(m, env, c.pc, c.t)
                     slow = 1
                     fast = False
-                c.pc = (c.pc + 1) & 0xFFFF
+                if c.halt_bug != 0:
+                    c.halt_bug = 0
+                else:
+                    c.pc = (c.pc + 1) & 0xFFFF
                 c.t = c.t + FOUR
-                cx = op2 >> 6
-                cy = (op2 >> 3) & 7
-                cz = op2 & 7
-                v = int(0)
-                if cz == 6:
-                    v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
-                    if v < 0:
-                        v = bus_read(m, env, hl(c.h, c.l), c.t)
+                # ---- execute ----
+                x = op >> 6
+                y = (op >> 3) & 7
+                z = op & 7
+                p = y >> 1
+                q = y & 1
+                w8 = int(-1)      # 8-bit destination (B C D E H L F A), -1: none
+                v8 = int(0)
+                w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
+                v16 = int(0)
+                if op == 0xCB:
+                    op2 = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                    if op2 < 0:
+                        op2 = bus_read(m, env, c.pc, c.t)
                         slow = 1
                         fast = False
+                    c.pc = (c.pc + 1) & 0xFFFF
                     c.t = c.t + FOUR
-                else:
-                    v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, cz)
-                r = v
-                if cx == 0:
-                    res = rot(c.f, cy, v)
-                    r = res & 0xFF
-                    c.f = res >> 8
-                elif cx == 1:  # BIT
-                    c.f = fl(((v >> cy) & 1) == 0, ZF) | HF | (c.f & CF)
-                elif cx == 2:  # RES
-                    r = v & ((1 << cy) ^ 0xFF)
-                else:  # SET
-                    r = v | (1 << cy)
-                if cx != 1:
+                    cx = op2 >> 6
+                    cy = (op2 >> 3) & 7
+                    cz = op2 & 7
+                    v = int(0)
                     if cz == 6:
-                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
-                            bus_write(m, env, hl(c.h, c.l), r, c.t)
+                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                        if v < 0:
+                            v = bus_read(m, env, hl(c.h, c.l), c.t)
                             slow = 1
                             fast = False
                         c.t = c.t + FOUR
                     else:
-                        w8 = cz
-                        v8 = r
-            elif x == 1:
-                if op == 0x76:  # HALT
-                    if m.flat_mode != 0:
-                        c.t = c.t + wp.int64(8)
-                    else:
-                        pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
-                        if pend == 0:
-                            c.halted = 1
-                        elif c.ime == 0:
-                            c.halt_bug = 1
-                else:  # LD r[y], r[z]
+                        v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, cz)
+                    r = v
+                    if cx == 0:
+                        res = rot(c.f, cy, v)
+                        r = res & 0xFF
+                        c.f = res >> 8
+                    elif cx == 1:  # BIT
+                        c.f = fl(((v >> cy) & 1) == 0, ZF) | HF | (c.f & CF)
+                    elif cx == 2:  # RES
+                        r = v & ((1 << cy) ^ 0xFF)
+                    else:  # SET
+                        r = v | (1 << cy)
+                    if cx != 1:
+                        if cz == 6:
+                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
+                                bus_write(m, env, hl(c.h, c.l), r, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                        else:
+                            w8 = cz
+                            v8 = r
+                elif x == 1:
+                    if op == 0x76:  # HALT
+                        if m.flat_mode != 0:
+                            c.t = c.t + wp.int64(8)
+                        else:
+                            pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
+                            if pend == 0:
+                                c.halted = 1
+                            elif c.ime == 0:
+                                c.halt_bug = 1
+                            slow = 1
+                    else:  # LD r[y], r[z]
+                        v = int(0)
+                        if z == 6:
+                            v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                            if v < 0:
+                                v = bus_read(m, env, hl(c.h, c.l), c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                        else:
+                            v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
+                        if y == 6:
+                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), v, c.t) == 0:
+                                bus_write(m, env, hl(c.h, c.l), v, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                        else:
+                            w8 = y
+                            v8 = v
+                elif x == 2:  # ALU A, r[z]
                     v = int(0)
                     if z == 6:
                         v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
@@ -446,193 +475,222 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         c.t = c.t + FOUR
                     else:
                         v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
-                    if y == 6:
-                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), v, c.t) == 0:
-                            bus_write(m, env, hl(c.h, c.l), v, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                    else:
-                        w8 = y
-                        v8 = v
-            elif x == 2:  # ALU A, r[z]
-                v = int(0)
-                if z == 6:
-                    v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
-                    if v < 0:
-                        v = bus_read(m, env, hl(c.h, c.l), c.t)
-                        slow = 1
-                        fast = False
-                    c.t = c.t + FOUR
-                else:
-                    v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
-                res = alu(c.a, c.f, y, v)
-                c.a = res & 0xFF
-                c.f = res >> 8
-            elif x == 0:
-                if z == 0:
-                    if y == 1:  # LD (nn), SP
-                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(m, env, c.pc, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.pc = (c.pc + 2) & 0xFFFF
-                        addr = (hi << 8) | lo
-                        if bus_write_fast(wram, hram, fast, env, addr, c.sp & 0xFF, c.t) == 0:
-                            bus_write(m, env, addr, c.sp & 0xFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        if bus_write_fast(wram, hram, fast, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
-                            bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                    elif y == 2:  # STOP
-                        if m.flat_mode != 0:
-                            c.t = c.t + wp.int64(8)
-                        else:
+                    res = alu(c.a, c.f, y, v)
+                    c.a = res & 0xFF
+                    c.f = res >> 8
+                elif x == 0:
+                    if z == 0:
+                        if y == 1:  # LD (nn), SP
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            c.pc = (c.pc + 2) & 0xFFFF
+                            addr = (hi << 8) | lo
+                            if bus_write_fast(wram, hram, fast, env, addr, c.sp & 0xFF, c.t) == 0:
+                                bus_write(m, env, addr, c.sp & 0xFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            if bus_write_fast(wram, hram, fast, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                                bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                        elif y == 2:  # STOP
+                            if m.flat_mode != 0:
+                                c.t = c.t + wp.int64(8)
+                            else:
+                                c.pc = (c.pc + 1) & 0xFFFF
+                                if joypad_lines(m, env) == 0xF:
+                                    div_write(m, env, c.t)
+                                    c.stopped = 1
+                                    slow = 1
+                        elif y >= 3:  # JR d / JR cc, d
+                            d = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if d < 0:
+                                d = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
-                            if joypad_lines(m, env) == 0xF:
-                                div_write(m, env, c.t)
-                                c.stopped = 1
-                    elif y >= 3:  # JR d / JR cc, d
-                        d = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                        if d < 0:
-                            d = bus_read(m, env, c.pc, c.t)
+                            if y == 3 or cond(c.f, y - 4):
+                                c.pc = (c.pc + sext8(d)) & 0xFFFF
+                                c.t = c.t + FOUR
+                    elif z == 1:
+                        if q == 0:  # LD rp, nn
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            c.pc = (c.pc + 2) & 0xFFFF
+                            w16 = p
+                            v16 = (hi << 8) | lo
+                        else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
+                            a = hl(c.h, c.l)
+                            v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
+                            r = a + v
+                            c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
+                            w16 = 2
+                            v16 = r
+                            c.t = c.t + FOUR
+                    elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
+                        addr = hl(c.h, c.l)
+                        if p < 2:
+                            addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
+                        if q == 0:
+                            if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
+                                bus_write(m, env, addr, c.a, c.t)
+                                slow = 1
+                                fast = False
+                        else:
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, addr, c.t)
+                                slow = 1
+                                fast = False
+                        c.t = c.t + FOUR
+                        if p >= 2:
+                            w16 = 2
+                            v16 = addr + 1
+                            if p == 3:
+                                v16 = addr - 1
+                    elif z == 3:  # INC rp / DEC rp
+                        w16 = p
+                        v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) + 1
+                        if q == 1:
+                            v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) - 1
+                        c.t = c.t + FOUR
+                    elif z == 4 or z == 5:  # INC r / DEC r
+                        v = int(0)
+                        if y == 6:
+                            v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
+                            if v < 0:
+                                v = bus_read(m, env, hl(c.h, c.l), c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                        else:
+                            v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, y)
+                        r = int(0)
+                        if z == 4:
+                            r = (v + 1) & 0xFF
+                            c.f = (c.f & CF) | fl(r == 0, ZF) | fl((v & 15) == 15, HF)
+                        else:
+                            r = (v - 1) & 0xFF
+                            c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
+                        if y == 6:
+                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
+                                bus_write(m, env, hl(c.h, c.l), r, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                        else:
+                            w8 = y
+                            v8 = r
+                    elif z == 6:  # LD r, n
+                        n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                        if n < 0:
+                            n = bus_read(m, env, c.pc, c.t)
                             slow = 1
                             fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
-                        if y == 3 or cond(c.f, y - 4):
-                            c.pc = (c.pc + sext8(d)) & 0xFFFF
+                        if y == 6:
+                            if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), n, c.t) == 0:
+                                bus_write(m, env, hl(c.h, c.l), n, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
-                elif z == 1:
-                    if q == 0:  # LD rp, nn
-                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(m, env, c.pc, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.pc = (c.pc + 2) & 0xFFFF
-                        w16 = p
-                        v16 = (hi << 8) | lo
-                    else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
-                        a = hl(c.h, c.l)
-                        v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
-                        r = a + v
-                        c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
-                        w16 = 2
-                        v16 = r
-                        c.t = c.t + FOUR
-                elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
-                    addr = hl(c.h, c.l)
-                    if p < 2:
-                        addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
-                    if q == 0:
-                        if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
-                            bus_write(m, env, addr, c.a, c.t)
-                            slow = 1
-                            fast = False
-                    else:
-                        c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
-                        if c.a < 0:
-                            c.a = bus_read(m, env, addr, c.t)
-                            slow = 1
-                            fast = False
-                    c.t = c.t + FOUR
-                    if p >= 2:
-                        w16 = 2
-                        v16 = addr + 1
-                        if p == 3:
-                            v16 = addr - 1
-                elif z == 3:  # INC rp / DEC rp
-                    w16 = p
-                    v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) + 1
-                    if q == 1:
-                        v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) - 1
-                    c.t = c.t + FOUR
-                elif z == 4 or z == 5:  # INC r / DEC r
-                    v = int(0)
-                    if y == 6:
-                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
-                        if v < 0:
-                            v = bus_read(m, env, hl(c.h, c.l), c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                    else:
-                        v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, y)
-                    r = int(0)
-                    if z == 4:
-                        r = (v + 1) & 0xFF
-                        c.f = (c.f & CF) | fl(r == 0, ZF) | fl((v & 15) == 15, HF)
-                    else:
-                        r = (v - 1) & 0xFF
-                        c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
-                    if y == 6:
-                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
-                            bus_write(m, env, hl(c.h, c.l), r, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                    else:
-                        w8 = y
-                        v8 = r
-                elif z == 6:  # LD r, n
-                    n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(m, env, c.pc, c.t)
-                        slow = 1
-                        fast = False
-                    c.t = c.t + FOUR
-                    c.pc = (c.pc + 1) & 0xFFFF
-                    if y == 6:
-                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), n, c.t) == 0:
-                            bus_write(m, env, hl(c.h, c.l), n, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                    else:
-                        w8 = y
-                        v8 = n
-                else:  # z == 7: RLCA RRCA RLA RRA DAA CPL SCF CCF
-                    f = c.f
-                    if y < 4:
-                        res = rot(f, y, c.a)
-                        c.a = res & 0xFF
-                        c.f = (res >> 8) & CF       # Z always 0 for the A-rotates
-                    elif y == 4:
-                        res = daa(c.a, f)
-                        c.a = res & 0xFF
-                        c.f = res >> 8
-                    elif y == 5:  # CPL
-                        c.a = c.a ^ 0xFF
-                        c.f = f | NF | HF
-                    elif y == 6:  # SCF
-                        c.f = (f & ZF) | CF
-                    else:  # CCF
-                        c.f = (f & ZF) | ((f & CF) ^ CF)
-            else:  # x == 3
-                if z == 0:
-                    if y < 4:  # RET cc: one internal M-cycle for the condition
-                        c.t = c.t + FOUR
-                        if cond(c.f, y):
+                        else:
+                            w8 = y
+                            v8 = n
+                    else:  # z == 7: RLCA RRCA RLA RRA DAA CPL SCF CCF
+                        f = c.f
+                        if y < 4:
+                            res = rot(f, y, c.a)
+                            c.a = res & 0xFF
+                            c.f = (res >> 8) & CF       # Z always 0 for the A-rotates
+                        elif y == 4:
+                            res = daa(c.a, f)
+                            c.a = res & 0xFF
+                            c.f = res >> 8
+                        elif y == 5:  # CPL
+                            c.a = c.a ^ 0xFF
+                            c.f = f | NF | HF
+                        elif y == 6:  # SCF
+                            c.f = (f & ZF) | CF
+                        else:  # CCF
+                            c.f = (f & ZF) | ((f & CF) ^ CF)
+                else:  # x == 3
+                    if z == 0:
+                        if y < 4:  # RET cc: one internal M-cycle for the condition
+                            c.t = c.t + FOUR
+                            if cond(c.f, y):
+                                lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
+                                if lo < 0:
+                                    lo = bus_read(m, env, c.sp, c.t)
+                                    slow = 1
+                                    fast = False
+                                c.t = c.t + FOUR
+                                hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
+                                if hi < 0:
+                                    hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                                    slow = 1
+                                    fast = False
+                                c.t = c.t + FOUR
+                                c.sp = (c.sp + 2) & 0xFFFF
+                                c.pc = (hi << 8) | lo
+                                c.t = c.t + FOUR
+                        else:
+                            n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if n < 0:
+                                n = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            c.pc = (c.pc + 1) & 0xFFFF
+                            if y == 4:  # LDH (n), A
+                                if bus_write_fast(wram, hram, fast, env, 0xFF00 | n, c.a, c.t) == 0:
+                                    bus_write(m, env, 0xFF00 | n, c.a, c.t)
+                                    slow = 1
+                                    fast = False
+                                c.t = c.t + FOUR
+                            elif y == 6:  # LDH A, (n)
+                                c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | n, c.t)
+                                if c.a < 0:
+                                    c.a = bus_read(m, env, 0xFF00 | n, c.t)
+                                    slow = 1
+                                    fast = False
+                                c.t = c.t + FOUR
+                            else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
+                                c.f = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
+                                r = (c.sp + sext8(n)) & 0xFFFF
+                                if y == 5:
+                                    c.sp = r
+                                    c.t = c.t + wp.int64(8)
+                                else:
+                                    w16 = 2
+                                    v16 = r
+                                    c.t = c.t + FOUR
+                    elif z == 1:
+                        if q == 0 or p <= 1:  # POP rp2 / RET / RETI
                             lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.sp, c.t)
@@ -646,9 +704,98 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 fast = False
                             c.t = c.t + FOUR
                             c.sp = (c.sp + 2) & 0xFFFF
+                            if q == 0:
+                                w16 = p
+                                if p == 3:
+                                    w16 = 4
+                                v16 = (hi << 8) | lo
+                            else:
+                                c.pc = (hi << 8) | lo
+                                c.t = c.t + FOUR
+                                if p == 1:
+                                    c.ime = 1          # RETI: enabled at once, no EI delay
+                                    slow = 1
+                        elif p == 2:  # JP HL
+                            c.pc = hl(c.h, c.l)
+                        else:  # LD SP, HL
+                            c.sp = hl(c.h, c.l)
+                            c.t = c.t + FOUR
+                    elif z == 2:
+                        if y == 4 or y == 6:  # LD (C), A / LD A, (C)
+                            if y == 4:
+                                if bus_write_fast(wram, hram, fast, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                                    bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
+                                    slow = 1
+                                    fast = False
+                            else:
+                                c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | c.c, c.t)
+                                if c.a < 0:
+                                    c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
+                                    slow = 1
+                                    fast = False
+                            c.t = c.t + FOUR
+                        else:  # JP cc, nn / LD (nn), A / LD A, (nn)
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            c.pc = (c.pc + 2) & 0xFFFF
+                            addr = (hi << 8) | lo
+                            if y < 4:
+                                if cond(c.f, y):
+                                    c.pc = addr
+                                    c.t = c.t + FOUR
+                            elif y == 5:
+                                if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
+                                    bus_write(m, env, addr, c.a, c.t)
+                                    slow = 1
+                                    fast = False
+                                c.t = c.t + FOUR
+                            else:
+                                c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
+                                if c.a < 0:
+                                    c.a = bus_read(m, env, addr, c.t)
+                                    slow = 1
+                                    fast = False
+                                c.t = c.t + FOUR
+                    elif z == 3:
+                        if y == 0:  # JP nn
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
                             c.pc = (hi << 8) | lo
                             c.t = c.t + FOUR
-                    else:
+                        elif y == 6:  # DI
+                            c.ime = 0
+                            c.ei_pending = 0
+                        elif y == 7:  # EI
+                            c.ei_pending = 1
+                        else:  # D3 DB E3 EB: illegal, the CPU hangs
+                            c.locked = 1
+                            slow = 1
+                            c.pc = (c.pc - 1) & 0xFFFF
+                    elif (z == 4 and y >= 4) or (z == 5 and q == 1 and p != 0):  # E4 EC F4 FC DD ED FD
+                        c.locked = 1
+                        slow = 1
+                        c.pc = (c.pc - 1) & 0xFFFF
+                    elif z == 6:  # ALU A, n
                         n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
@@ -656,223 +803,91 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
-                        if y == 4:  # LDH (n), A
-                            if bus_write_fast(wram, hram, fast, env, 0xFF00 | n, c.a, c.t) == 0:
-                                bus_write(m, env, 0xFF00 | n, c.a, c.t)
-                                slow = 1
-                                fast = False
-                            c.t = c.t + FOUR
-                        elif y == 6:  # LDH A, (n)
-                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | n, c.t)
-                            if c.a < 0:
-                                c.a = bus_read(m, env, 0xFF00 | n, c.t)
-                                slow = 1
-                                fast = False
-                            c.t = c.t + FOUR
-                        else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
-                            c.f = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
-                            r = (c.sp + sext8(n)) & 0xFFFF
-                            if y == 5:
-                                c.sp = r
-                                c.t = c.t + wp.int64(8)
-                            else:
-                                w16 = 2
-                                v16 = r
-                                c.t = c.t + FOUR
-                elif z == 1:
-                    if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
-                        if lo < 0:
-                            lo = bus_read(m, env, c.sp, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.sp = (c.sp + 2) & 0xFFFF
-                        if q == 0:
-                            w16 = p
-                            if p == 3:
-                                w16 = 4
-                            v16 = (hi << 8) | lo
-                        else:
-                            c.pc = (hi << 8) | lo
-                            c.t = c.t + FOUR
-                            if p == 1:
-                                c.ime = 1          # RETI: enabled at once, no EI delay
-                    elif p == 2:  # JP HL
-                        c.pc = hl(c.h, c.l)
-                    else:  # LD SP, HL
-                        c.sp = hl(c.h, c.l)
-                        c.t = c.t + FOUR
-                elif z == 2:
-                    if y == 4 or y == 6:  # LD (C), A / LD A, (C)
-                        if y == 4:
-                            if bus_write_fast(wram, hram, fast, env, 0xFF00 | c.c, c.a, c.t) == 0:
-                                bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
-                                slow = 1
-                                fast = False
-                        else:
-                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | c.c, c.t)
-                            if c.a < 0:
-                                c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
-                                slow = 1
-                                fast = False
-                        c.t = c.t + FOUR
-                    else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(m, env, c.pc, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.pc = (c.pc + 2) & 0xFFFF
-                        addr = (hi << 8) | lo
-                        if y < 4:
-                            if cond(c.f, y):
-                                c.pc = addr
-                                c.t = c.t + FOUR
-                        elif y == 5:
-                            if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
-                                bus_write(m, env, addr, c.a, c.t)
-                                slow = 1
-                                fast = False
-                            c.t = c.t + FOUR
-                        else:
-                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
-                            if c.a < 0:
-                                c.a = bus_read(m, env, addr, c.t)
-                                slow = 1
-                                fast = False
-                            c.t = c.t + FOUR
-                elif z == 3:
-                    if y == 0:  # JP nn
-                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(m, env, c.pc, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.pc = (hi << 8) | lo
-                        c.t = c.t + FOUR
-                    elif y == 6:  # DI
-                        c.ime = 0
-                        c.ei_pending = 0
-                    elif y == 7:  # EI
-                        c.ei_pending = 1
-                    else:  # D3 DB E3 EB: illegal, the CPU hangs
-                        c.locked = 1
-                        c.pc = (c.pc - 1) & 0xFFFF
-                elif (z == 4 and y >= 4) or (z == 5 and q == 1 and p != 0):  # E4 EC F4 FC DD ED FD
-                    c.locked = 1
-                    c.pc = (c.pc - 1) & 0xFFFF
-                elif z == 6:  # ALU A, n
-                    n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(m, env, c.pc, c.t)
-                        slow = 1
-                        fast = False
-                    c.t = c.t + FOUR
-                    c.pc = (c.pc + 1) & 0xFFFF
-                    res = alu(c.a, c.f, y, n)
-                    c.a = res & 0xFF
-                    c.f = res >> 8
-                else:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
-                    target = y * 8                     # RST
-                    do_push = True
-                    v = c.pc
-                    if z == 4 or z == 5 and q == 1:    # CALL
-                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(m, env, c.pc, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.pc = (c.pc + 2) & 0xFFFF
+                        res = alu(c.a, c.f, y, n)
+                        c.a = res & 0xFF
+                        c.f = res >> 8
+                    else:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
+                        target = y * 8                     # RST
+                        do_push = True
                         v = c.pc
-                        target = (hi << 8) | lo
-                        if z == 4:
-                            do_push = cond(c.f, y)
-                    elif z == 5:                       # PUSH
-                        v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
-                        if p == 3:
-                            v = (c.a << 8) | c.f
-                    if do_push:
-                        c.t = c.t + FOUR
-                        sp = (c.sp - 1) & 0xFFFF
-                        if bus_write_fast(wram, hram, fast, env, sp, v >> 8, c.t) == 0:
-                            bus_write(m, env, sp, v >> 8, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        sp = (sp - 1) & 0xFFFF
-                        if bus_write_fast(wram, hram, fast, env, sp, v & 0xFF, c.t) == 0:
-                            bus_write(m, env, sp, v & 0xFF, c.t)
-                            slow = 1
-                            fast = False
-                        c.t = c.t + FOUR
-                        c.sp = sp
-                        if z != 5 or q == 1:
-                            c.pc = target
-            # write-back
-            if w8 >= 0:
-                if w8 == 0:
-                    c.b = v8
-                elif w8 == 1:
-                    c.c = v8
-                elif w8 == 2:
-                    c.d = v8
-                elif w8 == 3:
-                    c.e = v8
-                elif w8 == 4:
-                    c.h = v8
-                elif w8 == 5:
-                    c.l = v8
-                else:
-                    c.a = v8
-            if w16 >= 0:
-                hi16 = (v16 >> 8) & 0xFF
-                lo16 = v16 & 0xFF
-                if w16 == 0:
-                    c.b = hi16
-                    c.c = lo16
-                elif w16 == 1:
-                    c.d = hi16
-                    c.e = lo16
-                elif w16 == 2:
-                    c.h = hi16
-                    c.l = lo16
-                elif w16 == 3:
-                    c.sp = v16 & 0xFFFF
-                else:
-                    c.a = hi16
-                    c.f = lo16 & 0xF0
-            # EI takes effect after the instruction that follows it
-            if was_pending != 0 and c.ei_pending != 0:
-                c.ime = 1
-                c.ei_pending = 0
+                        if z == 4 or z == 5 and q == 1:    # CALL
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.pc, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            c.pc = (c.pc + 2) & 0xFFFF
+                            v = c.pc
+                            target = (hi << 8) | lo
+                            if z == 4:
+                                do_push = cond(c.f, y)
+                        elif z == 5:                       # PUSH
+                            v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
+                            if p == 3:
+                                v = (c.a << 8) | c.f
+                        if do_push:
+                            c.t = c.t + FOUR
+                            sp = (c.sp - 1) & 0xFFFF
+                            if bus_write_fast(wram, hram, fast, env, sp, v >> 8, c.t) == 0:
+                                bus_write(m, env, sp, v >> 8, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            sp = (sp - 1) & 0xFFFF
+                            if bus_write_fast(wram, hram, fast, env, sp, v & 0xFF, c.t) == 0:
+                                bus_write(m, env, sp, v & 0xFF, c.t)
+                                slow = 1
+                                fast = False
+                            c.t = c.t + FOUR
+                            c.sp = sp
+                            if z != 5 or q == 1:
+                                c.pc = target
+                # write-back
+                if w8 >= 0:
+                    if w8 == 0:
+                        c.b = v8
+                    elif w8 == 1:
+                        c.c = v8
+                    elif w8 == 2:
+                        c.d = v8
+                    elif w8 == 3:
+                        c.e = v8
+                    elif w8 == 4:
+                        c.h = v8
+                    elif w8 == 5:
+                        c.l = v8
+                    else:
+                        c.a = v8
+                if w16 >= 0:
+                    hi16 = (v16 >> 8) & 0xFF
+                    lo16 = v16 & 0xFF
+                    if w16 == 0:
+                        c.b = hi16
+                        c.c = lo16
+                    elif w16 == 1:
+                        c.d = hi16
+                        c.e = lo16
+                    elif w16 == 2:
+                        c.h = hi16
+                        c.l = lo16
+                    elif w16 == 3:
+                        c.sp = v16 & 0xFFFF
+                    else:
+                        c.a = hi16
+                        c.f = lo16 & 0xF0
+                # EI takes effect after the instruction that follows it
+                if was_pending != 0 and c.ei_pending != 0:
+                    c.ime = 1
+                    c.ei_pending = 0
+                    slow = 1
+                running = slow == 0 and c.t < limit
         if flat == 0:
             r64[env, T_FRAME_START] = r64[env, T_FRAME_START] + FRAME_CYCLES
         fi = fi + 1

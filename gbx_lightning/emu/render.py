@@ -212,7 +212,7 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
         step = 1
     elif (ly & 1) != 0:
         return win
-    write_obs = (ly & 1) == 0
+    write_obs = 1 - (ly & 1)
     oy = ly >> 1
 
     staged = int(0)
@@ -220,6 +220,12 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
         staged = _stage_objects(vram, oam, env, ly, lcdc, obp0, obp1, frame, obs, full)
 
     bg_on = (lcdc & 0x01) != 0
+    if not bg_on:  # DMG: BG and window blank (colour 0); objects still drawn
+        x = int(0)
+        while x < 160:
+            _emit_pixel(env, ly, x, 0, bgp, staged, full, write_obs, frame, obs)
+            x += step
+        return win
     win_start = int(1 << 20)
     if win != 0:
         win_start = wx - 7
@@ -227,56 +233,62 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if (lcdc & 0x08) != 0:
         bg_map_row = _MAP_9C00
     bg_y = (ly + scy) & 255
-    bg_map_row = bg_map_row + (bg_y >> 3) * 32
-    win_map_row = _MAP_9800
-    if (lcdc & 0x40) != 0:
-        win_map_row = _MAP_9C00
-    win_map_row = win_map_row + (window_line >> 3) * 32
-
-    fetched = int(-1)  # which tile row lo/hi hold: BG column 0..31, window column 256+
-    lo = int(0)
-    hi = int(0)
-    x = int(0)
-    while x < 160:
-        c = int(0)
-        if bg_on:
-            bit = int(0)
-            if x >= win_start:
-                wcol = x - win_start
-                key = 256 + (wcol >> 3)
-                if key != fetched:
-                    addr = _bg_tile_row(vram, env, win_map_row + (wcol >> 3), lcdc, window_line & 7)
-                    lo = int(vram[env, addr])
-                    hi = int(vram[env, addr + 1])
-                    fetched = key
-                bit = 7 - (wcol & 7)
-            else:
-                bx = (x + scx) & 255
-                key = bx >> 3
-                if key != fetched:
-                    addr = _bg_tile_row(vram, env, bg_map_row + key, lcdc, bg_y & 7)
-                    lo = int(vram[env, addr])
-                    hi = int(vram[env, addr + 1])
-                    fetched = key
-                bit = 7 - (bx & 7)
-            c = _pixel_colour(lo, hi, bit)
-        shade = _pal_shade(bgp, c)
-        if staged != 0:
-            s = int(0)
-            if full != 0:
-                s = int(frame[env, ly, x])
-            else:
-                s = int(obs[env, oy, x >> 1])
-            if (s & _OBJ_PRESENT) != 0 and ((s & _OBJ_BEHIND) == 0 or c == 0):
-                shade = s & 3
-        if full != 0:
-            frame[env, ly, x] = wp.uint8(shade)
-            if write_obs and (x & 1) == 0:
-                obs[env, oy, x >> 1] = wp.uint8(shade)
-        else:
-            obs[env, oy, x >> 1] = wp.uint8(shade)
-        x += step
+    bg_end = wp.min(160, wp.max(win_start, 0))
+    if bg_end > 0:
+        _draw_span(vram, env, ly, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, bg_end, scx, bgp, staged,
+                   full, write_obs, frame, obs)
+    if bg_end < 160:
+        win_map_row = _MAP_9800
+        if (lcdc & 0x40) != 0:
+            win_map_row = _MAP_9C00
+        _draw_span(vram, env, ly, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, bg_end, 160,
+                   bg_end - win_start, bgp, staged, full, write_obs, frame, obs)
     return win
+
+
+@wp.func
+def _emit_pixel(env: int, ly: int, x: int, c: int, bgp: int, staged: int, full: int, write_obs: int,
+                frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
+    """Resolve BG colour c against the staged object pixel at x and write the shade."""
+    shade = _pal_shade(bgp, c)
+    if staged != 0:
+        s = int(0)
+        if full != 0:
+            s = int(frame[env, ly, x])
+        else:
+            s = int(obs[env, ly >> 1, x >> 1])
+        if (s & _OBJ_PRESENT) != 0 and ((s & _OBJ_BEHIND) == 0 or c == 0):
+            shade = s & 3
+    if full != 0:
+        frame[env, ly, x] = wp.uint8(shade)
+        if write_obs != 0 and (x & 1) == 0:
+            obs[env, ly >> 1, x >> 1] = wp.uint8(shade)
+    else:
+        obs[env, ly >> 1, x >> 1] = wp.uint8(shade)
+
+
+@wp.func
+def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, map_row: int, tile_row: int,
+               x_begin: int, x_end: int, map_x: int, bgp: int, staged: int, full: int, write_obs: int,
+               frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
+    """Screen pixels [x_begin, x_end) from one 32-tile map row, starting at map pixel map_x
+    (wrapping at 256): one tile-row fetch per 8 pixels; in obs mode only even x."""
+    x = x_begin
+    mx = map_x
+    while x < x_end:
+        addr = _bg_tile_row(vram, env, map_row + ((mx >> 3) & 31), lcdc, tile_row)
+        lo = int(vram[env, addr])
+        hi = int(vram[env, addr + 1])
+        first = mx & 7
+        n = wp.min(8 - first, x_end - x)
+        base = x - first  # screen x of the tile's pixel 0
+        for p in range(8):
+            if p >= first and p < first + n:
+                px = base + p
+                if full != 0 or (px & 1) == 0:
+                    _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, staged, full, write_obs, frame, obs)
+        x += n
+        mx += n
 
 
 @wp.func

@@ -282,11 +282,30 @@ def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, m
         first = mx & 7
         n = wp.min(8 - first, x_end - x)
         base = x - first  # screen x of the tile's pixel 0
-        for p in range(8):
-            if p >= first and p < first + n:
-                px = base + p
-                if full != 0 or (px & 1) == 0:
-                    _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, staged, full, write_obs, frame, obs)
+        last = first + n
+        if staged != 0:
+            for p in range(8):
+                if p >= first and p < last:
+                    px = base + p
+                    if full != 0 or (px & 1) == 0:
+                        _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, staged, full, write_obs,
+                                    frame, obs)
+        elif full != 0:
+            if n == 8:  # a whole tile: no bounds to test
+                for p in range(8):
+                    frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
+            else:
+                for p in range(8):
+                    if p >= first and p < last:
+                        frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
+            if write_obs != 0:
+                for p in range(8):
+                    if p >= first and p < last and ((base + p) & 1) == 0:
+                        obs[env, ly >> 1, (base + p) >> 1] = frame[env, ly, base + p]
+        else:
+            for p in range(8):
+                if p >= first and p < last and ((base + p) & 1) == 0:
+                    obs[env, ly >> 1, (base + p) >> 1] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
         x += n
         mx += n
 

@@ -11,8 +11,6 @@ The rules follow Pan Docs ("Rendering", "Tile Data", "Tile Maps", "LCDC",
   with LCDC.5 and LCDC.0 both set and WX <= 166; it reads its own line counter
   (`window_line`), which the caller advances only on lines where this function
   says the window was drawn.  WX 0..6 clips the window's left columns.
-  Not modelled: the DMG WX=0 "shift by SCX%8" and WX=166 glitches (Pan Docs,
-  "Window": both documented as unreliable hardware bugs).
 * LCDC.0 = 0 on DMG: BG and window show colour 0 (through BGP); objects still
   draw and always win over it (Pan Docs, "LCDC.0").
 * Objects: OAM scanned in order, the first 10 whose rows cover the line are
@@ -27,10 +25,16 @@ downsample that keeps the top-left pixel: obs[env, y, x] = frame[env, 2y, 2x].
 In RENDER_OBS mode only those pixels are computed (odd lines return at once);
 the window flag is computed in every mode because it is machine state.
 
-Cost: tile rows are fetched once per 8 pixels (two VRAM bytes), not per pixel.
-Objects are drawn first into the output row itself (flag byte 0x80 | behind<<2
-| shade), lowest priority first, so the BG pass that follows resolves each
-pixel with one read; lines without objects skip that entirely.
+Cost: BG and window are drawn in spans of whole tiles — one map read and one
+tile-row fetch (two VRAM bytes) per 8 pixels, the 8 pixels unrolled.  Objects
+are drawn first into the output row itself (flag byte 0x80 | behind<<2 |
+shade), lowest priority first, so the BG pass that follows resolves each pixel
+with one read; lines without objects skip that entirely.
+
+Limits (documented hardware behaviour not modelled): a line is drawn at once
+with the registers as mode 3 ends, so a write that lands inside mode 3 affects
+the whole line rather than the pixels after it; the DMG window glitches (WX=0
+shifted by SCX%8, WX=166, window disabled mid-line) are not reproduced.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ def make_rom(code: dict) -> bytes:
     rom[0x147] = 0x00
     for addr, data in code.items():
         rom[addr:addr + len(data)] = bytes(data)
+    x = 0
+    for i in range(0x134, 0x14D):          # header checksum (Pan Docs, $014D)
+        x = (x - rom[i] - 1) & 0xFF
+    rom[0x14D] = x
     return bytes(rom)
 
 
@@ -263,7 +267,7 @@ def test_bad_arguments():
         VecGameBoy(rom, 0)
     with pytest.raises(TypeError, match="num_envs"):
         VecGameBoy(rom, 1.5)
-    with pytest.raises(ValueError, match="boot_rom"):
+    with pytest.raises(ValueError, match="256"):
         VecGameBoy(rom, 1, boot_rom=b"\x00" * 100)
     gb = VecGameBoy(rom, 2)
     with pytest.raises(ValueError, match="frames"):
@@ -284,3 +288,63 @@ def test_bad_arguments():
         gb.read_memory(0, 0x10000, 1)
     with pytest.raises(ValueError, match="mask"):
         gb.reset(mask=np.ones(3, bool))
+
+
+def test_cli_run_prints_serial_and_writes_png(tmp_path, capsys):
+    from gbx_lightning.emu.__main__ import main
+    from gbx_lightning.emu.png import decode_png_grey
+
+    rom = tmp_path / "hello.gb"
+    rom.write_bytes(make_rom({0x100: send(ord("O")) + send(ord("K")) + LOOP}))
+    png = tmp_path / "shot.png"
+    assert main(["run", str(rom), "--frames", "2", "--print-serial",
+                 "--screenshot", str(png), "--scale", "1"]) == 0
+    assert capsys.readouterr().out.endswith("OK")     # (after any Warp banner)
+    assert decode_png_grey(png.read_bytes()).shape == (144, 160)
+    with pytest.raises(SystemExit):
+        main(["run", str(rom), "--frames", "-1"])
+
+
+def test_boot_rom_runs_then_unmaps():
+    boot = bytearray(256)
+    code = bytes([0x31, 0xFE, 0xFF,             # ld sp,$FFFE
+                  0x3E, 0x42, 0xEA, 0x00, 0xC0])  # ld a,$42; ld ($C000),a
+    boot[:len(code)] = code                     # then NOPs up to $FC
+    boot[0xFC:0x100] = bytes([0x3E, 0x01, 0xE0, 0x50])   # ld a,1; ldh ($50),a -> falls to $0100
+    cart = make_rom({0x0000: b"\x77", 0x100: bytes([0xFA, 0x00, 0x00, 0xEA, 0x01, 0xC0]) + LOOP})
+    gb = VecGameBoy(cart, 1, boot_rom=bytes(boot))
+    r = gb.registers(0)
+    assert r["pc"] == 0 and r["a"] == 0 and r["sp"] == 0
+    assert gb.read_memory(0, 0x0000, 1) == b"\x31"       # boot ROM mapped over the cartridge
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 2) == b"\x42\x77"   # boot ran; after $FF50 the cart shows
+    assert gb.read_memory(0, 0x0000, 1) == b"\x77"
+
+
+def test_dispatch_cancelled_when_push_overwrites_ie():
+    # SP = $0000: the PC-high push lands on IE ($FFFF) and clears the timer enable, so the
+    # dispatch finds nothing pending and jumps to $0000 (Pan Docs, Interrupts: dispatch).
+    prog = TIMER_SETUP + bytes([
+        0x31, 0x00, 0x00,           # ld sp,$0000
+        0x3E, 0x04, 0xE0, 0x0F,     # IF = timer only
+        0xFB, 0x00,                 # ei; nop -> dispatch
+    ]) + LOOP
+    at_zero = bytes([0x3E, 0x77, 0xEA, 0x00, 0xC0, 0x18, 0xFE])    # ld ($C000),$77
+    handler = bytes([0x3E, 0x55, 0xEA, 0x00, 0xC0, 0x18, 0xFE])    # ld ($C000),$55
+    gb = VecGameBoy(make_rom({0x100: prog, 0x0000: at_zero, 0x50: handler}), 1)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 1) == b"\x77"
+    assert gb.read_memory(0, 0xFFFF, 1) == b"\x01"    # PC high byte of the return address
+
+
+def test_stop_sleeps_until_a_button_press():
+    prog = bytes([0x3E, 0x10, 0xE0, 0x00,   # select buttons
+                  0x10, 0x00,               # stop
+                  0x0C]) + LOOP             # inc c
+    gb = VecGameBoy(make_rom({0x100: prog}), 2)
+    gb.run_frames(1)
+    assert all(gb.registers(e)["stopped"] == 1 and gb.registers(e)["c"] == 0x13 for e in range(2))
+    gb.run_frames(1, buttons=np.array([0x10, 0x00], np.uint8))
+    r0, r1 = gb.registers(0), gb.registers(1)
+    assert (r0["stopped"], r0["c"]) == (0, 0x14)
+    assert (r1["stopped"], r1["c"]) == (1, 0x13)

@@ -8,10 +8,10 @@ FF80-FFFE HRAM, FFFF IE. In flat mode (SM83 conformance cases) the whole space i
 """
 import warp as wp
 
-from .dma import dma_blocks, dma_write
+from .dma import dma_blocks, dma_index, dma_write
 from .interrupts import raise_if
 from .joypad import joypad_update, p1_read
-from .ppu import (lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
+from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sc_write, serial_sync
 from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
@@ -30,7 +30,21 @@ def reschedule(m: Machine, env: int):
 
 @wp.func(inline=False)
 def events_sync(m: Machine, env: int, now: wp.int64):
-    """Catch every peripheral up to `now` (raising any IF bits due by then)."""
+    """Catch every peripheral whose event is due up to `now` (raising any IF bits due by
+    then); the others are already current for what the CPU can observe."""
+    if m.r64[env, T_TIMER_EVENT] <= now:
+        timer_sync(m, env, now)
+    if m.r64[env, T_PPU_EVENT] <= now:
+        ppu_sync(m, env, now)
+    if m.r64[env, T_SERIAL_END] <= now:
+        serial_sync(m, env, now)
+    reschedule(m, env)
+
+
+@wp.func(inline=False)
+def sync_all(m: Machine, env: int, now: wp.int64):
+    """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
+    peeks and snapshots see current TIMA/LY/IF."""
     timer_sync(m, env, now)
     ppu_sync(m, env, now)
     serial_sync(m, env, now)
@@ -49,7 +63,7 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
         reschedule(m, env)
         v = int(m.io[env, 5])
     elif reg == 0x0F:
-        events_sync(m, env, t)
+        sync_all(m, env, t)
         v = int(m.io[env, 0x0F]) | 0xE0
     elif reg == 0x01 or reg == 0x02:
         serial_sync(m, env, t)
@@ -85,7 +99,7 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     elif reg == 0x07:
         tac_write(m, env, value, t)
     elif reg == 0x0F:
-        events_sync(m, env, t)
+        sync_all(m, env, t)
         m.io[env, 0x0F] = wp.uint8(value & 0x1F)
     elif reg == 0x40:
         lcdc_write(m, env, value, t)
@@ -123,21 +137,19 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
 
 
 @wp.func(inline=True)
-def bus_read_fast(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
-                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
-                  wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
-                  hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
-                  flat: int, env: int, addr: int, t: wp.int64) -> int:
-    """Hot path (ROM, VRAM, WRAM, HRAM outside OAM DMA) on plain arrays; -1 means "use
-    bus_read". Plain array parameters, not the Machine struct: a struct parameter of an
-    inlined function that reaches an out-of-line call is copied whole on every call."""
+def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8),
+                  hram: wp.array2d(dtype=wp.uint8), fast: bool, rom0_base: int,
+                  romx_base: int, env: int, addr: int, t: wp.int64) -> int:
+    """Hot path: ROM (through the MBC's current bank bases), WRAM, HRAM; -1 means "use
+    bus_read". `fast` is False during OAM DMA and while a boot ROM is mapped. Plain arrays
+    and scalars, not the Machine struct: a struct parameter of an inlined function that
+    reaches an out-of-line call is copied whole on every call."""
     v = int(-1)
-    if flat == 0 and t >= r64[env, T_DMA_END]:
-        if addr < 0x8000:
-            if addr >= 0x100 or r64[env, T_BOOT_MAPPED] == wp.int64(0):
-                v = cart_read(rom, cart_ram, mbc, spec, env, addr, t)
-        elif addr < 0xA000:
-            v = int(vram[env, addr - 0x8000])
+    if fast:
+        if addr < 0x4000:
+            v = int(rom[rom0_base + addr])
+        elif addr < 0x8000:
+            v = int(rom[romx_base + addr])
         elif addr >= 0xC000 and addr < 0xE000:
             v = int(wram[env, addr - 0xC000])
         elif addr >= 0xFF80:
@@ -145,9 +157,31 @@ def bus_read_fast(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.u
     return v
 
 
+@wp.func
+def dma_conflict(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+    """During OAM DMA (DMG): 1 if the CPU's access at `addr` shares the bus the DMA is reading
+    (external bus: ROM, cart RAM, WRAM/echo; or the VRAM bus), 2 for OAM/$FEA0-$FEFF, else 0."""
+    r = int(0)
+    if dma_blocks(m, env, t) and addr < 0xFF00:
+        if addr >= 0xFE00:
+            r = 2
+        else:
+            src_vram = (int(m.io[env, 0x46]) & 0xE0) == 0x80
+            addr_vram = addr >= 0x8000 and addr < 0xA000
+            if src_vram == addr_vram:
+                r = 1
+    return r
+
+
 @wp.func(inline=False)
 def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+    """Every CPU read (the fast path's fallback): I/O registers, OAM/VRAM with the PPU's
+    access rules, OAM DMA bus conflicts (the CPU sees the byte the DMA is moving; OAM reads
+    $FF), the boot ROM overlay, the flat conformance bus."""
     v = 0xFF
+    conflict = int(0)
+    if m.flat_mode == 0:
+        conflict = dma_conflict(m, env, addr, t)
     if m.flat_mode != 0:
         v = flat_read(m, env, addr)
     elif addr >= 0xFF00:
@@ -155,7 +189,9 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
             v = int(m.hram[env, addr - 0xFF80])
         else:
             v = io_read(m, env, addr - 0xFF00, t)
-    elif dma_blocks(m, env, t):
+    elif conflict == 1:
+        v = int(m.oam[env, dma_index(m, env, t)])
+    elif conflict == 2:
         v = 0xFF
     elif addr < 0x8000:
         if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
@@ -163,30 +199,27 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xA000:
-        v = int(m.vram[env, addr - 0x8000])
+        if vram_accessible(m, env, t):
+            v = int(m.vram[env, addr - 0x8000])
     elif addr < 0xC000:
         v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xFE00:
         v = int(m.wram[env, (addr - 0xC000) & 0x1FFF])
-    elif addr < 0xFEA0:
-        v = int(m.oam[env, addr - 0xFE00])
-    else:
-        v = 0x00
+    elif oam_accessible(m, env, t):
+        if addr < 0xFEA0:
+            v = int(m.oam[env, addr - 0xFE00])
+        else:
+            v = 0x00
     return v
 
 
 @wp.func(inline=True)
-def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
-                   hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
-                   flat: int, env: int, addr: int, value: int, t: wp.int64) -> int:
-    """Hot path writes (VRAM, WRAM, HRAM outside OAM DMA); returns 0 if bus_write must
-    handle the access."""
+def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), hram: wp.array2d(dtype=wp.uint8),
+                   fast: bool, env: int, addr: int, value: int, t: wp.int64) -> int:
+    """Hot path writes (WRAM, HRAM); returns 0 if bus_write must handle the access."""
     done = int(0)
-    if flat == 0 and t >= r64[env, T_DMA_END]:
-        if addr >= 0x8000 and addr < 0xA000:
-            vram[env, addr - 0x8000] = wp.uint8(value)
-            done = 1
-        elif addr >= 0xC000 and addr < 0xE000:
+    if fast:
+        if addr >= 0xC000 and addr < 0xE000:
             wram[env, addr - 0xC000] = wp.uint8(value)
             done = 1
         elif addr >= 0xFF80:
@@ -197,6 +230,11 @@ def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.u
 
 @wp.func(inline=False)
 def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
+    """Every CPU write (the fast path's fallback); writes on the bus an OAM DMA is using, to
+    OAM during DMA, and to VRAM/OAM while the PPU holds them, are lost."""
+    conflict = int(0)
+    if m.flat_mode == 0:
+        conflict = dma_conflict(m, env, addr, t)
     if m.flat_mode != 0:
         flat_write(m, env, addr, value)
     elif addr >= 0xFF00:
@@ -204,18 +242,20 @@ def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
             m.hram[env, addr - 0xFF80] = wp.uint8(value)
         else:
             io_write(m, env, addr - 0xFF00, value, t)
-    elif dma_blocks(m, env, t):
+    elif conflict != 0:
         pass
     elif addr < 0x8000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xA000:
-        m.vram[env, addr - 0x8000] = wp.uint8(value)
+        if vram_accessible(m, env, t):
+            m.vram[env, addr - 0x8000] = wp.uint8(value)
     elif addr < 0xC000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xFE00:
         m.wram[env, (addr - 0xC000) & 0x1FFF] = wp.uint8(value)
     elif addr < 0xFEA0:
-        m.oam[env, addr - 0xFE00] = wp.uint8(value)
+        if oam_accessible(m, env, t):
+            m.oam[env, addr - 0xFE00] = wp.uint8(value)
 
 
 @wp.func

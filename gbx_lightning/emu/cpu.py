@@ -7,6 +7,14 @@ the number of M-cycles its microcode walks through (checked against opcodes.py a
 SingleStepTests cases). Registers live in a ``Cpu`` struct value (locals) for a whole
 launch; only memory and peripherals go through global arrays.
 
+Layout for speed (measured, see the module's commit history): the fetch/decode/execute
+loop is written out in the kernel body, and the hot memory paths (ROM through the MBC's
+bank bases, WRAM, HRAM) take plain arrays and locals. Passing the Machine struct into an
+inlined function made LLVM copy the whole struct (~1 KB) on every memory access — 10x
+slower. Everything rare (I/O registers, VRAM/OAM with PPU blocking, DMA conflicts, MBC
+writes, events, interrupt dispatch) is an out-of-line call that takes the Machine; after
+one, the cached locals (bank bases, DMA window, next event) are reloaded.
+
 Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
   at the illegal opcode, no further instruction or interrupt runs until reset (hardware hangs).
@@ -23,10 +31,11 @@ Documented behaviours:
 """
 import warp as wp
 
-from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync
+from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sync_all
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
-from .state import FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
+from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
+from .state import R_STOPPED, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -69,41 +78,42 @@ def fl(cond: bool, bit: int) -> int:
 
 
 @wp.func(inline=True)
-def hl(c: Cpu) -> int:
-    return (c.h << 8) | c.l
+def hl(h: int, l: int) -> int:
+    return (h << 8) | l
 
 
 @wp.func(inline=True)
-def get_r8(c: Cpu, i: int) -> int:
-    """B C D E H L F A for i = 0..7 (6 is (HL) in the encoding; callers read memory)."""
-    v = c.a
+def get_r8(b: int, c: int, d: int, e: int, h: int, l: int, f: int, a: int, i: int) -> int:
+    """B C D E H L F A for i = 0..7 (6 is (HL) in the encoding; callers read memory).
+    Scalars, not the Cpu struct: a struct argument is copied whole at every call site."""
+    v = a
     if i == 0:
-        v = c.b
+        v = b
     elif i == 1:
-        v = c.c
+        v = c
     elif i == 2:
-        v = c.d
+        v = d
     elif i == 3:
-        v = c.e
+        v = e
     elif i == 4:
-        v = c.h
+        v = h
     elif i == 5:
-        v = c.l
+        v = l
     elif i == 6:
-        v = c.f
+        v = f
     return v
 
 
 @wp.func(inline=True)
-def get_rp(c: Cpu, p: int) -> int:
+def get_rp(b: int, c: int, d: int, e: int, h: int, l: int, sp: int, p: int) -> int:
     """BC DE HL SP for p = 0..3."""
-    v = c.sp
+    v = sp
     if p == 0:
-        v = (c.b << 8) | c.c
+        v = (b << 8) | c
     elif p == 1:
-        v = (c.d << 8) | c.e
+        v = (d << 8) | e
     elif p == 2:
-        v = (c.h << 8) | c.l
+        v = (h << 8) | l
     return v
 
 
@@ -296,18 +306,40 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     if flat != 0:
         nf = 1
     fi = int(0)
+    slow = int(1)
+    next_ev = wp.int64(0)
+    rom0_base = int(0)
+    romx_base = int(0)
+    fast_until = wp.int64(0)
     while fi < nf:
         t_end = c.t + wp.int64(1)
         if flat == 0:
-            if fi == 0 and set_flag != 0:
-                set_buttons(m, env, buttons[env])
-            if fi == release_after:
-                set_buttons(m, env, 0)
+            if (fi == 0 and set_flag != 0) or fi == release_after:
+                # a press (falling P1 line) ends STOP: joypad_update clears r32[R_STOPPED]
+                m.r32[env, R_STOPPED] = c.stopped
+                if fi == 0 and set_flag != 0:
+                    set_buttons(m, env, buttons[env])
+                if fi == release_after:
+                    set_buttons(m, env, 0)
+                c.stopped = m.r32[env, R_STOPPED]
+            slow = 1
             t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
         while c.t < t_end:
+            if slow != 0:
+                # State the fast paths cache in locals may have changed in an out-of-line
+                # call (I/O write, MBC bank switch, DMA start, events): reload it.
+                slow = 0
+                next_ev = r64[env, T_NEXT_EVENT]
+                rom0_base = mbc[env, REG_ROM0_BASE]
+                romx_base = mbc[env, REG_ROMX_BASE]
+                fast_until = r64[env, T_DMA_END]
+                if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
+                    fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
+            fast = c.t >= fast_until
             if flat == 0:
-                if c.t >= r64[env, T_NEXT_EVENT]:
+                if c.t >= next_ev:
                     events_sync(m, env, c.t)
+                    slow = 1
                 if (c.ime != 0 or c.halted != 0) and c.locked == 0:
                     pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                     if pend != 0:
@@ -318,10 +350,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.ime = 0
                             c.ei_pending = 0
                             c.pc = dispatch_interrupt(m, env, c.pc, c.sp, c.t + wp.int64(8))
+                            slow = 1
                             c.sp = (c.sp - 2) & 0xFFFF
                             c.t = c.t + wp.int64(20)
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-                nxt = wp.min(r64[env, T_NEXT_EVENT], t_end)
+                nxt = wp.min(next_ev, t_end)
                 nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
                 if nxt > c.t:
                     c.t = nxt
@@ -330,9 +363,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 continue
             # ---- fetch (the HALT bug: PC fails to increment once) ----
             was_pending = c.ei_pending
-            op = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+            op = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
             if op < 0:
                 op = bus_read(m, env, c.pc, c.t)
+                slow = 1
+                fast = False
             if c.halt_bug != 0:
                 c.halt_bug = 0
             else:
@@ -349,9 +384,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
             v16 = int(0)
             if op == 0xCB:
-                op2 = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                op2 = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                 if op2 < 0:
                     op2 = bus_read(m, env, c.pc, c.t)
+                    slow = 1
+                    fast = False
                 c.pc = (c.pc + 1) & 0xFFFF
                 c.t = c.t + FOUR
                 cx = op2 >> 6
@@ -359,12 +396,14 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 cz = op2 & 7
                 v = int(0)
                 if cz == 6:
-                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                     if v < 0:
-                        v = bus_read(m, env, hl(c), c.t)
+                        v = bus_read(m, env, hl(c.h, c.l), c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                 else:
-                    v = get_r8(c, cz)
+                    v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, cz)
                 r = v
                 if cx == 0:
                     res = rot(c.f, cy, v)
@@ -378,8 +417,10 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     r = v | (1 << cy)
                 if cx != 1:
                     if cz == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
-                            bus_write(m, env, hl(c), r, c.t)
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), r, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = cz
@@ -397,15 +438,19 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 else:  # LD r[y], r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                         if v < 0:
-                            v = bus_read(m, env, hl(c), c.t)
+                            v = bus_read(m, env, hl(c.h, c.l), c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
-                        v = get_r8(c, z)
+                        v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), v, c.t) == 0:
-                            bus_write(m, env, hl(c), v, c.t)
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), v, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), v, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -413,33 +458,43 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             elif x == 2:  # ALU A, r[z]
                 v = int(0)
                 if z == 6:
-                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                     if v < 0:
-                        v = bus_read(m, env, hl(c), c.t)
+                        v = bus_read(m, env, hl(c.h, c.l), c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                 else:
-                    v = get_r8(c, z)
+                    v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                 res = alu(c.a, c.f, y, v)
                 c.a = res & 0xFF
                 c.f = res >> 8
             elif x == 0:
                 if z == 0:
                     if y == 1:  # LD (nn), SP
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         addr = (hi << 8) | lo
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.sp & 0xFF, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, addr, c.sp & 0xFF, c.t) == 0:
                             bus_write(m, env, addr, c.sp & 0xFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
                             bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     elif y == 2:  # STOP
                         if m.flat_mode != 0:
@@ -450,9 +505,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 div_write(m, env, c.t)
                                 c.stopped = 1
                     elif y >= 3:  # JR d / JR cc, d
-                        d = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        d = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if d < 0:
                             d = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 3 or cond(c.f, y - 4):
@@ -460,36 +517,44 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                 elif z == 1:
                     if q == 0:  # LD rp, nn
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         w16 = p
                         v16 = (hi << 8) | lo
                     else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
-                        a = hl(c)
-                        v = get_rp(c, p)
+                        a = hl(c.h, c.l)
+                        v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         r = a + v
                         c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
                         w16 = 2
                         v16 = r
                         c.t = c.t + FOUR
                 elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
-                    addr = hl(c)
+                    addr = hl(c.h, c.l)
                     if p < 2:
-                        addr = get_rp(c, p)
+                        addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                     if q == 0:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
                             bus_write(m, env, addr, c.a, c.t)
+                            slow = 1
+                            fast = False
                     else:
-                        c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                        c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
                         if c.a < 0:
                             c.a = bus_read(m, env, addr, c.t)
+                            slow = 1
+                            fast = False
                     c.t = c.t + FOUR
                     if p >= 2:
                         w16 = 2
@@ -498,19 +563,21 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             v16 = addr - 1
                 elif z == 3:  # INC rp / DEC rp
                     w16 = p
-                    v16 = get_rp(c, p) + 1
+                    v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) + 1
                     if q == 1:
-                        v16 = get_rp(c, p) - 1
+                        v16 = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p) - 1
                     c.t = c.t + FOUR
                 elif z == 4 or z == 5:  # INC r / DEC r
                     v = int(0)
                     if y == 6:
-                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        v = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, hl(c.h, c.l), c.t)
                         if v < 0:
-                            v = bus_read(m, env, hl(c), c.t)
+                            v = bus_read(m, env, hl(c.h, c.l), c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
-                        v = get_r8(c, y)
+                        v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, y)
                     r = int(0)
                     if z == 4:
                         r = (v + 1) & 0xFF
@@ -519,21 +586,27 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         r = (v - 1) & 0xFF
                         c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
-                            bus_write(m, env, hl(c), r, c.t)
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), r, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), r, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = y
                         v8 = r
                 elif z == 6:  # LD r, n
-                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                     if n < 0:
                         n = bus_read(m, env, c.pc, c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 6:
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), n, c.t) == 0:
-                            bus_write(m, env, hl(c), n, c.t)
+                        if bus_write_fast(wram, hram, fast, env, hl(c.h, c.l), n, c.t) == 0:
+                            bus_write(m, env, hl(c.h, c.l), n, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                     else:
                         w8 = y
@@ -560,31 +633,41 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     if y < 4:  # RET cc: one internal M-cycle for the condition
                         c.t = c.t + FOUR
                         if cond(c.f, y):
-                            lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                            lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.sp, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                             c.sp = (c.sp + 2) & 0xFFFF
                             c.pc = (hi << 8) | lo
                             c.t = c.t + FOUR
                     else:
-                        n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 4:  # LDH (n), A
-                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | n, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, fast, env, 0xFF00 | n, c.a, c.t) == 0:
                                 bus_write(m, env, 0xFF00 | n, c.a, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                         elif y == 6:  # LDH A, (n)
-                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | n, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | n, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, 0xFF00 | n, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                         else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
                             c.f = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
@@ -598,13 +681,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                 elif z == 1:
                     if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.sp, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.sp, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.sp + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.sp = (c.sp + 2) & 0xFFFF
                         if q == 0:
@@ -618,28 +705,36 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             if p == 1:
                                 c.ime = 1          # RETI: enabled at once, no EI delay
                     elif p == 2:  # JP HL
-                        c.pc = hl(c)
+                        c.pc = hl(c.h, c.l)
                     else:  # LD SP, HL
-                        c.sp = hl(c)
+                        c.sp = hl(c.h, c.l)
                         c.t = c.t + FOUR
                 elif z == 2:
                     if y == 4 or y == 6:  # LD (C), A / LD A, (C)
                         if y == 4:
-                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, fast, env, 0xFF00 | c.c, c.a, c.t) == 0:
                                 bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
+                                slow = 1
+                                fast = False
                         else:
-                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, 0xFF00 | c.c, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
+                                slow = 1
+                                fast = False
                         c.t = c.t + FOUR
                     else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         addr = (hi << 8) | lo
@@ -648,23 +743,31 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.pc = addr
                                 c.t = c.t + FOUR
                         elif y == 5:
-                            if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, fast, env, addr, c.a, c.t) == 0:
                                 bus_write(m, env, addr, c.a, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                         else:
-                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, addr, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, addr, c.t)
+                                slow = 1
+                                fast = False
                             c.t = c.t + FOUR
                 elif z == 3:
                     if y == 0:  # JP nn
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (hi << 8) | lo
                         c.t = c.t + FOUR
@@ -680,9 +783,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     c.locked = 1
                     c.pc = (c.pc - 1) & 0xFFFF
                 elif z == 6:  # ALU A, n
-                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    n = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                     if n < 0:
                         n = bus_read(m, env, c.pc, c.t)
+                        slow = 1
+                        fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     res = alu(c.a, c.f, y, n)
@@ -693,13 +798,17 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     do_push = True
                     v = c.pc
                     if z == 4 or z == 5 and q == 1:    # CALL
-                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        lo = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(m, env, c.pc, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        hi = bus_read_fast(rom, wram, hram, fast, rom0_base, romx_base, env, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         v = c.pc
@@ -707,18 +816,22 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if z == 4:
                             do_push = cond(c.f, y)
                     elif z == 5:                       # PUSH
-                        v = get_rp(c, p)
+                        v = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         if p == 3:
                             v = (c.a << 8) | c.f
                     if do_push:
                         c.t = c.t + FOUR
                         sp = (c.sp - 1) & 0xFFFF
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v >> 8, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, sp, v >> 8, c.t) == 0:
                             bus_write(m, env, sp, v >> 8, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
-                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v & 0xFF, c.t) == 0:
+                        if bus_write_fast(wram, hram, fast, env, sp, v & 0xFF, c.t) == 0:
                             bus_write(m, env, sp, v & 0xFF, c.t)
+                            slow = 1
+                            fast = False
                         c.t = c.t + FOUR
                         c.sp = sp
                         if z != 5 or q == 1:
@@ -764,7 +877,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             r64[env, T_FRAME_START] = r64[env, T_FRAME_START] + FRAME_CYCLES
         fi = fi + 1
     if flat == 0:
-        events_sync(m, env, c.t)
+        sync_all(m, env, c.t)
     store_cpu(m, env, c)
 
 

@@ -8,10 +8,10 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .bus import bus_peek, events_sync
+from .bus import bus_peek
+from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
-from .joypad import set_buttons
-from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
+from .ppu import POST_BOOT_LINE0_T
 from .savestate import masked_copy
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
                     Machine)
@@ -26,40 +26,26 @@ def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8))
 
 
 # ----------------------------------------------------------------------------------------
-def _load_rom(rom):
-    """Cartridge via the cart helper's loader (validates before any kernel work)."""
-    try:
-        from .cartridge import load_cartridge
-    except ImportError:  # STAND-IN until branch `cart` is merged: ROM-only images
-        return _StandInCart(rom)
-    return load_cartridge(rom)
+REGISTERED_MARK = (0x3C, 0x42, 0xB9, 0xA5, 0xB9, 0xA5, 0x42, 0x3C)  # the boot ROM's (R) tile
 
 
-class _StandInCart:  # STAND-IN: delete when emu/cartridge.py is merged
-    def __init__(self, rom):
-        if isinstance(rom, (bytes, bytearray, memoryview)):
-            data = bytes(rom)
-        else:
-            path = os.fspath(rom)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"rom: file not found: {path!r}")
-            with open(path, "rb") as fh:
-                data = fh.read()
-        if len(data) < 0x8000 or len(data) % 0x4000:
-            raise ValueError(f"rom: expected a size that is a multiple of 16 KiB and at least "
-                             f"32 KiB, got {len(data)} bytes")
-        self.rom = np.frombuffer(data, dtype=np.uint8).copy()
-        ram_codes = {0: 0, 1: 2048, 2: 8192, 3: 32768, 4: 131072, 5: 65536}
-        self.ram_bytes = ram_codes.get(int(self.rom[0x149]), 0)
-        self.title = bytes(self.rom[0x134:0x144]).split(b"\0")[0].decode("ascii", "replace")
-
-    def spec(self):
-        sp = S.CartSpec()
-        sp.kind = 0
-        sp.rom_banks = len(self.rom) // 0x4000
-        sp.ram_banks = (self.ram_bytes + 8191) // 8192
-        sp.has_rtc = 0
-        return sp
+def boot_logo_vram(rom: np.ndarray) -> np.ndarray:
+    """VRAM as the DMG boot ROM leaves it (Pan Docs, Power Up Sequence): cleared, the header
+    logo ($0104-$0133) unpacked into tiles 1-24 (each nibble -> two tile rows, each bit
+    doubled, bit plane 0), the (R) mark in tile 25, BG map rows at $9904 and $9924."""
+    vram = np.zeros(0x2000, np.uint8)
+    doubled = [sum(((n >> b) & 1) * (3 << (2 * b)) for b in range(4)) for n in range(16)]
+    addr = 0x10
+    for byte in rom[0x104:0x134]:
+        for nib in (int(byte) >> 4, int(byte) & 0xF):
+            vram[addr] = vram[addr + 2] = doubled[nib]
+            addr += 4
+    for i, row in enumerate(REGISTERED_MARK):
+        vram[0x190 + 2 * i] = row
+    vram[0x1904:0x1910] = np.arange(1, 13)
+    vram[0x1910] = 0x19
+    vram[0x1924:0x1930] = np.arange(13, 25)
+    return vram
 
 
 @dataclass
@@ -67,7 +53,7 @@ class Snapshot:
     """Whole-machine state of every env (device arrays, same layout as the machine)."""
     arrays: dict
     num_envs: int
-    rom_sha: int
+    rom_sha256: str
 
 
 def _check_int(name, value, minimum=None):
@@ -87,16 +73,8 @@ class VecGameBoy:
 
     def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None):
         num_envs = _check_int("num_envs", num_envs, 1)
-        self.cart = _load_rom(rom)
-        boot = None
-        if boot_rom is not None:
-            if not isinstance(boot_rom, (bytes, bytearray)):
-                with open(os.fspath(boot_rom), "rb") as fh:
-                    boot_rom = fh.read()
-            if len(boot_rom) != 256:
-                raise ValueError(f"boot_rom: expected exactly 256 bytes (a DMG boot ROM), "
-                                 f"got {len(boot_rom)}")
-            boot = np.frombuffer(bytes(boot_rom), dtype=np.uint8).copy()
+        self.cart = load_cartridge(rom)
+        boot = None if boot_rom is None else load_boot_rom(boot_rom)   # RomError if not 256 B
         self.num_envs = num_envs
         self.device = wp.get_device(device)
         self._boot = boot
@@ -154,6 +132,7 @@ class VecGameBoy:
             r32[S.R_LY], r32[S.R_PPU_MODE] = 153, 1
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
+            t["vram"][:] = boot_logo_vram(self.cart.rom)
         else:
             r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF
@@ -184,14 +163,15 @@ class VecGameBoy:
 
     def snapshot(self) -> Snapshot:
         return Snapshot({k: wp.clone(v) for k, v in self._arrays.items()}, self.num_envs,
-                        hash(self.cart.rom.tobytes()))
+                        self.cart.sha256)
 
     def restore(self, snapshot: Snapshot, mask=None) -> None:
         """Copy the snapshot's state into every env (or those in mask), in kernels."""
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot: expected a Snapshot from .snapshot(), got "
                             f"{type(snapshot).__name__}")
-        if snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays):
+        if (snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays)
+                or snapshot.rom_sha256 != self.cart.sha256):
             raise ValueError(f"snapshot: expected one taken from a machine with "
                              f"{self.num_envs} envs and this cartridge, got {snapshot.num_envs} envs")
         m = self._mask_array(mask)

@@ -28,10 +28,18 @@ PyBoy 2.8.1 (``window="null"``, sound off, DMG mode):
   * PyBoy has no "skip boot ROM" switch: it runs its own short boot ROM, so we
     hook $0100 and set the documented post-boot CPU registers there; IO and DIV
     remain whatever PyBoy's boot ROM left — power-on checks are meaningless.
-  * known hardware disagreements (a second opinion only): fails instruction
-    timing, takes EI's effect immediately, models the HALT bug as a skip, and
-    times timer/serial/DMA/PPU coarsely.  Frame boundaries differ from gambatte
-    by a partial frame.
+  * hardware disagreements seen with tests/roms (a second opinion only): the
+    timer interrupt flag is set one M-cycle late, no HALT bug, serial
+    transfers finish at once, external-clock transfers complete without a
+    partner and SB does not shift, P1 select bits do not read back, no OAM DMA
+    bus conflicts, the low byte of "ld [nn],sp" written late, its own
+    post-boot state (power_on, power_on_vram).  It passes the interrupt, OAM
+    DMA and MBC ROMs and the instruction cycle counts.  Frame boundaries differ from
+    gambatte by a partial frame.
+gambatte disagreements with the hardware that matter here: the serial clock
+is aligned to gambatte's own cycle counter, not to DIV (a DIV write moves the
+8192 Hz edges on hardware), so serial tests start transfers right after a DIV
+write, where both agree.
 
 Button masks use the project's order (``VecGameBoy.run_frames``): bit0 Right,
 bit1 Left, bit2 Up, bit3 Down, bit4 A, bit5 B, bit6 Select, bit7 Start.

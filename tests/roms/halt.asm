@@ -7,6 +7,7 @@
 ;   HALT bug: IME=0 with IE&IF != 0 already: HALT ends at once and the byte
 ;   after it is read twice ("halt; inc b" increments twice; "halt; ld a,$14"
 ;   runs "ld a,$3E" then "inc d").
+;   Exact wake-up time, 1-M resolution (gambatte's value, see below).
 ;   "ei; halt" with an interrupt pending: the interrupt is serviced, the
 ;   handler returns to the HALT, which waits again for the next one.
 ; The LCD is switched off first so no VBlank/STAT request interferes.
@@ -150,11 +151,51 @@ main:
     ld hl, s_eih_n
     call expect
 
+    ; --- exact wake-up time (testlib harness; the code after HALT adds 3 - p
+    ; NOPs so the readings step through the 4-M TIMA period).  TIMA=$F8 from
+    ; d=3 overflows at d=32; IF is set at d=33.  IME=0: the sum is
+    ; 10 + W, W = M-cycles from IF set to the first instruction after HALT;
+    ; IME=1: 10 + W + 13 (dispatch 5, jp at $50 4, jp in the hook 4).  No
+    ; document gives W; gambatte (cycle-accurate) has W = 1: sums 11 and 24.
+    xor a
+    ldh [rIF], a
+    ld a, $05
+    ldh [rTAC], a
+    ld de, t_wake
+    call timed_build
+    ld b, 4
+    call timed_run
+    ld a, l
+    ld b, 11
+    ld hl, s_wake_exact
+    call expect
+    ld hl, HOOK_TIMER
+    ld de, TIMED_INSTR + 2
+    call set_hook
+    ld de, t_wake_ime
+    call timed_build
+    ld b, 4
+    call timed_run
+    ld a, l
+    ld b, 24
+    ld hl, s_wake_ime_exact
+    call expect
+
     xor a
     ldh [rTAC], a
     ldh [rIE], a
     ldh [rIF], a
     jp finish
+
+TI EQU TIMED_INSTR
+; pre: ld a,4; ldh [IE],a; xor a; ldh [IF],a; ldh [TMA],a   (TIMA0 = $F8)
+; code: halt; ld hl,TI+11; ld a,l; sub e; ld l,a; jp hl; nop x3  (3 - p NOPs run)
+t_wake:     db 9, $3E, $04, $E0, $FF, $AF, $E0, $0F, $E0, $06, $F8, low(rTIMA)
+            db 11, $76, $21, low(TI + 11), high(TI + 11), $7D, $93, $6F, $E9, 0, 0, 0, 0
+; IME=1: code: ei; halt; then at TI+2 (reached through the dispatch and the
+; hook) the same tail; post: pop de (the pushed PC); di
+t_wake_ime: db 9, $3E, $04, $E0, $FF, $AF, $E0, $0F, $E0, $06, $F8, low(rTIMA)
+            db 12, $FB, $76, $21, low(TI + 12), high(TI + 12), $7D, $93, $6F, $E9, 0, 0, 0, 2, $D1, $F3
 
 s_wake_if:   db "IF after halt wake (IME=0)", 0
 s_wake_n:    db "dispatches after halt wake (IME=0)", 0
@@ -169,4 +210,6 @@ s_bug_incd:  db "halt bug: then inc d", 0
 s_bug_n:     db "halt bug dispatches", 0
 s_bug_if:    db "IF after halt bug", 0
 s_eih_b:     db "ei;halt pending: inc b", 0
+s_wake_exact:     db "halt wake-up timing sum (IME=0)", 0
+s_wake_ime_exact: db "halt wake-up + dispatch timing sum (IME=1)", 0
 s_eih_n:     db "ei;halt pending: dispatches", 0

@@ -33,7 +33,27 @@ main:
     call run_cases
     ld hl, read_cases
     call run_cases
+
+    ; Write timing: "ld [$FF05], sp" writes SP's low byte to TIMA in its 4th
+    ; M-cycle (and the high byte to TMA in its 5th).  TIMA then steps on to
+    ; the harness's read 4 M-cycles later, so over p = 0..3 the readings sum
+    ; to 4 * SP.low + 4 (an emulator writing both bytes at the end gives +3).
+    ld de, t_ld_nn_sp
+    call measure
+    ld a, [SAVED_SP]
+    add a
+    add a
+    ld b, a
+    ld a, l
+    sub b
+    ld b, 4
+    ld hl, s_ld_nn_sp
+    call expect
     jp finish
+
+; pre: ld [SAVED_SP], sp   code: ld [$FF05], sp
+t_ld_nn_sp: db 3, $08, low(SAVED_SP), high(SAVED_SP), 0, low(rTIMA), 3, $08, low(rTIMA), high(rTIMA), 0
+s_ld_nn_sp: db "write cycle ld [nn],sp (low byte)", 0
 
 ; run_cases: measure every case of the table at HL (ends with $80).
 run_cases:
@@ -167,4 +187,8 @@ read_cases:
     ; the end): pre saves SP to SAVED_SP and points it at TIMA; post restores
     ; SP and returns C.
     db $FF, "read cycle pop bc (low byte)", 0, 6, $08, low(SAVED_SP), high(SAVED_SP), $31, low(rTIMA), high(rTIMA), 0, $80, 1, $C1, 8, $21, low(SAVED_SP), high(SAVED_SP), $2A, $66, $6F, $F9, $79
+    ; inc [hl] on TIMA: reads in its 2nd M-cycle (d=10), writes read+1 in its
+    ; 3rd (d=11); the harness reads 3 M-cycles later (d=14).  The sum over
+    ; p is 10 + 4 + (14 - 11) = 17 = BASE + 6 (a read in the write cycle: +7).
+    db 6, "read/write cycles inc [hl] on TIMA", 0, 3, $21, low(rTIMA), high(rTIMA), 0, low(rTIMA), 1, $34, 0
     db $80

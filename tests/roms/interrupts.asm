@@ -7,6 +7,8 @@
 ;   RETI re-enables IME at once so the next pending one follows; only IE bits
 ;   are taken, the others stay pending in IF.
 ;   RET from a handler leaves IME=0: the next pending interrupt waits.
+;   RETI sets IME with no delay (EI then RET): a pending interrupt is taken
+;   before the instruction RETI returns to.
 ;   Dispatch costs 5 M-cycles (2 wait, 2 push PC, 1 jump): measured as
 ;   ei (1) + nop (1) + dispatch (5) + jp at $50 (4) + jp in the WRAM hook (4).
 ; The LCD is switched off first so that no real VBlank/STAT request lands in
@@ -157,6 +159,31 @@ main:
     ldh [rIE], a
     ldh [rIF], a
 
+    ; --- RETI sets IME at once: a pending interrupt is taken before the
+    ; instruction it returns to ("inc b" must not run first)
+    ld hl, HOOK_TIMER
+    ld de, .reti_irq
+    call set_hook
+    ld a, $04
+    ldh [rIE], a
+    ldh [rIF], a
+    ld b, 0
+    ld de, .reti_target
+    push de
+    reti
+.reti_target:
+    inc b
+.reti_irq:
+    di
+    ld sp, STACK_TOP            ; drop the pushed return address
+    ld a, b
+    ld b, 0
+    ld hl, s_reti
+    call expect
+    xor a
+    ldh [rIE], a
+    ldh [rIF], a
+
     ; --- dispatch cost, exact (see the header)
     ld hl, HOOK_TIMER
     ld de, TIMED_INSTR + 2
@@ -232,4 +259,5 @@ s_part_if:   db "IF after IE=14", 0
 s_ret_n:     db "ret handler count", 0
 s_ret_if:    db "IF after ret handler", 0
 s_ret_n2:    db "count after second ei", 0
+s_reti:      db "instructions run after reti before the pending irq", 0
 s_dispatch:  db "ei+nop+dispatch+2 jp cycles", 0

@@ -10,8 +10,11 @@
 ;   in are 1s); the serial interrupt (vector $58) is dispatched when enabled.
 ;   External clock (SC=$80) with no partner never completes: SC stays $FE, SB
 ;   and IF bit 3 unchanged.
-; The transfers here send '<' and '>' (internal clock), so the serial output
-; is "<>" followed by the verdict; the external-clock byte is never sent.
+;   Exact: IF bit 3 is set 8 x 128 = 1024 M-cycles after the DIV write that
+;   precedes the start (the clock edges fall every 128 M from a DIV reset).
+; The transfers here send '<', '>' and '#' x 4 (internal clock), so the serial
+; output is "<>####" followed by the verdict; the external-clock byte is never
+; sent.
 
     title "SERIAL"
     include "testlib.asm"
@@ -111,6 +114,29 @@ main:
     xor a
     ldh [rIE], a
 
+    ; --- exact completion time (testlib harness, TAC=$05, TMA=0): the code
+    ; starts a transfer ('#') and HALTs until the serial interrupt request,
+    ; then runs 3 - p NOPs before the TIMA read.  With IF bit 3 set at d = E
+    ; and the wake-up latency W = 1 measured in halt.asm, the sum of the
+    ; readings (TIMA wrapped once) is E + W + 9 - 1024; E = 8 x 128 = 1024
+    ; (the 8th edge of the 8192 Hz clock after the DIV write) gives 10.
+    ld a, $05
+    ldh [rTAC], a
+    xor a
+    ldh [rTMA], a
+    ld de, t_serial_exact
+    call timed_build
+    ld b, 4
+    call timed_run
+    ld a, l
+    ld b, 10
+    ld hl, s_exact
+    call expect
+    xor a
+    ldh [rTAC], a
+    ldh [rIE], a
+    ldh [rIF], a
+
     ; --- external clock, no partner: nothing happens
     xor a
     ldh [rIF], a
@@ -143,6 +169,12 @@ main:
     ldh [rSC], a
     jp finish
 
+TI EQU TIMED_INSTR
+; pre: ld a,8; ldh [IE],a; xor a; ldh [IF],a; ld a,'#'; ldh [SB],a   (TIMA0 = 0)
+; code: ld a,$81; ldh [SC],a; halt; ld hl,TI+15; ld a,l; sub e; ld l,a; jp hl; nop x3
+t_serial_exact: db 11, $3E, $08, $E0, $FF, $AF, $E0, $0F, $3E, '#', $E0, $01, $00, low(rTIMA)
+                db 15, $3E, $81, $E0, $02, $76, $21, low(TI + 15), high(TI + 15), $7D, $93, $6F, $E9, 0, 0, 0, 0
+s_exact:    db "serial completion timing sum", 0
 s_busy:     db "SC during transfer", 0
 s_time:     db "transfer time in 56..72 x16 M", 0
 s_time_val: db "transfer TIMA", 0

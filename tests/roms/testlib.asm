@@ -380,7 +380,9 @@ timed_build:
     ret
 
 ; timed_run: run the built code B times (1..8), entering p = 0..B-1 NOPs
-; before the code; reading p goes to READINGS+p.  Returns HL = sum.
+; before the code, with E = p (the prologue keeps E, so code that waits for
+; an event can add its own 3 - p NOPs after it); reading p goes to
+; READINGS+p.  Returns HL = sum.
 timed_run:
     ld c, 0
 .run:
@@ -395,6 +397,7 @@ timed_run:
     sbc 0
     ld [hl], a
     push bc
+    ld e, c                     ; the code under test may use E = p
     call TIMED_BUF
     pop bc
     ld hl, READINGS

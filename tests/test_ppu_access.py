@@ -2,9 +2,8 @@
 
 Pan Docs ("Accessing VRAM and OAM"): in mode 3 VRAM reads return $FF and writes
 are ignored; in modes 2 and 3 the same holds for OAM.  gambatte must pass the
-ROM (that shows its expectations are right).  emu/ppu.py provides
-``vram_accessible`` / ``oam_accessible``; until the bus (emu/bus.py) consults
-them, VecGameBoy is expected to fail it (strict xfail: flips when fixed).
+ROM (that shows its expectations are right), and so must VecGameBoy, whose bus
+asks emu/ppu.py's ``vram_accessible`` / ``oam_accessible``.
 """
 
 from __future__ import annotations
@@ -23,15 +22,6 @@ def test_gambatte_passes_vram_block_rom():
     assert result.serial_log == b"PASS\n"
 
 
-def _bus_blocks_vram() -> bool:
-    from gbx_lightning.emu import bus
-    import inspect
-
-    return "vram_accessible" in inspect.getsource(bus)
-
-
-@pytest.mark.xfail(condition=not _bus_blocks_vram(), strict=True,
-                   reason="emu/bus.py does not yet call ppu.vram_accessible / ppu.oam_accessible")
 def test_vecgameboy_passes_vram_block_rom():
     from gbx_lightning.emu.machine import VecGameBoy
 

@@ -163,25 +163,34 @@ def _stage_object(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uin
 def _stage_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
                    lcdc: int, obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8),
                    obs: wp.array3d(dtype=wp.uint8), full: int) -> int:
-    """Select this line's objects and stage them lowest priority first; returns how many."""
+    """Select this line's objects and stage them lowest priority first.
+
+    Returns the screen span they cover, x0 | x1 << 16 (x0 < x1), or 0 if none is
+    visible; only that span of the row is staged, the rest is left to the BG pass.
+    """
     h = _obj_height(lcdc)
     keys = _vec10i()
     n = int(0)
+    x0 = int(160)
+    x1 = int(0)
     for i in range(40):
         top = int(oam[env, i * 4]) - 16
         if ly >= top and ly < top + h:
             # priority key: smaller X first, then smaller OAM index (unique per object)
-            keys[n] = int(oam[env, i * 4 + 1]) * 64 + i
+            ox = int(oam[env, i * 4 + 1])
+            keys[n] = ox * 64 + i
+            x0 = wp.min(x0, wp.max(ox - 8, 0))
+            x1 = wp.max(x1, wp.min(ox, 160))
             n += 1
             if n == 10:
                 break
-    if n == 0:
+    if x0 >= x1:
         return 0
     if full != 0:
-        for x in range(160):
+        for x in range(x0, x1):
             frame[env, ly, x] = wp.uint8(0)
     else:
-        for x in range(80):
+        for x in range(x0 >> 1, (x1 + 1) >> 1):
             obs[env, ly >> 1, x] = wp.uint8(0)
     # painter's order: largest key (lowest priority) first, so winners overwrite
     upper = int(1 << 30)
@@ -193,7 +202,7 @@ def _stage_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.ui
                 best = k
         upper = best
         _stage_object(vram, oam, env, ly, lcdc, best & 63, obp0, obp1, frame, obs, full)
-    return n
+    return x0 | (x1 << 16)
 
 
 @wp.func
@@ -227,7 +236,10 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if not bg_on:  # DMG: BG and window blank (colour 0); objects still drawn
         x = int(0)
         while x < 160:
-            _emit_pixel(env, ly, x, 0, bgp, staged, full, write_obs, frame, obs)
+            in_span = int(0)
+            if x >= (staged & 0xFFFF) and x < (staged >> 16):
+                in_span = 1
+            _emit_pixel(env, ly, x, 0, bgp, in_span, full, write_obs, frame, obs)
             x += step
         return win
     win_start = int(1 << 20)
@@ -287,12 +299,15 @@ def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, m
         n = wp.min(8 - first, x_end - x)
         base = x - first  # screen x of the tile's pixel 0
         last = first + n
-        if staged != 0:
+        if staged != 0 and base < (staged >> 16) and base + 8 > (staged & 0xFFFF):
             for p in range(8):
                 if p >= first and p < last:
                     px = base + p
                     if full != 0 or (px & 1) == 0:
-                        _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, staged, full, write_obs,
+                        in_span = int(0)
+                        if px >= (staged & 0xFFFF) and px < (staged >> 16):
+                            in_span = 1
+                        _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, in_span, full, write_obs,
                                     frame, obs)
         elif full != 0:
             if n == 8:  # a whole tile: no bounds to test

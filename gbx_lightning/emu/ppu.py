@@ -53,6 +53,11 @@ LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
 MODE3_MIN_CYCLES = wp.constant(172)
 WINDOW_PENALTY = wp.constant(6)
+# Mode 3 lasts at most 172 + 7 (SCX) + 6 (window) + 10 * 11 (objects) = 295 T after T=80,
+# so VRAM is free from T=80+296 of any line: the bus may skip the exact check outside
+# [80, MODE3_FREE_FROM) of the line it last saw start (an instruction never spans into
+# the next line's mode 3, so a line start not yet processed is harmless).
+MODE3_FREE_FROM = wp.constant(80 + 296)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
 # 1 from LCD on until the first VBlank: that frame is not shown. A spare r32 word
 # (state.py allots 32, uses 0..27); to be listed in state.py's table.

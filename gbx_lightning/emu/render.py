@@ -11,8 +11,6 @@ The rules follow Pan Docs ("Rendering", "Tile Data", "Tile Maps", "LCDC",
   with LCDC.5 and LCDC.0 both set and WX <= 166; it reads its own line counter
   (`window_line`), which the caller advances only on lines where this function
   says the window was drawn.  WX 0..6 clips the window's left columns.
-  Not modelled: the DMG WX=0 "shift by SCX%8" and WX=166 glitches (Pan Docs,
-  "Window": both documented as unreliable hardware bugs).
 * LCDC.0 = 0 on DMG: BG and window show colour 0 (through BGP); objects still
   draw and always win over it (Pan Docs, "LCDC.0").
 * Objects: OAM scanned in order, the first 10 whose rows cover the line are
@@ -27,10 +25,16 @@ downsample that keeps the top-left pixel: obs[env, y, x] = frame[env, 2y, 2x].
 In RENDER_OBS mode only those pixels are computed (odd lines return at once);
 the window flag is computed in every mode because it is machine state.
 
-Cost: tile rows are fetched once per 8 pixels (two VRAM bytes), not per pixel.
-Objects are drawn first into the output row itself (flag byte 0x80 | behind<<2
-| shade), lowest priority first, so the BG pass that follows resolves each
-pixel with one read; lines without objects skip that entirely.
+Cost: BG and window are drawn in spans of whole tiles — one map read and one
+tile-row fetch (two VRAM bytes) per 8 pixels, the 8 pixels unrolled.  Objects
+are drawn first into the output row itself (flag byte 0x80 | behind<<2 |
+shade), lowest priority first, so the BG pass that follows resolves each pixel
+with one read; lines without objects skip that entirely.
+
+Limits (documented hardware behaviour not modelled): a line is drawn at once
+with the registers as mode 3 ends, so a write that lands inside mode 3 affects
+the whole line rather than the pixels after it; the DMG window glitches (WX=0
+shifted by SCX%8, WX=166, window disabled mid-line) are not reproduced.
 """
 
 from __future__ import annotations
@@ -159,25 +163,34 @@ def _stage_object(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uin
 def _stage_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
                    lcdc: int, obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8),
                    obs: wp.array3d(dtype=wp.uint8), full: int) -> int:
-    """Select this line's objects and stage them lowest priority first; returns how many."""
+    """Select this line's objects and stage them lowest priority first.
+
+    Returns the screen span they cover, x0 | x1 << 16 (x0 < x1), or 0 if none is
+    visible; only that span of the row is staged, the rest is left to the BG pass.
+    """
     h = _obj_height(lcdc)
     keys = _vec10i()
     n = int(0)
+    x0 = int(160)
+    x1 = int(0)
     for i in range(40):
         top = int(oam[env, i * 4]) - 16
         if ly >= top and ly < top + h:
             # priority key: smaller X first, then smaller OAM index (unique per object)
-            keys[n] = int(oam[env, i * 4 + 1]) * 64 + i
+            ox = int(oam[env, i * 4 + 1])
+            keys[n] = ox * 64 + i
+            x0 = wp.min(x0, wp.max(ox - 8, 0))
+            x1 = wp.max(x1, wp.min(ox, 160))
             n += 1
             if n == 10:
                 break
-    if n == 0:
+    if x0 >= x1:
         return 0
     if full != 0:
-        for x in range(160):
+        for x in range(x0, x1):
             frame[env, ly, x] = wp.uint8(0)
     else:
-        for x in range(80):
+        for x in range(x0 >> 1, (x1 + 1) >> 1):
             obs[env, ly >> 1, x] = wp.uint8(0)
     # painter's order: largest key (lowest priority) first, so winners overwrite
     upper = int(1 << 30)
@@ -189,7 +202,7 @@ def _stage_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.ui
                 best = k
         upper = best
         _stage_object(vram, oam, env, ly, lcdc, best & 63, obp0, obp1, frame, obs, full)
-    return n
+    return x0 | (x1 << 16)
 
 
 @wp.func
@@ -212,7 +225,7 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
         step = 1
     elif (ly & 1) != 0:
         return win
-    write_obs = (ly & 1) == 0
+    write_obs = 1 - (ly & 1)
     oy = ly >> 1
 
     staged = int(0)
@@ -220,6 +233,15 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
         staged = _stage_objects(vram, oam, env, ly, lcdc, obp0, obp1, frame, obs, full)
 
     bg_on = (lcdc & 0x01) != 0
+    if not bg_on:  # DMG: BG and window blank (colour 0); objects still drawn
+        x = int(0)
+        while x < 160:
+            in_span = int(0)
+            if x >= (staged & 0xFFFF) and x < (staged >> 16):
+                in_span = 1
+            _emit_pixel(env, ly, x, 0, bgp, in_span, full, write_obs, frame, obs)
+            x += step
+        return win
     win_start = int(1 << 20)
     if win != 0:
         win_start = wx - 7
@@ -227,56 +249,84 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if (lcdc & 0x08) != 0:
         bg_map_row = _MAP_9C00
     bg_y = (ly + scy) & 255
-    bg_map_row = bg_map_row + (bg_y >> 3) * 32
-    win_map_row = _MAP_9800
-    if (lcdc & 0x40) != 0:
-        win_map_row = _MAP_9C00
-    win_map_row = win_map_row + (window_line >> 3) * 32
-
-    fetched = int(-1)  # which tile row lo/hi hold: BG column 0..31, window column 256+
-    lo = int(0)
-    hi = int(0)
-    x = int(0)
-    while x < 160:
-        c = int(0)
-        if bg_on:
-            bit = int(0)
-            if x >= win_start:
-                wcol = x - win_start
-                key = 256 + (wcol >> 3)
-                if key != fetched:
-                    addr = _bg_tile_row(vram, env, win_map_row + (wcol >> 3), lcdc, window_line & 7)
-                    lo = int(vram[env, addr])
-                    hi = int(vram[env, addr + 1])
-                    fetched = key
-                bit = 7 - (wcol & 7)
-            else:
-                bx = (x + scx) & 255
-                key = bx >> 3
-                if key != fetched:
-                    addr = _bg_tile_row(vram, env, bg_map_row + key, lcdc, bg_y & 7)
-                    lo = int(vram[env, addr])
-                    hi = int(vram[env, addr + 1])
-                    fetched = key
-                bit = 7 - (bx & 7)
-            c = _pixel_colour(lo, hi, bit)
-        shade = _pal_shade(bgp, c)
-        if staged != 0:
-            s = int(0)
-            if full != 0:
-                s = int(frame[env, ly, x])
-            else:
-                s = int(obs[env, oy, x >> 1])
-            if (s & _OBJ_PRESENT) != 0 and ((s & _OBJ_BEHIND) == 0 or c == 0):
-                shade = s & 3
-        if full != 0:
-            frame[env, ly, x] = wp.uint8(shade)
-            if write_obs and (x & 1) == 0:
-                obs[env, oy, x >> 1] = wp.uint8(shade)
-        else:
-            obs[env, oy, x >> 1] = wp.uint8(shade)
-        x += step
+    bg_end = wp.min(160, wp.max(win_start, 0))
+    if bg_end > 0:
+        _draw_span(vram, env, ly, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, bg_end, scx, bgp, staged,
+                   full, write_obs, frame, obs)
+    if bg_end < 160:
+        win_map_row = _MAP_9800
+        if (lcdc & 0x40) != 0:
+            win_map_row = _MAP_9C00
+        _draw_span(vram, env, ly, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, bg_end, 160,
+                   bg_end - win_start, bgp, staged, full, write_obs, frame, obs)
     return win
+
+
+@wp.func
+def _emit_pixel(env: int, ly: int, x: int, c: int, bgp: int, staged: int, full: int, write_obs: int,
+                frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
+    """Resolve BG colour c against the staged object pixel at x and write the shade."""
+    shade = _pal_shade(bgp, c)
+    if staged != 0:
+        s = int(0)
+        if full != 0:
+            s = int(frame[env, ly, x])
+        else:
+            s = int(obs[env, ly >> 1, x >> 1])
+        if (s & _OBJ_PRESENT) != 0 and ((s & _OBJ_BEHIND) == 0 or c == 0):
+            shade = s & 3
+    if full != 0:
+        frame[env, ly, x] = wp.uint8(shade)
+        if write_obs != 0 and (x & 1) == 0:
+            obs[env, ly >> 1, x >> 1] = wp.uint8(shade)
+    else:
+        obs[env, ly >> 1, x >> 1] = wp.uint8(shade)
+
+
+@wp.func
+def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, map_row: int, tile_row: int,
+               x_begin: int, x_end: int, map_x: int, bgp: int, staged: int, full: int, write_obs: int,
+               frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
+    """Screen pixels [x_begin, x_end) from one 32-tile map row, starting at map pixel map_x
+    (wrapping at 256): one tile-row fetch per 8 pixels; in obs mode only even x."""
+    x = x_begin
+    mx = map_x
+    while x < x_end:
+        addr = _bg_tile_row(vram, env, map_row + ((mx >> 3) & 31), lcdc, tile_row)
+        lo = int(vram[env, addr])
+        hi = int(vram[env, addr + 1])
+        first = mx & 7
+        n = wp.min(8 - first, x_end - x)
+        base = x - first  # screen x of the tile's pixel 0
+        last = first + n
+        if staged != 0 and base < (staged >> 16) and base + 8 > (staged & 0xFFFF):
+            for p in range(8):
+                if p >= first and p < last:
+                    px = base + p
+                    if full != 0 or (px & 1) == 0:
+                        in_span = int(0)
+                        if px >= (staged & 0xFFFF) and px < (staged >> 16):
+                            in_span = 1
+                        _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, in_span, full, write_obs,
+                                    frame, obs)
+        elif full != 0:
+            if n == 8:  # a whole tile: no bounds to test
+                for p in range(8):
+                    frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
+            else:
+                for p in range(8):
+                    if p >= first and p < last:
+                        frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
+            if write_obs != 0:
+                for p in range(8):
+                    if p >= first and p < last and ((base + p) & 1) == 0:
+                        obs[env, ly >> 1, (base + p) >> 1] = frame[env, ly, base + p]
+        else:
+            for p in range(8):
+                if p >= first and p < last and ((base + p) & 1) == 0:
+                    obs[env, ly >> 1, (base + p) >> 1] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
+        x += n
+        mx += n
 
 
 @wp.func

@@ -1,0 +1,7 @@
+"""RL losses as pure tensor functions: no env, no Lightning, one function per formula."""
+
+from .a2c import a2c_td0
+from .gae import gae
+from .ppo import ppo_loss
+
+__all__ = ["a2c_td0", "gae", "ppo_loss"]

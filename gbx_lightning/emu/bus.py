@@ -20,7 +20,7 @@ from .interrupts import raise_if
 from .joypad import joypad_update, p1_read
 from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
-from .serial import sc_write, serial_sync
+from .serial import sb_read, sc_write, serial_sync
 from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
                     Machine, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
@@ -72,7 +72,10 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     elif reg == 0x0F:
         sync_all(m, env, t)
         v = int(m.io[env, 0x0F]) | 0xE0
-    elif reg == 0x01 or reg == 0x02:
+    elif reg == 0x01:
+        v = sb_read(m, env, t)
+        reschedule(m, env)
+    elif reg == 0x02:
         serial_sync(m, env, t)
         reschedule(m, env)
         v = int(m.io[env, reg]) | int(m.io_rmask[reg])

@@ -348,3 +348,14 @@ def test_stop_sleeps_until_a_button_press():
     r0, r1 = gb.registers(0), gb.registers(1)
     assert (r0["stopped"], r0["c"]) == (0, 0x14)
     assert (r1["stopped"], r1["c"]) == (1, 0x13)
+
+
+def test_buttons_as_device_array():
+    prog = bytes([0x3E, 0x20, 0xE0, 0x00,          # P1 = $20: select directions (bit 4 = 0)
+                  0xF0, 0x00, 0xEA, 0x00, 0xC0,    # .l: ld a,(P1); ld ($C000),a
+                  0x18, 0xF9])
+    gb = VecGameBoy(make_rom({0x100: prog}), 2)
+    gb.run_frames(1, buttons=wp.array(np.array([0x01, 0x08], np.uint8), dtype=wp.uint8))
+    assert [gb.read_memory(e, 0xC000, 1)[0] for e in range(2)] == [0xEE, 0xE7]  # Right / Down
+    with pytest.raises(ValueError, match="buttons"):
+        gb.run_frames(1, buttons=wp.zeros(2, dtype=wp.int32))

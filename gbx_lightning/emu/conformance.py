@@ -72,7 +72,7 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     m.flat_val = wp.array(fval, device=dev)
     m.flat_mode = 1
     m.render_mode = RENDER_MODES["none"]
-    buttons = wp.zeros(n, dtype=wp.int32, device=dev)
+    buttons = wp.zeros(n, dtype=wp.uint8, device=dev)
     wp.launch(machine_kernel, dim=n, inputs=kernel_inputs(m) + [0, buttons, 0, -1], device=dev)
     r32 = m.r32.numpy()
     r64 = m.r64.numpy()

@@ -287,7 +287,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
                    r64: wp.array2d(dtype=wp.int64), frames: int,
-                   buttons: wp.array(dtype=wp.int32), set_flag: int, release_after: int):
+                   buttons: wp.array(dtype=wp.uint8), set_flag: int, release_after: int):
     """Run `frames` x 70224 T-cycles of one Game Boy per thread (flat mode: exactly one
     instruction, for the SM83 cases).
 
@@ -321,7 +321,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 # a press (falling P1 line) ends STOP: joypad_update clears r32[R_STOPPED]
                 m.r32[env, R_STOPPED] = c.stopped
                 if fi == 0 and set_flag != 0:
-                    set_buttons(m, env, buttons[env])
+                    set_buttons(m, env, int(buttons[env]))
                 if fi == release_after:
                     set_buttons(m, env, 0)
                 c.stopped = m.r32[env, R_STOPPED]

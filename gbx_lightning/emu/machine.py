@@ -100,7 +100,7 @@ class VecGameBoy:
         m.flat_mode = 0
         m.render_mode = RENDER_MODES["full"]
         self._m = m
-        self._no_buttons = wp.zeros(num_envs, dtype=wp.int32, device=d)
+        self._no_buttons = wp.zeros(num_envs, dtype=wp.uint8, device=d)
         self.reset()
 
     # -- state ---------------------------------------------------------------------------
@@ -187,6 +187,7 @@ class VecGameBoy:
         7 Start), pressed from frame 0 and released at frame `release_after` (held through
         all frames, and after, if None); None = no button pressed.
         render: "full" (frame() and obs()), "obs" (obs() only) or "none".
+        A wp.array for buttons (uint8, on this device) is read in the kernel directly.
         """
         frames = _check_int("frames", frames, 0)
         if render not in RENDER_MODES:
@@ -196,17 +197,19 @@ class VecGameBoy:
             rel = _check_int("release_after", release_after, 0)
         if buttons is None:
             b = self._no_buttons
+        elif isinstance(buttons, wp.array):           # used as is: no copy, no host sync
+            if (buttons.dtype != wp.uint8 or buttons.shape != (self.num_envs,)
+                    or buttons.device != self.device):
+                raise ValueError(f"buttons: expected a uint8[{self.num_envs}] wp.array on "
+                                 f"{self.device}, got {buttons.dtype.__name__}"
+                                 f"{list(buttons.shape)} on {buttons.device}")
+            b = buttons
         else:
-            if isinstance(buttons, wp.array):
-                if buttons.dtype != wp.uint8 or buttons.shape != (self.num_envs,):
-                    raise ValueError(f"buttons: expected uint8[{self.num_envs}], got "
-                                     f"{buttons.dtype.__name__}{list(buttons.shape)}")
-                buttons = buttons.numpy()
             arr = np.asarray(buttons)
             if arr.dtype != np.uint8 or arr.shape != (self.num_envs,):
                 raise ValueError(f"buttons: expected a uint8 array of shape ({self.num_envs},) "
                                  f"(bitmask: bit0 Right .. bit7 Start), got {arr.dtype} {arr.shape}")
-            b = wp.array(arr.astype(np.int32), device=self.device)
+            b = wp.array(arr, dtype=wp.uint8, device=self.device)
         if frames == 0:
             return
         self._m.render_mode = RENDER_MODES[render]

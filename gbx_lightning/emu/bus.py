@@ -49,6 +49,34 @@ def events_sync(m: Machine, env: int, now: wp.int64):
 
 
 @wp.func(inline=False)
+def sleep_until(m: Machine, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
+    """HALT/STOP/locked: run the peripherals event by event from t towards t_end and return
+    the time the CPU wakes (the first event after which IE&IF != 0, if wake_on_irq), or
+    t_end. One out-of-line call per sleep instead of one per event."""
+    now = t
+    going = int(1)
+    while going == 1:
+        ev = m.r64[env, T_NEXT_EVENT]
+        if ev >= t_end:
+            now = wp.max(now, t_end)
+            going = 0
+        else:
+            ev = wp.max(((ev + wp.int64(3)) // wp.int64(4)) * wp.int64(4), now)
+            if m.r64[env, T_TIMER_EVENT] <= ev:
+                timer_sync(m, env, ev)
+            if m.r64[env, T_PPU_EVENT] <= ev:
+                ppu_sync(m, env, ev)
+            if m.r64[env, T_SERIAL_END] <= ev:
+                serial_sync(m, env, ev)
+            reschedule(m, env)
+            now = ev
+            if wake_on_irq != 0:
+                if (int(m.hram[env, 127]) & int(m.io[env, 0x0F]) & 0x1F) != 0:
+                    going = 0
+    return now
+
+
+@wp.func(inline=False)
 def sync_all(m: Machine, env: int, now: wp.int64):
     """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
     peeks and snapshots see current TIMA/LY/IF."""

@@ -31,7 +31,8 @@ Documented behaviours:
 """
 import warp as wp
 
-from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sync_all
+from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sleep_until,
+                  sync_all)
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
@@ -368,12 +369,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     if ly_value == 153:
                         ly_until = wp.int64(0)
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-                nxt = wp.min(next_ev, t_end)
-                nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
-                if nxt > c.t:
-                    c.t = nxt
-                else:
-                    c.t = c.t + FOUR
+                wake = int(0)
+                if c.halted != 0 and c.locked == 0:
+                    wake = 1                     # HALT ends on IE&IF; STOP/locked do not
+                c.t = sleep_until(m, env, c.t, t_end, wake)
+                slow = 1
                 continue
             # ---- instructions until the next event, or until one needed an out-of-line
             # call or changed what the scheduler decides (EI/RETI/HALT/STOP/illegal) ----

@@ -302,6 +302,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     opcode bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
     env = wp.tid()
     flat = m.flat_mode
+    hram_fast = flat == 0
     c = load_cpu(m, env)
     nf = frames
     if flat != 0:
@@ -385,7 +386,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 fast = c.t >= fast_until
                 # ---- fetch (the HALT bug: PC fails to increment once) ----
                 was_pending = c.ei_pending
-                op = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                op = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                 if op < 0:
                     op = bus_read(m, env, c.pc, c.t)
                     slow = 1
@@ -406,7 +407,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if op == 0xCB:
-                    op2 = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                    op2 = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                     if op2 < 0:
                         op2 = bus_read(m, env, c.pc, c.t)
                         slow = 1
@@ -418,7 +419,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(m, env, hl(c.h, c.l), c.t)
                             slow = 1
@@ -439,7 +440,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         r = v | (1 << cy)
                     if cx != 1:
                         if cz == 6:
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), r, c.t)
                                 slow = 1
                                 fast = False
@@ -461,7 +462,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     else:  # LD r[y], r[z]
                         v = int(0)
                         if z == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
                                 v = bus_read(m, env, hl(c.h, c.l), c.t)
                                 slow = 1
@@ -470,7 +471,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         else:
                             v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                         if y == 6:
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), v, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), v, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), v, c.t)
                                 slow = 1
                                 fast = False
@@ -481,7 +482,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif x == 2:  # ALU A, r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(m, env, hl(c.h, c.l), c.t)
                             slow = 1
@@ -495,13 +496,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif x == 0:
                     if z == 0:
                         if y == 1:  # LD (nn), SP
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -509,12 +510,12 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, addr, c.sp & 0xFF, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, c.sp & 0xFF, c.t) == 0:
                                 bus_write(m, env, addr, c.sp & 0xFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
                                 bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
                                 slow = 1
                                 fast = False
@@ -529,7 +530,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.stopped = 1
                                     slow = 1
                         elif y >= 3:  # JR d / JR cc, d
-                            d = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            d = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if d < 0:
                                 d = bus_read(m, env, c.pc, c.t)
                                 slow = 1
@@ -541,13 +542,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0:  # LD rp, nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -569,12 +570,12 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if p < 2:
                             addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         if q == 0:
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, addr, c.a, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, c.a, c.t) == 0:
                                 bus_write(m, env, addr, c.a, c.t)
                                 slow = 1
                                 fast = False
                         else:
-                            c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
                             if c.a < 0:
                                 c.a = bus_read(m, env, addr, c.t)
                                 slow = 1
@@ -594,7 +595,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     elif z == 4 or z == 5:  # INC r / DEC r
                         v = int(0)
                         if y == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
                                 v = bus_read(m, env, hl(c.h, c.l), c.t)
                                 slow = 1
@@ -610,7 +611,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             r = (v - 1) & 0xFF
                             c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                         if y == 6:
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), r, c.t)
                                 slow = 1
                                 fast = False
@@ -619,7 +620,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             w8 = y
                             v8 = r
                     elif z == 6:  # LD r, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
                             slow = 1
@@ -627,7 +628,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 6:
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, hl(c.h, c.l), n, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), n, c.t) == 0:
                                 bus_write(m, env, hl(c.h, c.l), n, c.t)
                                 slow = 1
                                 fast = False
@@ -657,13 +658,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if y < 4:  # RET cc: one internal M-cycle for the condition
                             c.t = c.t + FOUR
                             if cond(c.f, y):
-                                lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
+                                lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
                                 if lo < 0:
                                     lo = bus_read(m, env, c.sp, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
-                                hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
+                                hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                                 if hi < 0:
                                     hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
                                     slow = 1
@@ -673,7 +674,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
                         else:
-                            n = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if n < 0:
                                 n = bus_read(m, env, c.pc, c.t)
                                 slow = 1
@@ -681,13 +682,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:  # LDH (n), A
-                                if bus_write_fast(wram, hram, vram, fast, vram_until, env, 0xFF00 | n, c.a, c.t) == 0:
+                                if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, 0xFF00 | n, c.a, c.t) == 0:
                                     bus_write(m, env, 0xFF00 | n, c.a, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             elif y == 6:  # LDH A, (n)
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(m, env, 0xFF00 | n, c.t)
                                     slow = 1
@@ -705,13 +706,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.sp, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -737,25 +738,25 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     elif z == 2:
                         if y == 4 or y == 6:  # LD (C), A / LD A, (C)
                             if y == 4:
-                                if bus_write_fast(wram, hram, vram, fast, vram_until, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                                if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, 0xFF00 | c.c, c.a, c.t) == 0:
                                     bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
                                     slow = 1
                                     fast = False
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
                                     slow = 1
                                     fast = False
                             c.t = c.t + FOUR
                         else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -768,13 +769,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.pc = addr
                                     c.t = c.t + FOUR
                             elif y == 5:
-                                if bus_write_fast(wram, hram, vram, fast, vram_until, env, addr, c.a, c.t) == 0:
+                                if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, c.a, c.t) == 0:
                                     bus_write(m, env, addr, c.a, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(m, env, addr, c.t)
                                     slow = 1
@@ -782,13 +783,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                     elif z == 3:
                         if y == 0:  # JP nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -810,7 +811,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         slow = 1
                         c.pc = (c.pc - 1) & 0xFFFF
                     elif z == 6:  # ALU A, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(m, env, c.pc, c.t)
                             slow = 1
@@ -825,13 +826,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         do_push = True
                         v = c.pc
                         if z == 4 or z == 5 and q == 1:    # CALL
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(m, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -849,13 +850,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if do_push:
                             c.t = c.t + FOUR
                             sp = (c.sp - 1) & 0xFFFF
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, sp, v >> 8, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, sp, v >> 8, c.t) == 0:
                                 bus_write(m, env, sp, v >> 8, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             sp = (sp - 1) & 0xFFFF
-                            if bus_write_fast(wram, hram, vram, fast, vram_until, env, sp, v & 0xFF, c.t) == 0:
+                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, sp, v & 0xFF, c.t) == 0:
                                 bus_write(m, env, sp, v & 0xFF, c.t)
                                 slow = 1
                                 fast = False

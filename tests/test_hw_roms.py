@@ -47,8 +47,6 @@ ROMS = {
 }
 # Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).
 VECGAMEBOY_KNOWN_FAILURES = {
-    "serial_shift": "SB keeps the outgoing byte until the transfer ends; on hardware it shifts "
-                    "one bit per 8192 Hz clock, 1s coming in",
 }
 # PyBoy passes mbc3_rtc too, but its RTC adds host wall-clock time when no emulated cycles
 # elapsed between ticks: not deterministic, so it is left out here.

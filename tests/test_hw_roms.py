@@ -7,7 +7,8 @@ all: that is what shows the ROMs' expectations are right.  PyBoy is a second
 opinion only where it models the hardware: it fails power_on and power_on_vram
 (its own boot ROM), timer (IF one M-cycle late), halt (no HALT bug), serial
 (instant; completes external-clock transfers), serial_shift, joypad (select
-bits), oam_dma_bus (no bus conflicts) and instr_timing (ld [nn],sp's write cycle).
+bits), oam_dma_bus (no bus conflicts), instr_timing (ld [nn],sp's write cycle)
+and apu_regs (no sound registers with sound off).
 The ROM list is explicit: testlib.asm is the shared library and workload.asm a
 benchmark, not tests.
 """
@@ -44,11 +45,12 @@ ROMS = {
     "mbc5": dict(frames=30),
     "mbc3_rtc": dict(frames=480),
     "instr_timing": dict(frames=30),
+    "apu_regs": dict(frames=30),
 }
 # Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).
 VECGAMEBOY_KNOWN_FAILURES = {
-    "serial_shift": "SB keeps the outgoing byte until the transfer ends; on hardware it shifts "
-                    "one bit per 8192 Hz clock, 1s coming in",
+    "apu_regs": "NR52 bit 7 = 0 leaves the sound registers as they were and writable; the "
+                "hardware clears them (NR50 reads 00, NR11 3F) and ignores writes until NR52 bit 7 = 1",
 }
 # PyBoy passes mbc3_rtc too, but its RTC adds host wall-clock time when no emulated cycles
 # elapsed between ticks: not deterministic, so it is left out here.

@@ -80,11 +80,14 @@ def run_both(name: str, frames: int = FRAMES, settle: int = 30):
     gb = VecGameBoy(rom, 1)
     g = oracles.Gambatte(rom)
     ours, drawn, theirs = [], [], []
+    obs_mismatch = []
 
     def step_ours(mask):
         gb.run_frames(1, buttons=np.array([mask], np.uint8))
         ours.append(gb.frame()[0].copy())
         drawn.append(_drawn_lines(gb))
+        if not (gb.obs().numpy()[0] == ours[-1][::2, ::2]).all():
+            obs_mismatch.append(len(ours) - 1)
 
     def step_theirs(mask):
         g.step(mask)
@@ -103,6 +106,7 @@ def run_both(name: str, frames: int = FRAMES, settle: int = 30):
             step_theirs(buttons(k - offset) if k - offset >= 0 else 0)
     finally:
         g.close()
+    assert not obs_mismatch, f"obs() is not frame()[::2, ::2] after frames {obs_mismatch[:5]}"
     return np.array(ours), np.array(drawn), np.array(theirs), offset, gb
 
 

@@ -37,10 +37,19 @@ def build(sources: int, lyc: int) -> bytes:
 
 
 def decode(read) -> list[tuple[int, int]]:
+    """The ROM's log as (LY, STAT mode) pairs."""
     end = read(LOG_END, 2)
     n = (end[0] | end[1] << 8) - LOG
     data = read(LOG, n)
     return [(data[k], data[k + 1] & 3) for k in range(0, n, 2)]
+
+
+def decode_pairs(read) -> list[tuple[int, int]]:
+    """ppu_lcd_on's log as (STAT, LY) bytes."""
+    end = read(LOG_END, 2)
+    n = (end[0] | end[1] << 8) - LOG
+    data = read(LOG, n)
+    return [(data[k], data[k + 1]) for k in range(0, n, 2)]
 
 
 @pytest.mark.parametrize("sources, lyc", CASES, ids=[f"stat{s:02x}-lyc{l}" for s, l in CASES])
@@ -55,3 +64,20 @@ def test_stat_interrupts_match_gambatte(sources, lyc):
     assert len(theirs) > 0
     assert ours == theirs, (f"{len(ours)} vs gambatte's {len(theirs)} interrupts; first difference at "
                             f"{next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))}")
+
+
+def test_lcd_on_off_stat_and_ly_match_gambatte():
+    """ppu_lcd_on.asm: STAT/LY sampled every 14 M-cycles as the LCD comes on and after it goes off."""
+    from gbx_lightning.emu.machine import VecGameBoy
+    from gbx_lightning.roms.asm import assemble
+
+    path = ROM_DIR / "ppu_lcd_on.asm"
+    rom = assemble(path.read_text(), origin_file=str(path), include_dirs=(str(ROM_DIR),))
+    theirs = decode_pairs(oracles.run_gambatte(rom, 10).memory)
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(10)
+    ours = decode_pairs(lambda a, n: gb.read_memory(0, a, n))
+    assert len(theirs) == 56
+    assert all(ly == 0 and stat & 3 == 0 for stat, ly in theirs[48:])  # LCD off: LY 0, mode 0
+    assert theirs[0][0] & 3 == 0 and theirs[0][1] == 0  # just switched on: line 0 without OAM scan
+    assert ours == theirs

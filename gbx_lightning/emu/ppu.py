@@ -23,6 +23,8 @@ changes); checked interrupt by interrupt against gambatte:
                   T 8 LY=LYC compares with 0 (so LYC=0 fires during line 153).
   PH_LINE0_START  line 0 after VBlank, T 0-3: STAT reads mode 0, the interrupt line
                   still sees mode 1 (so VBlank -> OAM does not re-trigger).
+  PH_LCD_ON_LINE0 the first line after the LCD is switched on, T 0-79: no OAM scan —
+                  STAT reads mode 0, no mode-2 interrupt, OAM stays accessible.
 
 The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled sources
 (LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. Writing
@@ -68,13 +70,14 @@ PH_VBLANK_START = wp.constant(5)
 PH_VBLANK_LINE = wp.constant(6)
 PH_LY153 = wp.constant(7)
 PH_LINE0_START = wp.constant(8)
+PH_LCD_ON_LINE0 = wp.constant(9)
 
 
 @wp.func
 def stat_mode_bits(phase: int) -> int:
     """STAT bits 0-1 for a PPU state."""
     m = phase
-    if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_LINE0_START:
+    if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_LINE0_START or phase == PH_LCD_ON_LINE0:
         m = 0
     elif phase == PH_VBLANK_LINE or phase == PH_LY153:
         m = 1
@@ -89,6 +92,8 @@ def interrupt_mode(phase: int) -> int:
         m = 2
     elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LINE0_START:
         m = 1
+    elif phase == PH_LCD_ON_LINE0:
+        m = 3  # no source
     return m
 
 
@@ -171,7 +176,7 @@ def ppu_advance(m: Machine, env: int):
     if phase == PH_LINE_START or phase == PH_LINE0_START:
         m.r32[env, R_PPU_MODE] = 2
         nxt = ls + wp.int64(MODE2_CYCLES)
-    elif phase == 2:
+    elif phase == 2 or phase == PH_LCD_ON_LINE0:
         m.r32[env, R_PPU_MODE] = 3
         m3 = _mode3_length(m, env, ly)
         m.r32[env, R_MODE3_LEN] = m3
@@ -258,7 +263,7 @@ def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
         m.r32[env, R_WY_TRIGGERED] = 0
         m.r64[env, T_LINE_START] = t
         m.r32[env, R_LCD_WARMUP] = 1
-        m.r32[env, R_PPU_MODE] = 2
+        m.r32[env, R_PPU_MODE] = PH_LCD_ON_LINE0
         m.r64[env, T_PPU_EVENT] = t + wp.int64(MODE2_CYCLES)
     _wy_check(m, env)
     stat_update(m, env, t)

@@ -86,6 +86,55 @@ def sync_all(m: Machine, env: int, now: wp.int64):
     reschedule(m, env)
 
 
+@wp.func
+def apu_write(m: Machine, env: int, reg: int, value: int):
+    """Sound registers as state (no audio is produced; Pan Docs, Audio Registers): NR52
+    bit 7 powers the APU; powering off clears NR10-NR51 and makes them read-only until it
+    is powered on again (wave RAM stays accessible). NR52 bits 0-3 report the channels: set
+    by a trigger (NRx4 bit 7) while the channel's DAC is on, cleared when the DAC is turned
+    off (NRx2 & $F8 = 0; NR30 bit 7 = 0) or at power off. Length/envelope timers are not
+    modelled."""
+    nr52 = int(m.io[env, 0x26])
+    if reg == 0x26:
+        if (value & 0x80) == 0:
+            if (nr52 & 0x80) != 0:
+                for r in range(0x10, 0x26):
+                    m.io[env, r] = wp.uint8(0)
+            m.io[env, 0x26] = wp.uint8(0)
+        else:
+            m.io[env, 0x26] = wp.uint8(0x80 | (nr52 & 0x0F))
+    elif reg >= 0x30:
+        m.io[env, reg] = wp.uint8(value)
+    elif (nr52 & 0x80) != 0:
+        m.io[env, reg] = wp.uint8(value)
+        ch = int(-1)
+        dac_on = False
+        trigger = False
+        if reg == 0x12 or reg == 0x14:
+            ch = 0
+            dac_on = (int(m.io[env, 0x12]) & 0xF8) != 0
+            trigger = reg == 0x14 and (value & 0x80) != 0
+        elif reg == 0x17 or reg == 0x19:
+            ch = 1
+            dac_on = (int(m.io[env, 0x17]) & 0xF8) != 0
+            trigger = reg == 0x19 and (value & 0x80) != 0
+        elif reg == 0x1A or reg == 0x1E:
+            ch = 2
+            dac_on = (int(m.io[env, 0x1A]) & 0x80) != 0
+            trigger = reg == 0x1E and (value & 0x80) != 0
+        elif reg == 0x21 or reg == 0x23:
+            ch = 3
+            dac_on = (int(m.io[env, 0x21]) & 0xF8) != 0
+            trigger = reg == 0x23 and (value & 0x80) != 0
+        if ch >= 0:
+            status = nr52 & 0x0F
+            if not dac_on:
+                status = status & ((1 << ch) ^ 0x0F)
+            elif trigger:
+                status = status | (1 << ch)
+            m.io[env, 0x26] = wp.uint8(0x80 | status)
+
+
 @wp.func(inline=False)
 def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     v = 0xFF
@@ -145,6 +194,8 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
         dma_write(m, env, value, t)
     elif reg >= 0x41 and reg <= 0x4B:
         ppu_reg_write(m, env, reg, value, t)
+    elif reg >= 0x10 and reg < 0x40:
+        apu_write(m, env, reg, value)
     elif reg == 0x50:
         if value != 0:
             m.r64[env, T_BOOT_MAPPED] = wp.int64(0)

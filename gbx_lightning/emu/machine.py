@@ -245,6 +245,8 @@ class VecGameBoy:
         return bytes(np.concatenate([ring[k:], ring[:k]]))
 
     def registers(self, env: int = 0) -> dict:
+        """a f b c d e h l sp pc ime halted, plus locked (illegal opcode hang), stopped
+        (STOP) and cycles (T-cycles since reset)."""
         env = self._check_env(env)
         r = self._arrays["r32"].numpy()[env]
         out = {n: int(r[S.REG_SLOTS[n]]) for n in ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")}

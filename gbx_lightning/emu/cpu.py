@@ -31,6 +31,10 @@ Documented behaviours:
 """
 import warp as wp
 
+# -O3 for this module: measured ~12% more frames/s than the CPU default -O2 on the
+# workload ROM (interleaved runs), at the same compile time.
+wp.set_module_options({"optimization_level": 3})
+
 from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sleep_until,
                   sync_all)
 from .interrupts import pending_irqs

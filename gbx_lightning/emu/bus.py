@@ -5,16 +5,23 @@ Map (DMG): 0000-7FFF cartridge ROM (boot ROM over 0000-00FF until $FF50 is writt
 FE00-FE9F OAM, FEA0-FEFF unusable (reads $00, writes ignored), FF00-FF7F I/O,
 FF80-FFFE HRAM, FFFF IE. In flat mode (SM83 conformance cases) the whole space is one
 64 KiB RAM with no side effects.
+
+Two layers: ``bus_read_fast``/``bus_write_fast`` (inlined into the kernel, plain arrays
+and locals cached by the kernel: ROM via the MBC's bank bases, WRAM, HRAM, VRAM outside
+mode 3, LY) answer the common accesses or return "not mine"; ``bus_read``/``bus_write``
+(out of line, the whole Machine) do everything: I/O registers with lazy catch-up of the
+timer/PPU/serial, VRAM/OAM with the PPU's access rules, OAM DMA bus conflicts, MBC
+writes, the boot ROM overlay, the flat bus.
 """
 import warp as wp
 
-from .dma import dma_blocks, dma_write
+from .dma import dma_blocks, dma_index, dma_write
 from .interrupts import raise_if
 from .joypad import joypad_update, p1_read
-from .ppu import (lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
+from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
-from .serial import sc_write, serial_sync
-from .state import (R_BOOT_MAPPED, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+from .serial import sb_read, sc_write, serial_sync
+from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
                     Machine, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
@@ -28,9 +35,51 @@ def reschedule(m: Machine, env: int):
     m.r64[env, T_NEXT_EVENT] = ev
 
 
-@wp.func
+@wp.func(inline=False)
 def events_sync(m: Machine, env: int, now: wp.int64):
-    """Catch every peripheral up to `now` (raising any IF bits due by then)."""
+    """Catch every peripheral whose event is due up to `now` (raising any IF bits due by
+    then); the others are already current for what the CPU can observe."""
+    if m.r64[env, T_TIMER_EVENT] <= now:
+        timer_sync(m, env, now)
+    if m.r64[env, T_PPU_EVENT] <= now:
+        ppu_sync(m, env, now)
+    if m.r64[env, T_SERIAL_END] <= now:
+        serial_sync(m, env, now)
+    reschedule(m, env)
+
+
+@wp.func(inline=False)
+def sleep_until(m: Machine, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
+    """HALT/STOP/locked: run the peripherals event by event from t towards t_end and return
+    the time the CPU wakes (the first event after which IE&IF != 0, if wake_on_irq), or
+    t_end. One out-of-line call per sleep instead of one per event."""
+    now = t
+    going = int(1)
+    while going == 1:
+        ev = m.r64[env, T_NEXT_EVENT]
+        if ev >= t_end:
+            now = wp.max(now, t_end)
+            going = 0
+        else:
+            ev = wp.max(((ev + wp.int64(3)) // wp.int64(4)) * wp.int64(4), now)
+            if m.r64[env, T_TIMER_EVENT] <= ev:
+                timer_sync(m, env, ev)
+            if m.r64[env, T_PPU_EVENT] <= ev:
+                ppu_sync(m, env, ev)
+            if m.r64[env, T_SERIAL_END] <= ev:
+                serial_sync(m, env, ev)
+            reschedule(m, env)
+            now = ev
+            if wake_on_irq != 0:
+                if (int(m.hram[env, 127]) & int(m.io[env, 0x0F]) & 0x1F) != 0:
+                    going = 0
+    return now
+
+
+@wp.func(inline=False)
+def sync_all(m: Machine, env: int, now: wp.int64):
+    """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
+    peeks and snapshots see current TIMA/LY/IF."""
     timer_sync(m, env, now)
     ppu_sync(m, env, now)
     serial_sync(m, env, now)
@@ -38,6 +87,55 @@ def events_sync(m: Machine, env: int, now: wp.int64):
 
 
 @wp.func
+def apu_write(m: Machine, env: int, reg: int, value: int):
+    """Sound registers as state (no audio is produced; Pan Docs, Audio Registers): NR52
+    bit 7 powers the APU; powering off clears NR10-NR51 and makes them read-only until it
+    is powered on again (wave RAM stays accessible). NR52 bits 0-3 report the channels: set
+    by a trigger (NRx4 bit 7) while the channel's DAC is on, cleared when the DAC is turned
+    off (NRx2 & $F8 = 0; NR30 bit 7 = 0) or at power off. Length/envelope timers are not
+    modelled."""
+    nr52 = int(m.io[env, 0x26])
+    if reg == 0x26:
+        if (value & 0x80) == 0:
+            if (nr52 & 0x80) != 0:
+                for r in range(0x10, 0x26):
+                    m.io[env, r] = wp.uint8(0)
+            m.io[env, 0x26] = wp.uint8(0)
+        else:
+            m.io[env, 0x26] = wp.uint8(0x80 | (nr52 & 0x0F))
+    elif reg >= 0x30:
+        m.io[env, reg] = wp.uint8(value)
+    elif (nr52 & 0x80) != 0:
+        m.io[env, reg] = wp.uint8(value)
+        ch = int(-1)
+        dac_on = False
+        trigger = False
+        if reg == 0x12 or reg == 0x14:
+            ch = 0
+            dac_on = (int(m.io[env, 0x12]) & 0xF8) != 0
+            trigger = reg == 0x14 and (value & 0x80) != 0
+        elif reg == 0x17 or reg == 0x19:
+            ch = 1
+            dac_on = (int(m.io[env, 0x17]) & 0xF8) != 0
+            trigger = reg == 0x19 and (value & 0x80) != 0
+        elif reg == 0x1A or reg == 0x1E:
+            ch = 2
+            dac_on = (int(m.io[env, 0x1A]) & 0x80) != 0
+            trigger = reg == 0x1E and (value & 0x80) != 0
+        elif reg == 0x21 or reg == 0x23:
+            ch = 3
+            dac_on = (int(m.io[env, 0x21]) & 0xF8) != 0
+            trigger = reg == 0x23 and (value & 0x80) != 0
+        if ch >= 0:
+            status = nr52 & 0x0F
+            if not dac_on:
+                status = status & ((1 << ch) ^ 0x0F)
+            elif trigger:
+                status = status | (1 << ch)
+            m.io[env, 0x26] = wp.uint8(0x80 | status)
+
+
+@wp.func(inline=False)
 def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     v = 0xFF
     if reg == 0x00:
@@ -49,9 +147,12 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
         reschedule(m, env)
         v = int(m.io[env, 5])
     elif reg == 0x0F:
-        events_sync(m, env, t)
+        sync_all(m, env, t)
         v = int(m.io[env, 0x0F]) | 0xE0
-    elif reg == 0x01 or reg == 0x02:
+    elif reg == 0x01:
+        v = sb_read(m, env, t)
+        reschedule(m, env)
+    elif reg == 0x02:
         serial_sync(m, env, t)
         reschedule(m, env)
         v = int(m.io[env, reg]) | int(m.io_rmask[reg])
@@ -66,7 +167,7 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func
+@wp.func(inline=False)
 def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     if reg == 0x00:
         m.io[env, 0] = wp.uint8((value & 0x30) | 0xC0)
@@ -85,7 +186,7 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     elif reg == 0x07:
         tac_write(m, env, value, t)
     elif reg == 0x0F:
-        events_sync(m, env, t)
+        sync_all(m, env, t)
         m.io[env, 0x0F] = wp.uint8(value & 0x1F)
     elif reg == 0x40:
         lcdc_write(m, env, value, t)
@@ -93,9 +194,11 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
         dma_write(m, env, value, t)
     elif reg >= 0x41 and reg <= 0x4B:
         ppu_reg_write(m, env, reg, value, t)
+    elif reg >= 0x10 and reg < 0x40:
+        apu_write(m, env, reg, value)
     elif reg == 0x50:
         if value != 0:
-            m.r32[env, R_BOOT_MAPPED] = 0
+            m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
         m.io[env, 0x50] = wp.uint8(value)
     else:
         m.io[env, reg] = wp.uint8(value)
@@ -122,9 +225,64 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
             done = 1
 
 
+@wp.func(inline=True)
+def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8),
+                  hram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                  fast: bool, hram_fast: bool, rom0_base: int, romx_base: int, vram_until: wp.int64,
+                  ly_until: wp.int64, ly_value: int, env: int, addr: int, t: wp.int64) -> int:
+    """Hot path on plain arrays and cached locals; -1 means "use bus_read".
+    ROM through the MBC's current bank bases, WRAM, HRAM; VRAM while t < vram_until (the
+    PPU is not in mode 3 before its next event); LY while t < ly_until (LY cannot change
+    before the PPU's next event; line 153, whose LY changes mid-line, is excluded).
+    `fast` is False during OAM DMA, while a boot ROM is mapped and on the flat bus;
+    `hram_fast` only on the flat bus.
+    Plain arrays and scalars, not the Machine struct: a struct parameter of an inlined
+    function that reaches an out-of-line call is copied whole on every call."""
+    v = int(-1)
+    if addr >= 0xFF80:
+        if hram_fast:                      # HRAM stays reachable during OAM DMA
+            v = int(hram[env, addr - 0xFF80])
+    elif fast:
+        if addr < 0x4000:
+            v = int(rom[rom0_base + addr])
+        elif addr < 0x8000:
+            v = int(rom[romx_base + addr])
+        elif addr >= 0xC000 and addr < 0xE000:
+            v = int(wram[env, addr - 0xC000])
+        elif addr < 0xA000:
+            if t < vram_until:
+                v = int(vram[env, addr - 0x8000])
+        elif addr == 0xFF44:
+            if t < ly_until:
+                v = ly_value
+    return v
+
+
 @wp.func
+def dma_conflict(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+    """During OAM DMA (DMG): 1 if the CPU's access at `addr` shares the bus the DMA is reading
+    (external bus: ROM, cart RAM, WRAM/echo; or the VRAM bus), 2 for OAM/$FEA0-$FEFF, else 0."""
+    r = int(0)
+    if dma_blocks(m, env, t) and addr < 0xFF00:
+        if addr >= 0xFE00:
+            r = 2
+        else:
+            src_vram = (int(m.io[env, 0x46]) & 0xE0) == 0x80
+            addr_vram = addr >= 0x8000 and addr < 0xA000
+            if src_vram == addr_vram:
+                r = 1
+    return r
+
+
+@wp.func(inline=False)
 def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+    """Every CPU read (the fast path's fallback): I/O registers, OAM/VRAM with the PPU's
+    access rules, OAM DMA bus conflicts (the CPU sees the byte the DMA is moving; OAM reads
+    $FF), the boot ROM overlay, the flat conformance bus."""
     v = 0xFF
+    conflict = int(0)
+    if m.flat_mode == 0:
+        conflict = dma_conflict(m, env, addr, t)
     if m.flat_mode != 0:
         v = flat_read(m, env, addr)
     elif addr >= 0xFF00:
@@ -132,28 +290,59 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
             v = int(m.hram[env, addr - 0xFF80])
         else:
             v = io_read(m, env, addr - 0xFF00, t)
-    elif dma_blocks(m, env, t):
+    elif conflict == 1:
+        v = int(m.oam[env, dma_index(m, env, t)])
+    elif conflict == 2:
         v = 0xFF
     elif addr < 0x8000:
-        if addr < 0x100 and m.r32[env, R_BOOT_MAPPED] != 0:
+        if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
             v = int(m.boot[addr])
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xA000:
-        v = int(m.vram[env, addr - 0x8000])
+        if vram_accessible(m, env, t):
+            v = int(m.vram[env, addr - 0x8000])
     elif addr < 0xC000:
         v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xFE00:
         v = int(m.wram[env, (addr - 0xC000) & 0x1FFF])
-    elif addr < 0xFEA0:
-        v = int(m.oam[env, addr - 0xFE00])
-    else:
-        v = 0x00
+    elif oam_accessible(m, env, t):
+        if addr < 0xFEA0:
+            v = int(m.oam[env, addr - 0xFE00])
+        else:
+            v = 0x00
     return v
 
 
-@wp.func
+@wp.func(inline=True)
+def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), hram: wp.array2d(dtype=wp.uint8),
+                   vram: wp.array2d(dtype=wp.uint8), fast: bool, hram_fast: bool,
+                   vram_until: wp.int64,
+                   env: int, addr: int, value: int, t: wp.int64) -> int:
+    """Hot path writes (WRAM, HRAM but not IE, VRAM outside mode 3); returns 0 if bus_write
+    must handle the access."""
+    done = int(0)
+    if addr >= 0xFF80:
+        if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler
+            hram[env, addr - 0xFF80] = wp.uint8(value)   # must re-check IE&IF
+            done = 1
+    elif fast:
+        if addr >= 0xC000 and addr < 0xE000:
+            wram[env, addr - 0xC000] = wp.uint8(value)
+            done = 1
+        elif addr >= 0x8000 and addr < 0xA000 and t < vram_until:
+            vram[env, addr - 0x8000] = wp.uint8(value)
+            done = 1
+    return done
+
+
+@wp.func(inline=False)
 def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
+    """Every CPU write (the fast path's fallback); writes on the bus an OAM DMA is using, to
+    OAM during DMA, and to VRAM/OAM while the PPU holds them, are lost."""
+    conflict = int(0)
+    if m.flat_mode == 0:
+        conflict = dma_conflict(m, env, addr, t)
     if m.flat_mode != 0:
         flat_write(m, env, addr, value)
     elif addr >= 0xFF00:
@@ -161,18 +350,20 @@ def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
             m.hram[env, addr - 0xFF80] = wp.uint8(value)
         else:
             io_write(m, env, addr - 0xFF00, value, t)
-    elif dma_blocks(m, env, t):
+    elif conflict != 0:
         pass
     elif addr < 0x8000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xA000:
-        m.vram[env, addr - 0x8000] = wp.uint8(value)
+        if vram_accessible(m, env, t):
+            m.vram[env, addr - 0x8000] = wp.uint8(value)
     elif addr < 0xC000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xFE00:
         m.wram[env, (addr - 0xC000) & 0x1FFF] = wp.uint8(value)
     elif addr < 0xFEA0:
-        m.oam[env, addr - 0xFE00] = wp.uint8(value)
+        if oam_accessible(m, env, t):
+            m.oam[env, addr - 0xFE00] = wp.uint8(value)
 
 
 @wp.func
@@ -196,7 +387,7 @@ def bus_peek(m: Machine, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif addr < 0x8000:
-        if addr < 0x100 and m.r32[env, R_BOOT_MAPPED] != 0:
+        if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
             v = int(m.boot[addr])
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)

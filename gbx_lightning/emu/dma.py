@@ -1,11 +1,14 @@
 """OAM DMA ($FF46).
 
-Writing XX starts a copy of XX00-XX9F into OAM: one M-cycle start delay, then 160 M-cycles.
-Nothing can change the source while the transfer runs (the CPU is locked out of everything
-below $FF00), so the 160 bytes are copied at the write and only the bus lock is timed:
-from write+4 to write+4+640 T-cycles CPU reads below $FF00 (ROM, VRAM, cart RAM, WRAM, OAM,
-echo) return $FF and writes there are ignored; I/O registers, HRAM and IE stay accessible.
-Sources $E0-$FF read the WRAM echo (DMG)."""
+Writing XX (in M-cycle d = 0) starts a copy of XX00-XX9F into OAM: M-cycle d = 1 is the
+start delay, byte k moves in M-cycle d = k + 2 (160 M-cycles, d = 2..161).
+The CPU cannot change the source while it runs (see below), so the 160 bytes are copied
+at the write and only the bus conflict is timed. During d = 2..161 (DMG):
+- a CPU read on the bus the DMA reads from (the external bus: ROM, cart RAM, WRAM/echo;
+  or the VRAM bus when XX is $80-$9F) returns the byte being moved in that M-cycle;
+- reads of the other bus are normal; OAM and $FEA0-$FEFF read $FF;
+- writes to the DMA's bus and to OAM are lost; I/O registers, HRAM and IE are unaffected.
+Sources $E0-$FF read the WRAM echo."""
 import warp as wp
 
 from .state import T_DMA_END, T_DMA_START, Machine, cart_read
@@ -31,10 +34,16 @@ def dma_write(m: Machine, env: int, value: int, t: wp.int64):
     src = value << 8
     for i in range(160):
         m.oam[env, i] = wp.uint8(dma_source_read(m, env, src + i, t))
-    m.r64[env, T_DMA_START] = t + wp.int64(4)
-    m.r64[env, T_DMA_END] = t + wp.int64(4 + 640)
+    m.r64[env, T_DMA_START] = t + wp.int64(8)
+    m.r64[env, T_DMA_END] = t + wp.int64(8 + 640)
 
 
 @wp.func
 def dma_blocks(m: Machine, env: int, t: wp.int64) -> bool:
     return t >= m.r64[env, T_DMA_START] and t < m.r64[env, T_DMA_END]
+
+
+@wp.func
+def dma_index(m: Machine, env: int, t: wp.int64) -> int:
+    """Index of the byte the DMA moves in the M-cycle at t (valid while dma_blocks)."""
+    return int((t - m.r64[env, T_DMA_START]) // wp.int64(4))

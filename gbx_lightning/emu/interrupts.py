@@ -1,5 +1,6 @@
 """IF/IE helpers. IF ($FF0F) lives in io[0x0F] (upper 3 bits read as 1 via the read mask),
-IE ($FFFF) in hram[127]. Dispatch itself is CPU microcode (cpu.py: ``service_interrupts``)."""
+IE ($FFFF) in hram[127]. Dispatch itself is CPU microcode (cpu.py: the kernel's scheduler
+and ``dispatch_interrupt``)."""
 import warp as wp
 
 from .state import Machine

@@ -8,103 +8,15 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .bus import bus_peek, events_sync
-from .cpu import Cpu, cpu_step, service_interrupts
-from .joypad import set_buttons
-from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
+from .bus import bus_peek
+from .cartridge import load_boot_rom, load_cartridge
+from .cpu import kernel_inputs, machine_kernel
+from .ppu import POST_BOOT_LINE0_T
 from .savestate import masked_copy
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
                     Machine)
 
 RENDER_MODES = {"none": 0, "obs": 1, "full": 2}
-FRAME_CYCLES = wp.constant(wp.int64(S.FRAME_CYCLES))
-
-
-@wp.func
-def load_cpu(m: Machine, env: int) -> Cpu:
-    c = Cpu()
-    c.a = m.r32[env, 0]
-    c.f = m.r32[env, 1]
-    c.b = m.r32[env, 2]
-    c.c = m.r32[env, 3]
-    c.d = m.r32[env, 4]
-    c.e = m.r32[env, 5]
-    c.h = m.r32[env, 6]
-    c.l = m.r32[env, 7]
-    c.sp = m.r32[env, 8]
-    c.pc = m.r32[env, 9]
-    c.ime = m.r32[env, 10]
-    c.ei_pending = m.r32[env, 11]
-    c.halted = m.r32[env, 12]
-    c.locked = m.r32[env, 13]
-    c.stopped = m.r32[env, 14]
-    c.halt_bug = m.r32[env, 15]
-    c.t = m.r64[env, T_NOW]
-    return c
-
-
-@wp.func
-def store_cpu(m: Machine, env: int, c: Cpu):
-    m.r32[env, 0] = c.a
-    m.r32[env, 1] = c.f
-    m.r32[env, 2] = c.b
-    m.r32[env, 3] = c.c
-    m.r32[env, 4] = c.d
-    m.r32[env, 5] = c.e
-    m.r32[env, 6] = c.h
-    m.r32[env, 7] = c.l
-    m.r32[env, 8] = c.sp
-    m.r32[env, 9] = c.pc
-    m.r32[env, 10] = c.ime
-    m.r32[env, 11] = c.ei_pending
-    m.r32[env, 12] = c.halted
-    m.r32[env, 13] = c.locked
-    m.r32[env, 14] = c.stopped
-    m.r32[env, 15] = c.halt_bug
-    m.r64[env, T_NOW] = c.t
-
-
-@wp.func
-def run_until(m: Machine, env: int, c: Cpu, t_end: wp.int64) -> Cpu:
-    """Execute until t_end: events when due, interrupts between instructions, and sleep
-    (HALT/STOP/locked) skipping straight to the next event."""
-    while c.t < t_end:
-        if c.t >= m.r64[env, T_NEXT_EVENT]:
-            events_sync(m, env, c.t)
-        if (c.ime != 0 or c.halted != 0) and c.locked == 0:
-            c = service_interrupts(m, env, c)
-        if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-            nxt = wp.min(m.r64[env, T_NEXT_EVENT], t_end)
-            nxt = ((nxt + wp.int64(3)) // wp.int64(4)) * wp.int64(4)
-            if nxt > c.t:
-                c.t = nxt
-            else:
-                c.t = c.t + wp.int64(4)
-        else:
-            c = cpu_step(m, env, c)
-    return c
-
-
-@wp.kernel(enable_backward=False)
-def machine_kernel(m: Machine, frames: int, buttons: wp.array(dtype=wp.int32),
-                   set_flag: int, release_after: int):
-    """frames x 70224 T-cycles per env; buttons set before frame 0 (if set_flag) and
-    released at frame `release_after`. Flat mode: exactly one instruction (SM83 cases)."""
-    env = wp.tid()
-    c = load_cpu(m, env)
-    if m.flat_mode != 0:
-        c = cpu_step(m, env, c)
-    else:
-        for f in range(frames):
-            if f == 0 and set_flag != 0:
-                set_buttons(m, env, buttons[env])
-            if f == release_after:
-                set_buttons(m, env, 0)
-            fs = m.r64[env, T_FRAME_START]
-            c = run_until(m, env, c, fs + FRAME_CYCLES)
-            m.r64[env, T_FRAME_START] = fs + FRAME_CYCLES
-        events_sync(m, env, c.t)
-    store_cpu(m, env, c)
 
 
 @wp.kernel(enable_backward=False)
@@ -114,40 +26,26 @@ def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8))
 
 
 # ----------------------------------------------------------------------------------------
-def _load_rom(rom):
-    """Cartridge via the cart helper's loader (validates before any kernel work)."""
-    try:
-        from .cartridge import load_cartridge
-    except ImportError:  # STAND-IN until branch `cart` is merged: ROM-only images
-        return _StandInCart(rom)
-    return load_cartridge(rom)
+REGISTERED_MARK = (0x3C, 0x42, 0xB9, 0xA5, 0xB9, 0xA5, 0x42, 0x3C)  # the boot ROM's (R) tile
 
 
-class _StandInCart:  # STAND-IN: delete when emu/cartridge.py is merged
-    def __init__(self, rom):
-        if isinstance(rom, (bytes, bytearray, memoryview)):
-            data = bytes(rom)
-        else:
-            path = os.fspath(rom)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"rom: file not found: {path!r}")
-            with open(path, "rb") as fh:
-                data = fh.read()
-        if len(data) < 0x8000 or len(data) % 0x4000:
-            raise ValueError(f"rom: expected a size that is a multiple of 16 KiB and at least "
-                             f"32 KiB, got {len(data)} bytes")
-        self.rom = np.frombuffer(data, dtype=np.uint8).copy()
-        ram_codes = {0: 0, 1: 2048, 2: 8192, 3: 32768, 4: 131072, 5: 65536}
-        self.ram_bytes = ram_codes.get(int(self.rom[0x149]), 0)
-        self.title = bytes(self.rom[0x134:0x144]).split(b"\0")[0].decode("ascii", "replace")
-
-    def spec(self):
-        sp = S.CartSpec()
-        sp.kind = 0
-        sp.rom_banks = len(self.rom) // 0x4000
-        sp.ram_banks = (self.ram_bytes + 8191) // 8192
-        sp.has_rtc = 0
-        return sp
+def boot_logo_vram(rom: np.ndarray) -> np.ndarray:
+    """VRAM as the DMG boot ROM leaves it (Pan Docs, Power Up Sequence): cleared, the header
+    logo ($0104-$0133) unpacked into tiles 1-24 (each nibble -> two tile rows, each bit
+    doubled, bit plane 0), the (R) mark in tile 25, BG map rows at $9904 and $9924."""
+    vram = np.zeros(0x2000, np.uint8)
+    doubled = [sum(((n >> b) & 1) * (3 << (2 * b)) for b in range(4)) for n in range(16)]
+    addr = 0x10
+    for byte in rom[0x104:0x134]:
+        for nib in (int(byte) >> 4, int(byte) & 0xF):
+            vram[addr] = vram[addr + 2] = doubled[nib]
+            addr += 4
+    for i, row in enumerate(REGISTERED_MARK):
+        vram[0x190 + 2 * i] = row
+    vram[0x1904:0x1910] = np.arange(1, 13)
+    vram[0x1910] = 0x19
+    vram[0x1924:0x1930] = np.arange(13, 25)
+    return vram
 
 
 @dataclass
@@ -155,7 +53,7 @@ class Snapshot:
     """Whole-machine state of every env (device arrays, same layout as the machine)."""
     arrays: dict
     num_envs: int
-    rom_sha: int
+    rom_sha256: str
 
 
 def _check_int(name, value, minimum=None):
@@ -175,16 +73,8 @@ class VecGameBoy:
 
     def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None):
         num_envs = _check_int("num_envs", num_envs, 1)
-        self.cart = _load_rom(rom)
-        boot = None
-        if boot_rom is not None:
-            if not isinstance(boot_rom, (bytes, bytearray)):
-                with open(os.fspath(boot_rom), "rb") as fh:
-                    boot_rom = fh.read()
-            if len(boot_rom) != 256:
-                raise ValueError(f"boot_rom: expected exactly 256 bytes (a DMG boot ROM), "
-                                 f"got {len(boot_rom)}")
-            boot = np.frombuffer(bytes(boot_rom), dtype=np.uint8).copy()
+        self.cart = load_cartridge(rom)
+        boot = None if boot_rom is None else load_boot_rom(boot_rom)   # RomError if not 256 B
         self.num_envs = num_envs
         self.device = wp.get_device(device)
         self._boot = boot
@@ -210,7 +100,7 @@ class VecGameBoy:
         m.flat_mode = 0
         m.render_mode = RENDER_MODES["full"]
         self._m = m
-        self._no_buttons = wp.zeros(num_envs, dtype=wp.int32, device=d)
+        self._no_buttons = wp.zeros(num_envs, dtype=wp.uint8, device=d)
         self.reset()
 
     # -- state ---------------------------------------------------------------------------
@@ -231,9 +121,10 @@ class VecGameBoy:
         r64[S.T_SERIAL_END] = never
         r32[S.R_JOYP_LINES] = 0xF
         if self._boot is None:
-            for i, v in enumerate((0x01, 0xB0, 0x00, 0x13, 0x00, 0xD8, 0x01, 0x4D)):
-                r32[i] = v
-            r32[S.R_SP], r32[S.R_PC] = 0xFFFE, 0x0100
+            post_boot = dict(a=0x01, f=0xB0, b=0x00, c=0x13, d=0x00, e=0xD8, h=0x01, l=0x4D,
+                             sp=0xFFFE, pc=0x0100)
+            for name, v in post_boot.items():
+                r32[S.REG_SLOTS[name]] = v
             for reg, v in S.POST_BOOT_IO.items():
                 io[reg] = v
             io[0x41] = 0x85 & 0x78
@@ -241,8 +132,9 @@ class VecGameBoy:
             r32[S.R_LY], r32[S.R_PPU_MODE] = 153, 1
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
+            t["vram"][:] = boot_logo_vram(self.cart.rom)
         else:
-            r32[S.R_BOOT_MAPPED] = 1
+            r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF
             io[0x46] = 0xFF
             io[0x0F] = 0xE0
@@ -271,14 +163,15 @@ class VecGameBoy:
 
     def snapshot(self) -> Snapshot:
         return Snapshot({k: wp.clone(v) for k, v in self._arrays.items()}, self.num_envs,
-                        hash(self.cart.rom.tobytes()))
+                        self.cart.sha256)
 
     def restore(self, snapshot: Snapshot, mask=None) -> None:
         """Copy the snapshot's state into every env (or those in mask), in kernels."""
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot: expected a Snapshot from .snapshot(), got "
                             f"{type(snapshot).__name__}")
-        if snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays):
+        if (snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays)
+                or snapshot.rom_sha256 != self.cart.sha256):
             raise ValueError(f"snapshot: expected one taken from a machine with "
                              f"{self.num_envs} envs and this cartridge, got {snapshot.num_envs} envs")
         m = self._mask_array(mask)
@@ -294,6 +187,7 @@ class VecGameBoy:
         7 Start), pressed from frame 0 and released at frame `release_after` (held through
         all frames, and after, if None); None = no button pressed.
         render: "full" (frame() and obs()), "obs" (obs() only) or "none".
+        A wp.array for buttons (uint8, on this device) is read in the kernel directly.
         """
         frames = _check_int("frames", frames, 0)
         if render not in RENDER_MODES:
@@ -303,21 +197,23 @@ class VecGameBoy:
             rel = _check_int("release_after", release_after, 0)
         if buttons is None:
             b = self._no_buttons
+        elif isinstance(buttons, wp.array):           # used as is: no copy, no host sync
+            if (buttons.dtype != wp.uint8 or buttons.shape != (self.num_envs,)
+                    or buttons.device != self.device):
+                raise ValueError(f"buttons: expected a uint8[{self.num_envs}] wp.array on "
+                                 f"{self.device}, got {buttons.dtype.__name__}"
+                                 f"{list(buttons.shape)} on {buttons.device}")
+            b = buttons
         else:
-            if isinstance(buttons, wp.array):
-                if buttons.dtype != wp.uint8 or buttons.shape != (self.num_envs,):
-                    raise ValueError(f"buttons: expected uint8[{self.num_envs}], got "
-                                     f"{buttons.dtype.__name__}{list(buttons.shape)}")
-                buttons = buttons.numpy()
             arr = np.asarray(buttons)
             if arr.dtype != np.uint8 or arr.shape != (self.num_envs,):
                 raise ValueError(f"buttons: expected a uint8 array of shape ({self.num_envs},) "
                                  f"(bitmask: bit0 Right .. bit7 Start), got {arr.dtype} {arr.shape}")
-            b = wp.array(arr.astype(np.int32), device=self.device)
+            b = wp.array(arr, dtype=wp.uint8, device=self.device)
         if frames == 0:
             return
         self._m.render_mode = RENDER_MODES[render]
-        wp.launch(machine_kernel, dim=self.num_envs, inputs=[self._m, frames, b, 1, rel],
+        wp.launch(machine_kernel, dim=self.num_envs, inputs=kernel_inputs(self._m) + [frames, b, 1, rel],
                   device=self.device)
 
     # -- outputs ---------------------------------------------------------------------------
@@ -349,10 +245,11 @@ class VecGameBoy:
         return bytes(np.concatenate([ring[k:], ring[:k]]))
 
     def registers(self, env: int = 0) -> dict:
+        """a f b c d e h l sp pc ime halted, plus locked (illegal opcode hang), stopped
+        (STOP) and cycles (T-cycles since reset)."""
         env = self._check_env(env)
         r = self._arrays["r32"].numpy()[env]
-        names = ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")
-        out = {n: int(r[i]) for i, n in enumerate(names)}
+        out = {n: int(r[S.REG_SLOTS[n]]) for n in ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")}
         out["ime"] = int(r[S.R_IME])
         out["halted"] = int(r[R_HALTED])
         out["locked"] = int(r[R_LOCKED])

@@ -4,7 +4,9 @@ Writing SC with bits 7 and 0 set latches SB into the env's output ring at that m
 (DESIGN.md contract) and starts a transfer. Bits shift on falling edges of system-counter
 bit 8 (8192 Hz, 512 T-cycles); the transfer completes at the 8th such edge after the write,
 fixed at start (a DIV write during a transfer does not move it — documented simplification).
-On completion SC bit 7 clears, SB reads $FF (nothing shifted in), IF bit 3 is set.
+During the transfer SB reads as the hardware shifts it (Pan Docs, FF01 SB): after k clocks
+the outgoing byte has moved k bits left with k 1-bits (no partner) shifted in. On completion
+SC bit 7 clears, SB reads $FF, IF bit 3 is set.
 Output ring: SERIAL_CAP bytes per env; r32[R_SERIAL_COUNT] counts every byte ever latched,
 so once more than SERIAL_CAP bytes were sent only the last SERIAL_CAP are kept.
 """
@@ -35,3 +37,20 @@ def sc_write(m: Machine, env: int, value: int, t: wp.int64):
         m.r64[env, T_SERIAL_END] = ((t - base) // wp.int64(512) + wp.int64(8)) * wp.int64(512) + base
     elif (value & 0x80) == 0:
         m.r64[env, T_SERIAL_END] = NEVER
+
+
+@wp.func
+def sb_read(m: Machine, env: int, t: wp.int64) -> int:
+    """SB as read at t: mid-transfer, the outgoing byte (the last one latched) shifted left
+    once per 8192 Hz clock edge so far, 1s coming in."""
+    serial_sync(m, env, t)
+    v = int(m.io[env, 1])
+    end = m.r64[env, T_SERIAL_END]
+    if end != NEVER:
+        base = m.r64[env, T_DIV_BASE]
+        k = int((t - base) // wp.int64(512) - ((end - base) // wp.int64(512) - wp.int64(8)))
+        k = wp.clamp(k, 0, 8)
+        count = m.r32[env, R_SERIAL_COUNT]
+        out = int(m.serial[env, (count + SERIAL_CAP - 1) % SERIAL_CAP])
+        v = ((out << k) | ((1 << k) - 1)) & 0xFF
+    return v

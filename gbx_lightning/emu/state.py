@@ -11,46 +11,13 @@ import numpy as np
 import warp as wp
 
 
-# ---- cartridge interface (cart helper's emu/mbc.py); ROM-only stand-in until it lands ----
-try:  # pragma: no cover - switches to the real module once branch `cart` is merged
-    from .mbc import CartSpec, MBC_REGS, cart_read, cart_write, mbc_power_on_regs
-except ImportError:  # STAND-IN: delete when emu/mbc.py is merged
-    @wp.struct
-    class CartSpec:
-        kind: int
-        rom_banks: int
-        ram_banks: int
-        has_rtc: int
-
-    MBC_REGS = 4
-
-    def mbc_power_on_regs(spec) -> np.ndarray:
-        return np.zeros(MBC_REGS, dtype=np.int32)
-
-    @wp.func
-    def cart_read(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
-                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int, addr: int,
-                  t_now: wp.int64) -> int:
-        if addr < 0x8000:
-            if addr < rom.shape[0]:
-                return int(rom[addr])
-            return 0xFF
-        off = addr - 0xA000
-        if spec.ram_banks > 0 and off < cart_ram.shape[1]:
-            return int(cart_ram[env, off])
-        return 0xFF
-
-    @wp.func
-    def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
-                   mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int, addr: int,
-                   value: int, t_now: wp.int64):
-        if addr >= 0xA000:
-            off = addr - 0xA000
-            if spec.ram_banks > 0 and off < cart_ram.shape[1]:
-                cart_ram[env, off] = wp.uint8(value)
+# Cartridge interface: the cart helper's emu/mbc.py (cart_read/cart_write Warp funcs).
+from .mbc import CartSpec, MBC_REGS, cart_read, cart_write, mbc_power_on_regs  # noqa: F401
 
 # ---- int32 bookkeeping words (r32[env, R_*]) -------------------------------------
-R_A, R_F, R_B, R_C, R_D, R_E, R_H, R_L = (wp.constant(i) for i in range(8))
+# Register file in the opcode's r-field order with F in the (HL) slot: B C D E H L F A.
+R_B, R_C, R_D, R_E, R_H, R_L, R_F, R_A = (wp.constant(i) for i in range(8))
+REG_SLOTS = {"b": 0, "c": 1, "d": 2, "e": 3, "h": 4, "l": 5, "f": 6, "a": 7, "sp": 8, "pc": 9}
 R_SP = wp.constant(8)
 R_PC = wp.constant(9)
 R_IME = wp.constant(10)
@@ -67,7 +34,7 @@ R_PPU_MODE = wp.constant(20)
 R_STAT_LINE = wp.constant(21)    # OR of enabled STAT sources (interrupt on its rising edge)
 R_WIN_LINE = wp.constant(22)     # window internal line counter
 R_WY_TRIGGERED = wp.constant(23)
-R_BOOT_MAPPED = wp.constant(24)  # boot ROM visible at 0000-00FF until FF50 is written
+R_UNUSED_24 = wp.constant(24)
 R_TIMA_RELOAD_CYCLE = wp.constant(25)  # unused marker word (kept for layout stability)
 R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
 R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
@@ -87,10 +54,12 @@ T_PPU_EVENT = wp.constant(9)     # next PPU mode change
 T_SERIAL_END = wp.constant(10)   # transfer completion time (NEVER when idle)
 T_DMA_START = wp.constant(11)
 T_DMA_END = wp.constant(12)
+T_BOOT_MAPPED = wp.constant(13)  # 1: boot ROM visible at 0000-00FF until FF50 is written
 NUM_R64 = 16
 
 NEVER = wp.constant(wp.int64(1 << 62))
 FRAME_CYCLES = 70224
+FRAME_CYCLES_T = wp.constant(wp.int64(FRAME_CYCLES))
 SERIAL_CAP = wp.constant(4096)
 SERIAL_CAP_PY = 4096
 

@@ -1,0 +1,82 @@
+"""python -m gbx_lightning.emu run ROM [--frames N] [--print-serial] [--screenshot PNG] [--bench]
+
+Runs a ROM on VecGameBoy (post-boot DMG state) and reports what it did: the serial output
+(how test ROMs report), a PNG of the last frame, or frames/s.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _parse_buttons(text: str | None) -> int:
+    names = {"right": 0, "left": 1, "up": 2, "down": 3, "a": 4, "b": 5, "select": 6, "start": 7}
+    if not text:
+        return 0
+    mask = 0
+    for name in text.lower().split("+"):
+        if name not in names:
+            raise SystemExit(f"--buttons: expected names from {sorted(names)} joined by '+', got {text!r}")
+        mask |= 1 << names[name]
+    return mask
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gbx_lightning.emu",
+                                 description="Run a Game Boy ROM on the Warp emulator.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="run a ROM for some frames")
+    run.add_argument("rom", help="ROM file (.gb)")
+    run.add_argument("--frames", type=int, default=600, help="frames to run (70224 T-cycles each)")
+    run.add_argument("--envs", type=int, default=1, help="parallel Game Boys (same ROM)")
+    run.add_argument("--device", default="cpu", help='Warp device, e.g. "cpu" or "cuda:0"')
+    run.add_argument("--buttons", default=None, help="buttons held all run, e.g. right+a")
+    run.add_argument("--boot-rom", default=None, help="optional 256-byte DMG boot ROM")
+    run.add_argument("--print-serial", action="store_true", help="print env 0's serial output")
+    run.add_argument("--screenshot", default=None, metavar="PNG", help="write env 0's last frame")
+    run.add_argument("--scale", type=int, default=2, help="screenshot scale factor")
+    run.add_argument("--bench", action="store_true", help="print compile/load time and frames/s")
+    args = ap.parse_args(argv)
+    if args.frames < 0:
+        ap.error(f"--frames: expected >= 0, got {args.frames}")
+
+    import numpy as np
+    import warp as wp
+
+    wp.config.quiet = True
+    from gbx_lightning.emu import VecGameBoy
+
+    t0 = time.perf_counter()
+    gb = VecGameBoy(args.rom, args.envs, device=args.device, boot_rom=args.boot_rom)
+    buttons = np.full(args.envs, _parse_buttons(args.buttons), np.uint8)
+    render = "full" if args.screenshot or not args.bench else "none"
+    gb.run_frames(0 if args.bench else args.frames, buttons=buttons, render=render)
+    if args.bench:
+        gb.run_frames(1, buttons=buttons, render=render)      # compile / load the kernels
+        wp.synchronize_device(gb.device)
+        t_ready = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        gb.run_frames(max(args.frames - 1, 0), buttons=buttons, render=render)
+        wp.synchronize_device(gb.device)
+        dt = time.perf_counter() - t1
+        n = max(args.frames - 1, 0) * args.envs
+        print(f"ready (load + first frame) {t_ready:.2f} s; {n} env-frames in {dt:.3f} s = "
+              f"{n / dt if dt > 0 else float('nan'):.0f} frames/s (render={render}, "
+              f"envs={args.envs}, device={gb.device})")
+    if args.print_serial:
+        sys.stdout.write(gb.serial_output(0).decode("latin-1"))
+        sys.stdout.flush()
+    if args.screenshot:
+        from gbx_lightning.emu.png import save_png
+
+        save_png(args.screenshot, gb.frame()[0], scale=args.scale)
+        print(f"wrote {args.screenshot}", file=sys.stderr)
+    regs = gb.registers(0)
+    if regs["locked"]:
+        print(f"note: CPU locked by an illegal opcode at PC=${regs['pc']:04X}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

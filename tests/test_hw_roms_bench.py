@@ -1,0 +1,31 @@
+"""Smoke test of tools/bench_emu.py: it runs end to end and prints its table (no timing is asserted)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench_emu.py"
+
+
+def test_bench_emu_prints_a_row_per_configuration(capsys):
+    pytest.importorskip("warp")
+    spec = importlib.util.spec_from_file_location("bench_emu", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--envs", "2", "--renders", "full,none", "--env-frames", "4", "--peer-frames", "3",
+                "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "VecGameBoy    2 envs, render=full" in out and "VecGameBoy    2 envs, render=none" in out
+    if "unavailable" not in out:
+        assert "PyBoy (render on)" in out and "gambatte (render on)" in out
+        assert out.count("x\n") >= 4  # every row has a ratio against the faster peer
+
+
+def test_bench_emu_rejects_unknown_buttons():
+    spec = importlib.util.spec_from_file_location("bench_emu", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(SystemExit, match="--buttons: expected names"):
+        bench.main(["--buttons", "right+turbo"])

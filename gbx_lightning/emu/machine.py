@@ -1,0 +1,376 @@
+"""VecGameBoy: N DMG Game Boys stepped by one Warp kernel (one thread = one Game Boy)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from . import state as S
+from .bus import bus_peek, events_sync
+from .cpu import Cpu, cpu_step, service_interrupts
+from .joypad import set_buttons
+from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
+from .savestate import masked_copy
+from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
+                    Machine)
+
+RENDER_MODES = {"none": 0, "obs": 1, "full": 2}
+FRAME_CYCLES = wp.constant(wp.int64(S.FRAME_CYCLES))
+
+
+@wp.func
+def load_cpu(m: Machine, env: int) -> Cpu:
+    c = Cpu()
+    c.a = m.r32[env, 0]
+    c.f = m.r32[env, 1]
+    c.b = m.r32[env, 2]
+    c.c = m.r32[env, 3]
+    c.d = m.r32[env, 4]
+    c.e = m.r32[env, 5]
+    c.h = m.r32[env, 6]
+    c.l = m.r32[env, 7]
+    c.sp = m.r32[env, 8]
+    c.pc = m.r32[env, 9]
+    c.ime = m.r32[env, 10]
+    c.ei_pending = m.r32[env, 11]
+    c.halted = m.r32[env, 12]
+    c.locked = m.r32[env, 13]
+    c.stopped = m.r32[env, 14]
+    c.halt_bug = m.r32[env, 15]
+    c.t = m.r64[env, T_NOW]
+    return c
+
+
+@wp.func
+def store_cpu(m: Machine, env: int, c: Cpu):
+    m.r32[env, 0] = c.a
+    m.r32[env, 1] = c.f
+    m.r32[env, 2] = c.b
+    m.r32[env, 3] = c.c
+    m.r32[env, 4] = c.d
+    m.r32[env, 5] = c.e
+    m.r32[env, 6] = c.h
+    m.r32[env, 7] = c.l
+    m.r32[env, 8] = c.sp
+    m.r32[env, 9] = c.pc
+    m.r32[env, 10] = c.ime
+    m.r32[env, 11] = c.ei_pending
+    m.r32[env, 12] = c.halted
+    m.r32[env, 13] = c.locked
+    m.r32[env, 14] = c.stopped
+    m.r32[env, 15] = c.halt_bug
+    m.r64[env, T_NOW] = c.t
+
+
+@wp.func
+def run_until(m: Machine, env: int, c: Cpu, t_end: wp.int64) -> Cpu:
+    """Execute until t_end: events when due, interrupts between instructions, and sleep
+    (HALT/STOP/locked) skipping straight to the next event."""
+    while c.t < t_end:
+        if c.t >= m.r64[env, T_NEXT_EVENT]:
+            events_sync(m, env, c.t)
+        if (c.ime != 0 or c.halted != 0) and c.locked == 0:
+            c = service_interrupts(m, env, c)
+        if c.halted != 0 or c.locked != 0 or c.stopped != 0:
+            nxt = wp.min(m.r64[env, T_NEXT_EVENT], t_end)
+            nxt = ((nxt + wp.int64(3)) // wp.int64(4)) * wp.int64(4)
+            if nxt > c.t:
+                c.t = nxt
+            else:
+                c.t = c.t + wp.int64(4)
+        else:
+            c = cpu_step(m, env, c)
+    return c
+
+
+@wp.kernel(enable_backward=False)
+def machine_kernel(m: Machine, frames: int, buttons: wp.array(dtype=wp.int32),
+                   set_flag: int, release_after: int):
+    """frames x 70224 T-cycles per env; buttons set before frame 0 (if set_flag) and
+    released at frame `release_after`. Flat mode: exactly one instruction (SM83 cases)."""
+    env = wp.tid()
+    c = load_cpu(m, env)
+    if m.flat_mode != 0:
+        c = cpu_step(m, env, c)
+    else:
+        for f in range(frames):
+            if f == 0 and set_flag != 0:
+                set_buttons(m, env, buttons[env])
+            if f == release_after:
+                set_buttons(m, env, 0)
+            fs = m.r64[env, T_FRAME_START]
+            c = run_until(m, env, c, fs + FRAME_CYCLES)
+            m.r64[env, T_FRAME_START] = fs + FRAME_CYCLES
+        events_sync(m, env, c.t)
+    store_cpu(m, env, c)
+
+
+@wp.kernel(enable_backward=False)
+def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8)):
+    i = wp.tid()
+    out[i] = wp.uint8(bus_peek(m, env, (addr0 + i) & 0xFFFF, m.r64[env, T_NOW]))
+
+
+# ----------------------------------------------------------------------------------------
+def _load_rom(rom):
+    """Cartridge via the cart helper's loader (validates before any kernel work)."""
+    try:
+        from .cartridge import load_cartridge
+    except ImportError:  # STAND-IN until branch `cart` is merged: ROM-only images
+        return _StandInCart(rom)
+    return load_cartridge(rom)
+
+
+class _StandInCart:  # STAND-IN: delete when emu/cartridge.py is merged
+    def __init__(self, rom):
+        if isinstance(rom, (bytes, bytearray, memoryview)):
+            data = bytes(rom)
+        else:
+            path = os.fspath(rom)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"rom: file not found: {path!r}")
+            with open(path, "rb") as fh:
+                data = fh.read()
+        if len(data) < 0x8000 or len(data) % 0x4000:
+            raise ValueError(f"rom: expected a size that is a multiple of 16 KiB and at least "
+                             f"32 KiB, got {len(data)} bytes")
+        self.rom = np.frombuffer(data, dtype=np.uint8).copy()
+        ram_codes = {0: 0, 1: 2048, 2: 8192, 3: 32768, 4: 131072, 5: 65536}
+        self.ram_bytes = ram_codes.get(int(self.rom[0x149]), 0)
+        self.title = bytes(self.rom[0x134:0x144]).split(b"\0")[0].decode("ascii", "replace")
+
+    def spec(self):
+        sp = S.CartSpec()
+        sp.kind = 0
+        sp.rom_banks = len(self.rom) // 0x4000
+        sp.ram_banks = (self.ram_bytes + 8191) // 8192
+        sp.has_rtc = 0
+        return sp
+
+
+@dataclass
+class Snapshot:
+    """Whole-machine state of every env (device arrays, same layout as the machine)."""
+    arrays: dict
+    num_envs: int
+    rom_sha: int
+
+
+def _check_int(name, value, minimum=None):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}: expected an int >= {minimum}, got {value}")
+    return int(value)
+
+
+class VecGameBoy:
+    """`num_envs` DMG Game Boys on one Warp device, all running the same cartridge.
+
+    The ROM is stored once; each env holds only writable state (see ``state_bytes_per_env``).
+    ``run_frames`` is one kernel launch for all frames and envs.
+    """
+
+    def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None):
+        num_envs = _check_int("num_envs", num_envs, 1)
+        self.cart = _load_rom(rom)
+        boot = None
+        if boot_rom is not None:
+            if not isinstance(boot_rom, (bytes, bytearray)):
+                with open(os.fspath(boot_rom), "rb") as fh:
+                    boot_rom = fh.read()
+            if len(boot_rom) != 256:
+                raise ValueError(f"boot_rom: expected exactly 256 bytes (a DMG boot ROM), "
+                                 f"got {len(boot_rom)}")
+            boot = np.frombuffer(bytes(boot_rom), dtype=np.uint8).copy()
+        self.num_envs = num_envs
+        self.device = wp.get_device(device)
+        self._boot = boot
+        spec = self.cart.spec()
+        self._mbc_regs = len(S.mbc_power_on_regs(spec))
+        self._layout = S.per_env_layout(int(self.cart.ram_bytes), self._mbc_regs)
+        d = self.device
+        self._arrays = {name: wp.zeros((num_envs,) + shape, dtype=wp.dtype_from_numpy(np.dtype(dt)),
+                                       device=d)
+                        for name, shape, dt in self._layout}
+        self._template = {name: wp.array(arr[None], device=d)
+                          for name, arr in self._power_on_template(spec).items()}
+        m = Machine()
+        m.rom = wp.array(self.cart.rom, dtype=wp.uint8, device=d)
+        m.boot = wp.array(boot if boot is not None else np.zeros(256, np.uint8), dtype=wp.uint8,
+                          device=d)
+        m.io_rmask = wp.array(S.IO_READ_MASK, dtype=wp.uint8, device=d)
+        m.spec = spec
+        for name, arr in self._arrays.items():
+            setattr(m, name, arr)
+        m.flat_addr = wp.zeros((1, 1), dtype=wp.int32, device=d)
+        m.flat_val = wp.zeros((1, 1), dtype=wp.uint8, device=d)
+        m.flat_mode = 0
+        m.render_mode = RENDER_MODES["full"]
+        self._m = m
+        self._no_buttons = wp.zeros(num_envs, dtype=wp.int32, device=d)
+        self.reset()
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def state_bytes_per_env(self) -> int:
+        """Bytes of per-env state (everything writable, incl. frame and obs buffers)."""
+        return int(sum(int(np.prod(shape)) * np.dtype(dt).itemsize
+                       for _, shape, dt in self._layout))
+
+    def _power_on_template(self, spec) -> dict:
+        t = {name: np.zeros(shape, dtype=dt) for name, shape, dt in self._layout}
+        t["mbc"][:] = S.mbc_power_on_regs(spec)
+        r32, r64, io = t["r32"], t["r64"], t["io"]
+        never = int(NEVER.value if hasattr(NEVER, "value") else NEVER)
+        r64[S.T_TIMA_OVERFLOW] = -1
+        r64[S.T_TIMA_RELOADED] = -1000
+        r64[S.T_TIMER_EVENT] = never
+        r64[S.T_SERIAL_END] = never
+        r32[S.R_JOYP_LINES] = 0xF
+        if self._boot is None:
+            for i, v in enumerate((0x01, 0xB0, 0x00, 0x13, 0x00, 0xD8, 0x01, 0x4D)):
+                r32[i] = v
+            r32[S.R_SP], r32[S.R_PC] = 0xFFFE, 0x0100
+            for reg, v in S.POST_BOOT_IO.items():
+                io[reg] = v
+            io[0x41] = 0x85 & 0x78
+            r64[S.T_DIV_BASE] = -S.POST_BOOT_SYSTEM_COUNTER
+            r32[S.R_LY], r32[S.R_PPU_MODE] = 153, 1
+            r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
+            r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
+        else:
+            r32[S.R_BOOT_MAPPED] = 1
+            io[0x00] = 0xCF
+            io[0x46] = 0xFF
+            io[0x0F] = 0xE0
+            r64[S.T_DIV_BASE] = 0
+            r64[S.T_PPU_EVENT] = never
+        r64[S.T_NEXT_EVENT] = min(r64[S.T_TIMER_EVENT], r64[S.T_PPU_EVENT], r64[S.T_SERIAL_END])
+        return t
+
+    def _mask_array(self, mask, name="mask"):
+        if mask is None:
+            return wp.array(np.ones(self.num_envs, np.int32), device=self.device)
+        if isinstance(mask, wp.array):
+            mask = mask.numpy()
+        mask = np.asarray(mask)
+        if mask.shape != (self.num_envs,) or not (mask.dtype == np.bool_ or
+                                                   np.issubdtype(mask.dtype, np.integer)):
+            raise ValueError(f"{name}: expected bool/int array of shape ({self.num_envs},), "
+                             f"got {mask.dtype} {mask.shape}")
+        return wp.array(mask.astype(np.int32), device=self.device)
+
+    def reset(self, mask=None) -> None:
+        """Power-on (post-boot DMG state, PC=$0100; or boot ROM at $0000) for envs in mask."""
+        m = self._mask_array(mask)
+        for name, arr in self._arrays.items():
+            masked_copy(self._template[name], arr, m, broadcast=True)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot({k: wp.clone(v) for k, v in self._arrays.items()}, self.num_envs,
+                        hash(self.cart.rom.tobytes()))
+
+    def restore(self, snapshot: Snapshot, mask=None) -> None:
+        """Copy the snapshot's state into every env (or those in mask), in kernels."""
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(f"snapshot: expected a Snapshot from .snapshot(), got "
+                            f"{type(snapshot).__name__}")
+        if snapshot.num_envs != self.num_envs or set(snapshot.arrays) != set(self._arrays):
+            raise ValueError(f"snapshot: expected one taken from a machine with "
+                             f"{self.num_envs} envs and this cartridge, got {snapshot.num_envs} envs")
+        m = self._mask_array(mask)
+        for name, arr in self._arrays.items():
+            masked_copy(snapshot.arrays[name], arr, m, broadcast=False)
+
+    # -- running ---------------------------------------------------------------------------
+    def run_frames(self, frames: int, buttons=None, release_after: int | None = None,
+                   render: str = "full") -> None:
+        """Run `frames` frames (70224 T-cycles each) in every env, in one kernel launch.
+
+        buttons: uint8[num_envs] (bit0 Right, 1 Left, 2 Up, 3 Down, 4 A, 5 B, 6 Select,
+        7 Start), pressed from frame 0 and released at frame `release_after` (held through
+        all frames, and after, if None); None = no button pressed.
+        render: "full" (frame() and obs()), "obs" (obs() only) or "none".
+        """
+        frames = _check_int("frames", frames, 0)
+        if render not in RENDER_MODES:
+            raise ValueError(f"render: expected one of {sorted(RENDER_MODES)}, got {render!r}")
+        rel = -1
+        if release_after is not None:
+            rel = _check_int("release_after", release_after, 0)
+        if buttons is None:
+            b = self._no_buttons
+        else:
+            if isinstance(buttons, wp.array):
+                if buttons.dtype != wp.uint8 or buttons.shape != (self.num_envs,):
+                    raise ValueError(f"buttons: expected uint8[{self.num_envs}], got "
+                                     f"{buttons.dtype.__name__}{list(buttons.shape)}")
+                buttons = buttons.numpy()
+            arr = np.asarray(buttons)
+            if arr.dtype != np.uint8 or arr.shape != (self.num_envs,):
+                raise ValueError(f"buttons: expected a uint8 array of shape ({self.num_envs},) "
+                                 f"(bitmask: bit0 Right .. bit7 Start), got {arr.dtype} {arr.shape}")
+            b = wp.array(arr.astype(np.int32), device=self.device)
+        if frames == 0:
+            return
+        self._m.render_mode = RENDER_MODES[render]
+        wp.launch(machine_kernel, dim=self.num_envs, inputs=[self._m, frames, b, 1, rel],
+                  device=self.device)
+
+    # -- outputs ---------------------------------------------------------------------------
+    def frame(self) -> np.ndarray:
+        """uint8[num_envs, 144, 160] shades 0..3 (as of the last line drawn)."""
+        return self._arrays["frame"].numpy()
+
+    def obs(self) -> wp.array:
+        """The kernel-written observation buffer uint8[num_envs, 72, 80] (same array object
+        every call, so wp.to_torch views stay valid)."""
+        return self._arrays["obs"]
+
+    def _check_env(self, env):
+        env = _check_int("env", env)
+        if not 0 <= env < self.num_envs:
+            raise IndexError(f"env: expected 0 <= env < {self.num_envs}, got {env}")
+        return env
+
+    def serial_output(self, env: int = 0) -> bytes:
+        """Every SB byte latched by an internal-clock transfer start, in order (the last
+        SERIAL_CAP bytes if more were sent)."""
+        env = self._check_env(env)
+        count = int(self._arrays["r32"].numpy()[env, S.R_SERIAL_COUNT])
+        ring = self._arrays["serial"].numpy()[env]
+        cap = S.SERIAL_CAP_PY
+        if count <= cap:
+            return bytes(ring[:count])
+        k = count % cap
+        return bytes(np.concatenate([ring[k:], ring[:k]]))
+
+    def registers(self, env: int = 0) -> dict:
+        env = self._check_env(env)
+        r = self._arrays["r32"].numpy()[env]
+        names = ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")
+        out = {n: int(r[i]) for i, n in enumerate(names)}
+        out["ime"] = int(r[S.R_IME])
+        out["halted"] = int(r[R_HALTED])
+        out["locked"] = int(r[R_LOCKED])
+        out["stopped"] = int(r[R_STOPPED])
+        out["cycles"] = int(self._arrays["r64"].numpy()[env, T_NOW])
+        return out
+
+    def read_memory(self, env: int, addr: int, length: int) -> bytes:
+        """Bytes of the CPU address space (wrapping at $FFFF), read without side effects."""
+        env = self._check_env(env)
+        addr = _check_int("addr", addr, 0)
+        if addr > 0xFFFF:
+            raise ValueError(f"addr: expected 0..0xFFFF, got {addr:#x}")
+        length = _check_int("length", length, 0)
+        if length > 0x10000:
+            raise ValueError(f"length: expected 0..65536, got {length}")
+        if length == 0:
+            return b""
+        out = wp.zeros(length, dtype=wp.uint8, device=self.device)
+        wp.launch(peek_kernel, dim=length, inputs=[self._m, env, addr, out], device=self.device)
+        return bytes(out.numpy())

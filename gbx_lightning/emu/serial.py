@@ -1,0 +1,37 @@
+"""Serial port, internal clock only (no link partner).
+
+Writing SC with bits 7 and 0 set latches SB into the env's output ring at that moment
+(DESIGN.md contract) and starts a transfer. Bits shift on falling edges of system-counter
+bit 8 (8192 Hz, 512 T-cycles); the transfer completes at the 8th such edge after the write,
+fixed at start (a DIV write during a transfer does not move it — documented simplification).
+On completion SC bit 7 clears, SB reads $FF (nothing shifted in), IF bit 3 is set.
+Output ring: SERIAL_CAP bytes per env; r32[R_SERIAL_COUNT] counts every byte ever latched,
+so once more than SERIAL_CAP bytes were sent only the last SERIAL_CAP are kept.
+"""
+import warp as wp
+
+from .interrupts import raise_if
+from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, Machine
+
+
+@wp.func
+def serial_sync(m: Machine, env: int, now: wp.int64):
+    if now >= m.r64[env, T_SERIAL_END]:
+        m.io[env, 2] = wp.uint8(int(m.io[env, 2]) & 0x7F)
+        m.io[env, 1] = wp.uint8(0xFF)
+        raise_if(m, env, 8)
+        m.r64[env, T_SERIAL_END] = NEVER
+
+
+@wp.func
+def sc_write(m: Machine, env: int, value: int, t: wp.int64):
+    serial_sync(m, env, t)
+    m.io[env, 2] = wp.uint8(value)
+    if (value & 0x81) == 0x81:
+        count = m.r32[env, R_SERIAL_COUNT]
+        m.serial[env, count % SERIAL_CAP] = m.io[env, 1]
+        m.r32[env, R_SERIAL_COUNT] = (count + 1) & 0x7FFFFFFF
+        base = m.r64[env, T_DIV_BASE]
+        m.r64[env, T_SERIAL_END] = ((t - base) // wp.int64(512) + wp.int64(8)) * wp.int64(512) + base
+    elif (value & 0x80) == 0:
+        m.r64[env, T_SERIAL_END] = NEVER

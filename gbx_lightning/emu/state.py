@@ -1,0 +1,172 @@
+"""Machine state as structure-of-arrays over envs, and the post-boot power-on values.
+
+The ROM (and an optional boot ROM) is stored once and shared by every env; per env
+only what the hardware can write is stored: WRAM, VRAM, OAM, HRAM (+IE), the I/O
+page, cartridge RAM and MBC registers, plus bookkeeping words for the CPU, timer,
+PPU, serial and DMA (``r32`` int32 words and ``r64`` int64 timestamps in T-cycles).
+"""
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+
+# ---- cartridge interface (cart helper's emu/mbc.py); ROM-only stand-in until it lands ----
+try:  # pragma: no cover - switches to the real module once branch `cart` is merged
+    from .mbc import CartSpec, MBC_REGS, cart_read, cart_write, mbc_power_on_regs
+except ImportError:  # STAND-IN: delete when emu/mbc.py is merged
+    @wp.struct
+    class CartSpec:
+        kind: int
+        rom_banks: int
+        ram_banks: int
+        has_rtc: int
+
+    MBC_REGS = 4
+
+    def mbc_power_on_regs(spec) -> np.ndarray:
+        return np.zeros(MBC_REGS, dtype=np.int32)
+
+    @wp.func
+    def cart_read(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int, addr: int,
+                  t_now: wp.int64) -> int:
+        if addr < 0x8000:
+            if addr < rom.shape[0]:
+                return int(rom[addr])
+            return 0xFF
+        off = addr - 0xA000
+        if spec.ram_banks > 0 and off < cart_ram.shape[1]:
+            return int(cart_ram[env, off])
+        return 0xFF
+
+    @wp.func
+    def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                   mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int, addr: int,
+                   value: int, t_now: wp.int64):
+        if addr >= 0xA000:
+            off = addr - 0xA000
+            if spec.ram_banks > 0 and off < cart_ram.shape[1]:
+                cart_ram[env, off] = wp.uint8(value)
+
+# ---- int32 bookkeeping words (r32[env, R_*]) -------------------------------------
+R_A, R_F, R_B, R_C, R_D, R_E, R_H, R_L = (wp.constant(i) for i in range(8))
+R_SP = wp.constant(8)
+R_PC = wp.constant(9)
+R_IME = wp.constant(10)
+R_EI_PENDING = wp.constant(11)   # EI executed; IME turns on after the next instruction
+R_HALTED = wp.constant(12)
+R_LOCKED = wp.constant(13)       # illegal opcode executed: CPU hung until reset
+R_STOPPED = wp.constant(14)      # STOP low-power state, left on a joypad press
+R_HALT_BUG = wp.constant(15)     # next opcode fetch does not increment PC
+R_BUTTONS = wp.constant(16)      # pressed buttons, DESIGN.md bit order
+R_JOYP_LINES = wp.constant(17)   # last P1 low nibble (for press edge -> IF bit 4)
+R_SERIAL_COUNT = wp.constant(18) # bytes ever latched (ring index = count % SERIAL_CAP)
+R_LY = wp.constant(19)
+R_PPU_MODE = wp.constant(20)
+R_STAT_LINE = wp.constant(21)    # OR of enabled STAT sources (interrupt on its rising edge)
+R_WIN_LINE = wp.constant(22)     # window internal line counter
+R_WY_TRIGGERED = wp.constant(23)
+R_BOOT_MAPPED = wp.constant(24)  # boot ROM visible at 0000-00FF until FF50 is written
+R_TIMA_RELOAD_CYCLE = wp.constant(25)  # unused marker word (kept for layout stability)
+R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
+R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
+NUM_R32 = 32
+
+# ---- int64 timestamps (r64[env, T_*]), all in T-cycles since reset ----------------
+T_NOW = wp.constant(0)           # CPU time: start of the next instruction
+T_FRAME_START = wp.constant(1)   # start of the current 70224-cycle frame window
+T_NEXT_EVENT = wp.constant(2)    # min of the peripheral event times below
+T_DIV_BASE = wp.constant(3)      # system counter = (t - T_DIV_BASE) mod 2^16
+T_TIMER_LAST = wp.constant(4)    # TIMA is up to date for edges at times <= this
+T_TIMA_OVERFLOW = wp.constant(5) # time TIMA overflowed, reload pending (-1: none)
+T_TIMA_RELOADED = wp.constant(6) # time of the last TMA reload (its M-cycle ignores TIMA writes)
+T_TIMER_EVENT = wp.constant(7)   # next time the timer must be synced (reload / overflow)
+T_LINE_START = wp.constant(8)    # start of the current scanline
+T_PPU_EVENT = wp.constant(9)     # next PPU mode change
+T_SERIAL_END = wp.constant(10)   # transfer completion time (NEVER when idle)
+T_DMA_START = wp.constant(11)
+T_DMA_END = wp.constant(12)
+NUM_R64 = 16
+
+NEVER = wp.constant(wp.int64(1 << 62))
+FRAME_CYCLES = 70224
+SERIAL_CAP = wp.constant(4096)
+SERIAL_CAP_PY = 4096
+
+# Bits of P1 lines etc.
+IF_VBLANK, IF_STAT, IF_TIMER, IF_SERIAL, IF_JOYPAD = 1, 2, 4, 8, 16
+
+# System counter value at PC=0100 on a DMG after its boot ROM (DIV reads $AB).
+POST_BOOT_SYSTEM_COUNTER = 0xABCC
+
+# Post-boot DMG I/O page (Pan Docs, Power Up Sequence, "Hardware registers").
+POST_BOOT_IO = {
+    0x00: 0xCF, 0x01: 0x00, 0x02: 0x7E, 0x05: 0x00, 0x06: 0x00, 0x07: 0xF8, 0x0F: 0xE1,
+    0x10: 0x80, 0x11: 0xBF, 0x12: 0xF3, 0x13: 0xFF, 0x14: 0xBF, 0x16: 0x3F, 0x17: 0x00,
+    0x18: 0xFF, 0x19: 0xBF, 0x1A: 0x7F, 0x1B: 0xFF, 0x1C: 0x9F, 0x1D: 0xFF, 0x1E: 0xBF,
+    0x20: 0xFF, 0x21: 0x00, 0x22: 0x00, 0x23: 0xBF, 0x24: 0x77, 0x25: 0xF3, 0x26: 0xF1,
+    0x40: 0x91, 0x41: 0x85, 0x42: 0x00, 0x43: 0x00, 0x44: 0x00, 0x45: 0x00, 0x46: 0xFF,
+    0x47: 0xFC, 0x48: 0xFF, 0x49: 0xFF, 0x4A: 0x00, 0x4B: 0x00,
+}
+
+# Bits that read back as 1 whatever was written (unused bits, write-only regs, holes).
+def _io_read_mask() -> np.ndarray:
+    mask = np.full(128, 0xFF, dtype=np.uint8)      # unmapped registers read $FF
+    known = {
+        0x00: 0xC0, 0x01: 0x00, 0x02: 0x7E, 0x04: 0x00, 0x05: 0x00, 0x06: 0x00, 0x07: 0xF8,
+        0x0F: 0xE0, 0x10: 0x80, 0x11: 0x3F, 0x12: 0x00, 0x13: 0xFF, 0x14: 0xBF, 0x16: 0x3F,
+        0x17: 0x00, 0x18: 0xFF, 0x19: 0xBF, 0x1A: 0x7F, 0x1B: 0xFF, 0x1C: 0x9F, 0x1D: 0xFF,
+        0x1E: 0xBF, 0x20: 0xFF, 0x21: 0x00, 0x22: 0x00, 0x23: 0xBF, 0x24: 0x00, 0x25: 0x00,
+        0x26: 0x70, 0x40: 0x00, 0x41: 0x80, 0x42: 0x00, 0x43: 0x00, 0x44: 0x00, 0x45: 0x00,
+        0x46: 0x00, 0x47: 0x00, 0x48: 0x00, 0x49: 0x00, 0x4A: 0x00, 0x4B: 0x00,
+    }
+    for reg, m in known.items():
+        mask[reg] = m
+    mask[0x30:0x40] = 0x00                          # wave RAM
+    return mask
+
+IO_READ_MASK = _io_read_mask()
+
+
+@wp.struct
+class Machine:
+    """Every array the kernel touches, passed as one struct value."""
+    rom: wp.array(dtype=wp.uint8)          # shared by all envs
+    boot: wp.array(dtype=wp.uint8)         # shared optional 256-byte boot ROM
+    io_rmask: wp.array(dtype=wp.uint8)     # shared: read-as-1 bits per I/O register
+    spec: CartSpec
+    cart_ram: wp.array2d(dtype=wp.uint8)
+    mbc: wp.array2d(dtype=wp.int32)
+    wram: wp.array2d(dtype=wp.uint8)
+    vram: wp.array2d(dtype=wp.uint8)
+    oam: wp.array2d(dtype=wp.uint8)
+    hram: wp.array2d(dtype=wp.uint8)       # FF80-FFFE, index 127 = IE (FFFF)
+    io: wp.array2d(dtype=wp.uint8)         # FF00-FF7F raw register bytes
+    r32: wp.array2d(dtype=wp.int32)
+    r64: wp.array2d(dtype=wp.int64)
+    serial: wp.array2d(dtype=wp.uint8)     # ring of latched SB bytes
+    frame: wp.array3d(dtype=wp.uint8)      # [N,144,160] shades
+    obs: wp.array3d(dtype=wp.uint8)        # [N,72,80] shades
+    flat_addr: wp.array2d(dtype=wp.int32)  # conformance flat RAM, sparse: addresses [N,K]
+    flat_val: wp.array2d(dtype=wp.uint8)   # ... and their bytes (K slots, -1 = free)
+    flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)
+    render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
+
+
+# Per-env arrays that make up the snapshot, in a fixed order (name, per-env shape, dtype).
+def per_env_layout(cart_ram_bytes: int, mbc_regs: int) -> list[tuple[str, tuple, type]]:
+    return [
+        ("cart_ram", (max(cart_ram_bytes, 1),), np.uint8),
+        ("mbc", (mbc_regs,), np.int32),
+        ("wram", (8192,), np.uint8),
+        ("vram", (8192,), np.uint8),
+        ("oam", (160,), np.uint8),
+        ("hram", (128,), np.uint8),
+        ("io", (128,), np.uint8),
+        ("r32", (NUM_R32,), np.int32),
+        ("r64", (NUM_R64,), np.int64),
+        ("serial", (SERIAL_CAP_PY,), np.uint8),
+        ("frame", (144, 160), np.uint8),
+        ("obs", (72, 80), np.uint8),
+    ]

@@ -1,0 +1,186 @@
+"""Cartridge loading and validation (gbx_lightning.emu.cartridge)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from gbx_lightning.emu.cartridge import (
+    MBC1, MBC3, MBC5, MBC_NONE, Cartridge, RomError, RomWarning, load_boot_rom, load_cartridge,
+)
+from gbx_lightning.roms.asm import assemble, fix_checksums
+
+
+def make_rom(cart_type=0x00, rom_code=0, ram_code=0, title="CARTTEST") -> bytes:
+    return assemble(f'title "{title}"\ncart_type ${cart_type:02X}\nrom_size {rom_code}\n'
+                    f'ram_size {ram_code}\norg $100\nnop\njp $150\n')
+
+
+def patched(rom: bytes, offset: int, value: int, *, fix=True) -> bytes:
+    b = bytearray(rom)
+    b[offset] = value
+    return fix_checksums(b) if fix else bytes(b)
+
+
+@pytest.mark.parametrize("cart_type, kind, ram, battery, rtc", [
+    (0x00, MBC_NONE, False, False, False),
+    (0x09, MBC_NONE, True, True, False),
+    (0x01, MBC1, False, False, False),
+    (0x03, MBC1, True, True, False),
+    (0x0F, MBC3, False, True, True),
+    (0x10, MBC3, True, True, True),
+    (0x13, MBC3, True, True, False),
+    (0x19, MBC5, False, False, False),
+    (0x1E, MBC5, True, True, False),
+])
+def test_supported_types_parse(cart_type, kind, ram, battery, rtc):
+    rom = make_rom(cart_type, rom_code=2, ram_code=3 if ram else 0)
+    cart = load_cartridge(rom)
+    assert isinstance(cart, Cartridge)
+    assert (cart.cart_type, cart.mbc, cart.has_battery, cart.has_rtc) == (cart_type, kind, battery, rtc)
+    assert cart.rom_banks == 8 and cart.rom.dtype == np.uint8 and cart.rom.size == 128 * 1024
+    assert cart.ram_bytes == (32 * 1024 if ram else 0)
+    assert cart.title == "CARTTEST"
+    assert cart.header_checksum_ok and cart.global_checksum_ok
+    assert len(cart.sha256) == 64
+
+
+def test_load_from_path_and_bytes_agree(tmp_path):
+    rom = make_rom(0x01, rom_code=1)
+    path = tmp_path / "game.gb"
+    path.write_bytes(rom)
+    a, b = load_cartridge(path), load_cartridge(str(path))
+    c = load_cartridge(rom)
+    assert a.sha256 == b.sha256 == c.sha256
+    assert np.array_equal(a.rom, c.rom)
+    assert a.source == str(path)
+    assert not a.rom.flags.writeable
+
+
+@pytest.mark.parametrize("ram_code, ram_bytes", [(0, 0), (2, 8192), (3, 32768), (4, 131072), (5, 65536)])
+def test_ram_size_codes(ram_code, ram_bytes):
+    cart = load_cartridge(make_rom(0x1B, rom_code=0, ram_code=ram_code))
+    assert cart.ram_bytes == ram_bytes and cart.ram_banks == ram_bytes // 8192
+
+
+def test_missing_file_names_the_path(tmp_path):
+    missing = tmp_path / "nope.gb"
+    with pytest.raises(RomError, match=r"file not found: .*nope\.gb"):
+        load_cartridge(missing)
+    with pytest.raises(RomError, match="is not a file"):
+        load_cartridge(tmp_path)
+
+
+@pytest.mark.parametrize("size, pattern", [
+    (0, r"is 0 bytes; a Game Boy ROM is at least 32768 bytes"),
+    (1000, r"is 1000 bytes; a Game Boy ROM is at least 32768"),
+    (32 * 1024 + 100, r"is 32868 bytes, not a multiple of 16384"),
+])
+def test_bad_sizes(size, pattern):
+    data = (make_rom() * 2)[:size]
+    with pytest.raises(RomError, match=pattern):
+        load_cartridge(data)
+
+
+def test_truncated_rom_disagrees_with_header():
+    rom = make_rom(0x01, rom_code=2)          # 128 KiB declared
+    with pytest.raises(RomError, match=r"\$0148 = \$02 declares 128 KiB \(8 banks\) but the file is "
+                                        r"65536 bytes \(64 KiB, 4 banks\)"):
+        load_cartridge(rom[:64 * 1024])
+
+
+def test_unknown_rom_size_code():
+    with pytest.raises(RomError, match=r"\$0148 \(ROM size\) is \$52"):
+        load_cartridge(patched(make_rom(), 0x148, 0x52))
+
+
+@pytest.mark.parametrize("cart_type, name", [(0x06, "MBC2+BATTERY"), (0x22, "MBC7"), (0xFC, "POCKET CAMERA"),
+                                             (0x42, "unknown type")])
+def test_unsupported_type_names_byte_and_lists_supported(cart_type, name):
+    with pytest.raises(RomError) as info:
+        load_cartridge(patched(make_rom(), 0x147, cart_type))
+    msg = str(info.value)
+    assert f"${cart_type:02X}" in msg and name in msg
+    assert "supported: $00 ROM ONLY" in msg and "$01-$03 MBC1" in msg and "$19-$1E MBC5" in msg
+    assert "\n" not in msg
+
+
+def test_invalid_ram_size_code():
+    with pytest.raises(RomError, match=r"\$0149 \(RAM size\) is \$07; valid codes are \$00-\$05"):
+        load_cartridge(patched(make_rom(0x03), 0x149, 0x07))
+
+
+def test_bad_header_checksum_is_only_a_warning():
+    rom = patched(make_rom(), 0x14D, make_rom()[0x14D] ^ 0xFF, fix=False)
+    with pytest.warns(RomWarning, match=r"header checksum at \$014D"):
+        cart = load_cartridge(rom)
+    assert not cart.header_checksum_ok
+
+
+def test_good_rom_loads_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_cartridge(make_rom(0x13, rom_code=3, ram_code=3))
+
+
+def test_ram_declared_on_type_without_ram_is_ignored_with_warning():
+    with pytest.warns(RomWarning, match="has none"):
+        cart = load_cartridge(make_rom(0x01, ram_code=3))
+    assert cart.ram_bytes == 0
+
+
+def test_wrong_argument_type():
+    with pytest.raises(TypeError, match="rom: expected a file path or bytes, got int"):
+        load_cartridge(123)
+
+
+def test_spec_matches_header():
+    cart = load_cartridge(make_rom(0x10, rom_code=4, ram_code=3))
+    spec = cart.spec()
+    assert (spec.kind, spec.rom_banks, spec.ram_banks, spec.has_rtc) == (MBC3, 32, 4, 1)
+
+
+def test_boot_rom_loader(tmp_path):
+    boot = bytes(range(256))
+    path = tmp_path / "dmg_boot.bin"
+    path.write_bytes(boot)
+    arr = load_boot_rom(path)
+    assert arr.dtype == np.uint8 and arr.shape == (256,) and arr[255] == 255
+    assert np.array_equal(load_boot_rom(boot), arr)
+    with pytest.raises(RomError, match=r"boot ROM .* is 255 bytes; a DMG boot ROM is exactly 256 bytes"):
+        load_boot_rom(boot[:255])
+    with pytest.raises(RomError, match="boot_rom: file not found"):
+        load_boot_rom(tmp_path / "missing.bin")
+
+
+def test_title_stops_at_nul_and_cgb_flag():
+    rom = bytearray(make_rom(title="ABCDEFGHIJKLMNOP"))
+    assert load_cartridge(bytes(rom)).title == "ABCDEFGHIJKLMNOP"
+    rom[0x143] = 0x80                       # CGB-compatible flag: title is 15 chars
+    assert load_cartridge(fix_checksums(rom)).title == "ABCDEFGHIJKLMNO"
+
+
+def test_garbage_images_only_ever_raise_rom_error():
+    """Random bytes of valid and invalid sizes: a clean RomError or a loaded cartridge, nothing else."""
+    rng = np.random.default_rng(7)
+    loaded = 0
+    for i in range(300):
+        size = int(rng.choice([0, 100, 0x4000, 0x8000, 0x8000 + 7, 0x10000]))
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        if i % 3 == 0 and size >= 0x8000:    # make some headers plausible so deeper checks run
+            b = bytearray(data)
+            b[0x147] = int(rng.choice([0x00, 0x01, 0x13, 0x19, 0x06, 0xFF]))
+            b[0x148] = int(rng.choice([0, 1, 9]))
+            b[0x149] = int(rng.choice([0, 3, 6]))
+            data = bytes(b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RomWarning)
+            try:
+                cart = load_cartridge(data)
+            except RomError as e:
+                assert "\n" not in str(e) and str(e)
+                continue
+        loaded += 1
+        assert cart.rom.size == size and cart.rom_banks * 0x4000 == size
+    assert loaded > 0

@@ -14,7 +14,7 @@ from .joypad import joypad_update, p1_read
 from .ppu import (lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sc_write, serial_sync
-from .state import (R_BOOT_MAPPED, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
                     Machine, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
@@ -28,7 +28,7 @@ def reschedule(m: Machine, env: int):
     m.r64[env, T_NEXT_EVENT] = ev
 
 
-@wp.func
+@wp.func(inline=False)
 def events_sync(m: Machine, env: int, now: wp.int64):
     """Catch every peripheral up to `now` (raising any IF bits due by then)."""
     timer_sync(m, env, now)
@@ -37,7 +37,7 @@ def events_sync(m: Machine, env: int, now: wp.int64):
     reschedule(m, env)
 
 
-@wp.func
+@wp.func(inline=False)
 def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     v = 0xFF
     if reg == 0x00:
@@ -66,7 +66,7 @@ def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func
+@wp.func(inline=False)
 def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     if reg == 0x00:
         m.io[env, 0] = wp.uint8((value & 0x30) | 0xC0)
@@ -95,7 +95,7 @@ def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
         ppu_reg_write(m, env, reg, value, t)
     elif reg == 0x50:
         if value != 0:
-            m.r32[env, R_BOOT_MAPPED] = 0
+            m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
         m.io[env, 0x50] = wp.uint8(value)
     else:
         m.io[env, reg] = wp.uint8(value)
@@ -122,7 +122,30 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
             done = 1
 
 
-@wp.func
+@wp.func(inline=True)
+def bus_read_fast(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
+                  wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                  hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
+                  flat: int, env: int, addr: int, t: wp.int64) -> int:
+    """Hot path (ROM, VRAM, WRAM, HRAM outside OAM DMA) on plain arrays; -1 means "use
+    bus_read". Plain array parameters, not the Machine struct: a struct parameter of an
+    inlined function that reaches an out-of-line call is copied whole on every call."""
+    v = int(-1)
+    if flat == 0 and t >= r64[env, T_DMA_END]:
+        if addr < 0x8000:
+            if addr >= 0x100 or r64[env, T_BOOT_MAPPED] == wp.int64(0):
+                v = cart_read(rom, cart_ram, mbc, spec, env, addr, t)
+        elif addr < 0xA000:
+            v = int(vram[env, addr - 0x8000])
+        elif addr >= 0xC000 and addr < 0xE000:
+            v = int(wram[env, addr - 0xC000])
+        elif addr >= 0xFF80:
+            v = int(hram[env, addr - 0xFF80])
+    return v
+
+
+@wp.func(inline=False)
 def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     v = 0xFF
     if m.flat_mode != 0:
@@ -135,7 +158,7 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     elif dma_blocks(m, env, t):
         v = 0xFF
     elif addr < 0x8000:
-        if addr < 0x100 and m.r32[env, R_BOOT_MAPPED] != 0:
+        if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
             v = int(m.boot[addr])
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
@@ -152,7 +175,27 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func
+@wp.func(inline=True)
+def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                   hram: wp.array2d(dtype=wp.uint8), r64: wp.array2d(dtype=wp.int64),
+                   flat: int, env: int, addr: int, value: int, t: wp.int64) -> int:
+    """Hot path writes (VRAM, WRAM, HRAM outside OAM DMA); returns 0 if bus_write must
+    handle the access."""
+    done = int(0)
+    if flat == 0 and t >= r64[env, T_DMA_END]:
+        if addr >= 0x8000 and addr < 0xA000:
+            vram[env, addr - 0x8000] = wp.uint8(value)
+            done = 1
+        elif addr >= 0xC000 and addr < 0xE000:
+            wram[env, addr - 0xC000] = wp.uint8(value)
+            done = 1
+        elif addr >= 0xFF80:
+            hram[env, addr - 0xFF80] = wp.uint8(value)
+            done = 1
+    return done
+
+
+@wp.func(inline=False)
 def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
     if m.flat_mode != 0:
         flat_write(m, env, addr, value)
@@ -196,7 +239,7 @@ def bus_peek(m: Machine, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif addr < 0x8000:
-        if addr < 0x100 and m.r32[env, R_BOOT_MAPPED] != 0:
+        if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
             v = int(m.boot[addr])
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)

@@ -13,7 +13,8 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .machine import RENDER_MODES, machine_kernel
+from .cpu import kernel_inputs, machine_kernel
+from .machine import RENDER_MODES
 from .state import Machine
 
 REG_ORDER = ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")
@@ -34,8 +35,8 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     for i, case in enumerate(cases):
         try:
             init = case["initial"]
-            for k, name in enumerate(REG_ORDER):
-                r32[i, k] = int(init[name])
+            for name in REG_ORDER:
+                r32[i, S.REG_SLOTS[name]] = int(init[name])
             r32[i, S.R_IME] = int(init.get("ime", 0))
             r32[i, S.R_EI_PENDING] = int(init.get("ei", 0))
             ram = init["ram"]
@@ -72,14 +73,14 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     m.flat_mode = 1
     m.render_mode = RENDER_MODES["none"]
     buttons = wp.zeros(n, dtype=wp.int32, device=dev)
-    wp.launch(machine_kernel, dim=n, inputs=[m, 0, buttons, 0, -1], device=dev)
+    wp.launch(machine_kernel, dim=n, inputs=kernel_inputs(m) + [0, buttons, 0, -1], device=dev)
     r32 = m.r32.numpy()
     r64 = m.r64.numpy()
     faddr = m.flat_addr.numpy()
     fval = m.flat_val.numpy()
     out = []
     for i in range(n):
-        fin = {name: int(r32[i, k]) for k, name in enumerate(REG_ORDER)}
+        fin = {name: int(r32[i, S.REG_SLOTS[name]]) for name in REG_ORDER}
         fin["ime"] = int(r32[i, S.R_IME])
         if r32[i, S.R_EI_PENDING]:
             fin["ei"] = 1

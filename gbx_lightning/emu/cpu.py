@@ -23,28 +23,33 @@ Documented behaviours:
 """
 import warp as wp
 
-from .bus import bus_read, bus_write
+from .bus import bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync
 from .interrupts import pending_irqs
-from .joypad import joypad_lines
-from .state import T_DIV_BASE, Machine
+from .joypad import joypad_lines, set_buttons
+from .state import FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
 NF = wp.constant(0x40)
 HF = wp.constant(0x20)
 CF = wp.constant(0x10)
+FOUR = wp.constant(wp.int64(4))
+FRAME_CYCLES = FRAME_CYCLES_T
 
 
 @wp.struct
 class Cpu:
-    a: int
-    f: int
+    """CPU registers, kept as a local value for a whole launch. Every update is an in-place
+    field store (never `c = f(c)` inside a branch) and all fields are scalars: Warp's
+    generated code then has no whole-struct selects and no vector temporaries."""
     b: int
     c: int
     d: int
     e: int
     h: int
     l: int
+    f: int
+    a: int
     sp: int
     pc: int
     ime: int
@@ -56,16 +61,21 @@ class Cpu:
     t: wp.int64
 
 
-@wp.func
+@wp.func(inline=True)
 def fl(cond: bool, bit: int) -> int:
     if cond:
         return bit
     return 0
 
 
-@wp.func
+@wp.func(inline=True)
+def hl(c: Cpu) -> int:
+    return (c.h << 8) | c.l
+
+
+@wp.func(inline=True)
 def get_r8(c: Cpu, i: int) -> int:
-    """B C D E H L - A for i = 0..7 (6, (HL), is handled by the caller)."""
+    """B C D E H L F A for i = 0..7 (6 is (HL) in the encoding; callers read memory)."""
     v = c.a
     if i == 0:
         v = c.b
@@ -79,43 +89,14 @@ def get_r8(c: Cpu, i: int) -> int:
         v = c.h
     elif i == 5:
         v = c.l
+    elif i == 6:
+        v = c.f
     return v
 
 
-@wp.func
-def set_r8(c: Cpu, i: int, v: int) -> Cpu:
-    if i == 0:
-        c.b = v
-    elif i == 1:
-        c.c = v
-    elif i == 2:
-        c.d = v
-    elif i == 3:
-        c.e = v
-    elif i == 4:
-        c.h = v
-    elif i == 5:
-        c.l = v
-    else:
-        c.a = v
-    return c
-
-
-@wp.func
-def hl(c: Cpu) -> int:
-    return (c.h << 8) | c.l
-
-
-@wp.func
-def set_hl(c: Cpu, v: int) -> Cpu:
-    c.h = (v >> 8) & 0xFF
-    c.l = v & 0xFF
-    return c
-
-
-@wp.func
+@wp.func(inline=True)
 def get_rp(c: Cpu, p: int) -> int:
-    """BC DE HL SP."""
+    """BC DE HL SP for p = 0..3."""
     v = c.sp
     if p == 0:
         v = (c.b << 8) | c.c
@@ -126,77 +107,53 @@ def get_rp(c: Cpu, p: int) -> int:
     return v
 
 
-@wp.func
-def set_rp(c: Cpu, p: int, v: int) -> Cpu:
-    v = v & 0xFFFF
-    if p == 0:
-        c.b = v >> 8
-        c.c = v & 0xFF
-    elif p == 1:
-        c.d = v >> 8
-        c.e = v & 0xFF
-    elif p == 2:
-        c.h = v >> 8
-        c.l = v & 0xFF
-    else:
-        c.sp = v
-    return c
+@wp.func(inline=True)
+def cond(f: int, cc: int) -> bool:
+    """NZ Z NC C for cc = 0..3."""
+    bit = ZF
+    if cc >= 2:
+        bit = CF
+    return ((f & bit) != 0) == ((cc & 1) == 1)
 
 
-@wp.func
-def cond(c: Cpu, cc: int) -> bool:
-    """NZ Z NC C."""
-    r = False
-    if cc == 0:
-        r = (c.f & ZF) == 0
-    elif cc == 1:
-        r = (c.f & ZF) != 0
-    elif cc == 2:
-        r = (c.f & CF) == 0
-    else:
-        r = (c.f & CF) != 0
-    return r
-
-
-@wp.func
-def alu(c: Cpu, op: int, v: int) -> Cpu:
-    """ADD ADC SUB SBC AND XOR OR CP (op 0..7) of A with v."""
-    a = c.a
-    cy = (c.f >> 4) & 1
-    r = 0
-    f = 0
+@wp.func(inline=True)
+def alu(a: int, f: int, op: int, v: int) -> int:
+    """ADD ADC SUB SBC AND XOR OR CP (op 0..7) of A with v; returns result | flags << 8."""
+    cy = (f >> 4) & 1
+    r = int(0)
+    nf = int(0)
     if op == 0:
         r = a + v
-        f = fl((a & 15) + (v & 15) > 15, HF) | fl(r > 255, CF)
+        nf = fl((a & 15) + (v & 15) > 15, HF) | fl(r > 255, CF)
     elif op == 1:
         r = a + v + cy
-        f = fl((a & 15) + (v & 15) + cy > 15, HF) | fl(r > 255, CF)
+        nf = fl((a & 15) + (v & 15) + cy > 15, HF) | fl(r > 255, CF)
     elif op == 2 or op == 7:
         r = a - v
-        f = NF | fl((a & 15) < (v & 15), HF) | fl(r < 0, CF)
+        nf = NF | fl((a & 15) < (v & 15), HF) | fl(r < 0, CF)
     elif op == 3:
         r = a - v - cy
-        f = NF | fl((a & 15) - (v & 15) - cy < 0, HF) | fl(r < 0, CF)
+        nf = NF | fl((a & 15) - (v & 15) - cy < 0, HF) | fl(r < 0, CF)
     elif op == 4:
         r = a & v
-        f = HF
+        nf = HF
     elif op == 5:
         r = a ^ v
     else:
         r = a | v
     r = r & 0xFF
-    c.f = f | fl(r == 0, ZF)
-    if op != 7:
-        c.a = r
-    return c
+    nf = nf | fl(r == 0, ZF)
+    if op == 7:
+        r = a
+    return r | (nf << 8)
 
 
-@wp.func
+@wp.func(inline=True)
 def rot(f: int, y: int, v: int) -> int:
     """RLC RRC RL RR SLA SRA SWAP SRL (y 0..7); returns result | flags << 8."""
     cy = (f >> 4) & 1
-    r = 0
-    co = 0
+    r = int(0)
+    co = int(0)
     if y == 0:
         r = ((v << 1) | (v >> 7)) & 0xFF
         co = v >> 7
@@ -223,7 +180,7 @@ def rot(f: int, y: int, v: int) -> int:
     return r | ((fl(r == 0, ZF) | (co << 4)) << 8)
 
 
-@wp.func
+@wp.func(inline=True)
 def sext8(v: int) -> int:
     r = v
     if v >= 128:
@@ -231,409 +188,586 @@ def sext8(v: int) -> int:
     return r
 
 
-@wp.func
-def add_sp_e8(c: Cpu, e: int) -> int:
-    """SP + signed e8 with flags (Z=0 N=0, H and C from the unsigned low-byte add); returns
-    result | flags << 16."""
-    f = fl((c.sp & 15) + (e & 15) > 15, HF) | fl((c.sp & 0xFF) + e > 0xFF, CF)
-    return ((c.sp + sext8(e)) & 0xFFFF) | (f << 16)
-
-
-@wp.func
-def exec_cb(m: Machine, env: int, c: Cpu) -> Cpu:
-    t = c.t
-    op = bus_read(m, env, c.pc, t)
-    c.pc = (c.pc + 1) & 0xFFFF
-    t = t + wp.int64(4)
-    x = op >> 6
-    y = (op >> 3) & 7
-    z = op & 7
-    v = 0
-    if z == 6:
-        v = bus_read(m, env, hl(c), t)
-        t = t + wp.int64(4)
+@wp.func(inline=True)
+def daa(a: int, f: int) -> int:
+    """Decimal adjust after an add (N=0) or subtract (N=1); returns result | flags << 8."""
+    cy = f & CF
+    if (f & NF) == 0:
+        if cy != 0 or a > 0x99:
+            a = a + 0x60
+            cy = CF
+        if (f & HF) != 0 or (a & 15) > 9:
+            a = a + 6
     else:
-        v = get_r8(c, z)
-    r = v
-    if x == 0:
-        res = rot(c.f, y, v)
-        r = res & 0xFF
-        c.f = res >> 8
-    elif x == 1:
-        c.f = fl(((v >> y) & 1) == 0, ZF) | HF | (c.f & CF)
-    elif x == 2:
-        r = v & ((1 << y) ^ 0xFF)
-    else:
-        r = v | (1 << y)
-    if x != 1:
-        if z == 6:
-            bus_write(m, env, hl(c), r, t)
-            t = t + wp.int64(4)
-        else:
-            c = set_r8(c, z, r)
-    c.t = t
-    return c
+        if cy != 0:
+            a = a - 0x60
+        if (f & HF) != 0:
+            a = a - 6
+    a = a & 0xFF
+    return a | ((fl(a == 0, ZF) | (f & NF) | cy) << 8)
 
 
-@wp.func
-def execute(m: Machine, env: int, c: Cpu, op: int) -> Cpu:
-    """One non-CB instruction whose opcode was fetched in the previous M-cycle."""
-    t = c.t
-    x = op >> 6
-    y = (op >> 3) & 7
-    z = op & 7
-    p = y >> 1
-    q = y & 1
-    if x == 1:
-        if op == 0x76:  # HALT
-            if m.flat_mode != 0:
-                t = t + wp.int64(8)
-            else:
-                pend = pending_irqs(m, env)
-                if pend == 0:
-                    c.halted = 1
-                elif c.ime == 0:
-                    c.halt_bug = 1
-        else:  # LD r[y], r[z]
-            v = 0
-            if z == 6:
-                v = bus_read(m, env, hl(c), t)
-                t = t + wp.int64(4)
-            else:
-                v = get_r8(c, z)
-            if y == 6:
-                bus_write(m, env, hl(c), v, t)
-                t = t + wp.int64(4)
-            else:
-                c = set_r8(c, y, v)
-    elif x == 2:  # ALU A, r[z]
-        v = 0
-        if z == 6:
-            v = bus_read(m, env, hl(c), t)
-            t = t + wp.int64(4)
-        else:
-            v = get_r8(c, z)
-        c = alu(c, y, v)
-    elif x == 0:
-        if z == 0:
-            if y == 1:  # LD (nn), SP
-                lo = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.pc = (c.pc + 2) & 0xFFFF
-                addr = (hi << 8) | lo
-                bus_write(m, env, addr, c.sp & 0xFF, t)
-                t = t + wp.int64(4)
-                bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, t)
-                t = t + wp.int64(4)
-            elif y == 2:  # STOP
-                if m.flat_mode != 0:
-                    t = t + wp.int64(8)
-                else:
-                    c.pc = (c.pc + 1) & 0xFFFF
-                    if joypad_lines(m, env) == 0xF:
-                        div_write(m, env, t)
-                        c.stopped = 1
-            elif y >= 3:  # JR d / JR cc, d
-                d = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                c.pc = (c.pc + 1) & 0xFFFF
-                if y == 3 or cond(c, y - 4):
-                    c.pc = (c.pc + sext8(d)) & 0xFFFF
-                    t = t + wp.int64(4)
-        elif z == 1:
-            if q == 0:  # LD rp, nn
-                lo = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.pc = (c.pc + 2) & 0xFFFF
-                c = set_rp(c, p, (hi << 8) | lo)
-            else:  # ADD HL, rp
-                a = hl(c)
-                v = get_rp(c, p)
-                r = a + v
-                c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
-                c = set_hl(c, r & 0xFFFF)
-                t = t + wp.int64(4)
-        elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
-            addr = hl(c)
-            if p == 0:
-                addr = get_rp(c, 0)
-            elif p == 1:
-                addr = get_rp(c, 1)
-            if q == 0:
-                bus_write(m, env, addr, c.a, t)
-            else:
-                c.a = bus_read(m, env, addr, t)
-            t = t + wp.int64(4)
-            if p == 2:
-                c = set_hl(c, (addr + 1) & 0xFFFF)
-            elif p == 3:
-                c = set_hl(c, (addr - 1) & 0xFFFF)
-        elif z == 3:  # INC rp / DEC rp
-            if q == 0:
-                c = set_rp(c, p, get_rp(c, p) + 1)
-            else:
-                c = set_rp(c, p, get_rp(c, p) - 1)
-            t = t + wp.int64(4)
-        elif z == 4 or z == 5:  # INC r / DEC r
-            v = 0
-            if y == 6:
-                v = bus_read(m, env, hl(c), t)
-                t = t + wp.int64(4)
-            else:
-                v = get_r8(c, y)
-            r = 0
-            if z == 4:
-                r = (v + 1) & 0xFF
-                c.f = (c.f & CF) | fl(r == 0, ZF) | fl((v & 15) == 15, HF)
-            else:
-                r = (v - 1) & 0xFF
-                c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
-            if y == 6:
-                bus_write(m, env, hl(c), r, t)
-                t = t + wp.int64(4)
-            else:
-                c = set_r8(c, y, r)
-        elif z == 6:  # LD r, n
-            n = bus_read(m, env, c.pc, t)
-            t = t + wp.int64(4)
-            c.pc = (c.pc + 1) & 0xFFFF
-            if y == 6:
-                bus_write(m, env, hl(c), n, t)
-                t = t + wp.int64(4)
-            else:
-                c = set_r8(c, y, n)
-        else:  # z == 7: RLCA RRCA RLA RRA DAA CPL SCF CCF
-            if y < 4:
-                res = rot(c.f, y, c.a)
-                c.a = res & 0xFF
-                c.f = (res >> 8) & CF
-            elif y == 4:  # DAA
-                a = c.a
-                f = c.f
-                cy = f & CF
-                if (f & NF) == 0:
-                    if cy != 0 or a > 0x99:
-                        a = a + 0x60
-                        cy = CF
-                    if (f & HF) != 0 or (a & 15) > 9:
-                        a = a + 6
-                else:
-                    if cy != 0:
-                        a = a - 0x60
-                    if (f & HF) != 0:
-                        a = a - 6
-                a = a & 0xFF
-                c.a = a
-                c.f = fl(a == 0, ZF) | (f & NF) | cy
-            elif y == 5:  # CPL
-                c.a = c.a ^ 0xFF
-                c.f = c.f | NF | HF
-            elif y == 6:  # SCF
-                c.f = (c.f & ZF) | CF
-            else:  # CCF
-                c.f = (c.f & ZF) | ((c.f & CF) ^ CF)
-    else:  # x == 3
-        if z == 0:
-            if y < 4:  # RET cc
-                t = t + wp.int64(4)
-                if cond(c, y):
-                    lo = bus_read(m, env, c.sp, t)
-                    t = t + wp.int64(4)
-                    hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, t)
-                    t = t + wp.int64(4)
-                    c.sp = (c.sp + 2) & 0xFFFF
-                    c.pc = (hi << 8) | lo
-                    t = t + wp.int64(4)
-            else:
-                n = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                c.pc = (c.pc + 1) & 0xFFFF
-                if y == 4:  # LDH (n), A
-                    bus_write(m, env, 0xFF00 | n, c.a, t)
-                    t = t + wp.int64(4)
-                elif y == 6:  # LDH A, (n)
-                    c.a = bus_read(m, env, 0xFF00 | n, t)
-                    t = t + wp.int64(4)
-                else:
-                    res = add_sp_e8(c, n)
-                    c.f = res >> 16
-                    if y == 5:  # ADD SP, e8
-                        c.sp = res & 0xFFFF
-                        t = t + wp.int64(8)
-                    else:  # LD HL, SP+e8
-                        c = set_hl(c, res & 0xFFFF)
-                        t = t + wp.int64(4)
-        elif z == 1:
-            if q == 0:  # POP rp2
-                lo = bus_read(m, env, c.sp, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.sp = (c.sp + 2) & 0xFFFF
-                if p == 3:
-                    c.a = hi
-                    c.f = lo & 0xF0
-                else:
-                    c = set_rp(c, p, (hi << 8) | lo)
-            elif p <= 1:  # RET / RETI
-                lo = bus_read(m, env, c.sp, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.sp = (c.sp + 2) & 0xFFFF
-                c.pc = (hi << 8) | lo
-                t = t + wp.int64(4)
-                if p == 1:
-                    c.ime = 1
-            elif p == 2:  # JP HL
-                c.pc = hl(c)
-            else:  # LD SP, HL
-                c.sp = hl(c)
-                t = t + wp.int64(4)
-        elif z == 2:
-            if y == 4 or y == 6:  # LD (C), A / LD A, (C)
-                if y == 4:
-                    bus_write(m, env, 0xFF00 | c.c, c.a, t)
-                else:
-                    c.a = bus_read(m, env, 0xFF00 | c.c, t)
-                t = t + wp.int64(4)
-            else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                lo = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.pc = (c.pc + 2) & 0xFFFF
-                addr = (hi << 8) | lo
-                if y < 4:
-                    if cond(c, y):
-                        c.pc = addr
-                        t = t + wp.int64(4)
-                elif y == 5:
-                    bus_write(m, env, addr, c.a, t)
-                    t = t + wp.int64(4)
-                else:
-                    c.a = bus_read(m, env, addr, t)
-                    t = t + wp.int64(4)
-        elif z == 3:
-            if y == 0:  # JP nn
-                lo = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.pc = (hi << 8) | lo
-                t = t + wp.int64(4)
-            elif y == 6:  # DI
-                c.ime = 0
-                c.ei_pending = 0
-            elif y == 7:  # EI
-                c.ei_pending = 1
-            else:  # D3 DB E3 EB (y == 1, CB, never reaches here)
-                c.locked = 1
-                c.pc = (c.pc - 1) & 0xFFFF
-        elif z == 4 or (z == 5 and q == 1):
-            if (z == 4 and y >= 4) or (z == 5 and p != 0):  # E4 EC F4 FC DD ED FD
-                c.locked = 1
-                c.pc = (c.pc - 1) & 0xFFFF
-            else:  # CALL cc, nn / CALL nn
-                lo = bus_read(m, env, c.pc, t)
-                t = t + wp.int64(4)
-                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, t)
-                t = t + wp.int64(4)
-                c.pc = (c.pc + 2) & 0xFFFF
-                if z == 5 or cond(c, y):
-                    t = t + wp.int64(4)
-                    sp = (c.sp - 1) & 0xFFFF
-                    bus_write(m, env, sp, c.pc >> 8, t)
-                    t = t + wp.int64(4)
-                    sp = (sp - 1) & 0xFFFF
-                    bus_write(m, env, sp, c.pc & 0xFF, t)
-                    t = t + wp.int64(4)
-                    c.sp = sp
-                    c.pc = (hi << 8) | lo
-        elif z == 5:  # PUSH rp2
-            v = get_rp(c, p)
-            if p == 3:
-                v = (c.a << 8) | c.f
-            t = t + wp.int64(4)
-            sp = (c.sp - 1) & 0xFFFF
-            bus_write(m, env, sp, v >> 8, t)
-            t = t + wp.int64(4)
-            sp = (sp - 1) & 0xFFFF
-            bus_write(m, env, sp, v & 0xFF, t)
-            t = t + wp.int64(4)
-            c.sp = sp
-        elif z == 6:  # ALU A, n
-            n = bus_read(m, env, c.pc, t)
-            t = t + wp.int64(4)
-            c.pc = (c.pc + 1) & 0xFFFF
-            c = alu(c, y, n)
-        else:  # RST y*8
-            t = t + wp.int64(4)
-            sp = (c.sp - 1) & 0xFFFF
-            bus_write(m, env, sp, c.pc >> 8, t)
-            t = t + wp.int64(4)
-            sp = (sp - 1) & 0xFFFF
-            bus_write(m, env, sp, c.pc & 0xFF, t)
-            t = t + wp.int64(4)
-            c.sp = sp
-            c.pc = y * 8
-    c.t = t
-    return c
-
-
-@wp.func
-def cpu_step(m: Machine, env: int, c: Cpu) -> Cpu:
-    """Fetch and execute one instruction; applies EI's one-instruction delay."""
-    was_pending = c.ei_pending
-    op = bus_read(m, env, c.pc, c.t)
-    if c.halt_bug != 0:
-        c.halt_bug = 0          # HALT bug: this byte will be fetched again
-    else:
-        c.pc = (c.pc + 1) & 0xFFFF
-    c.t = c.t + wp.int64(4)
-    if op == 0xCB:
-        c = exec_cb(m, env, c)
-    else:
-        c = execute(m, env, c, op)
-    if was_pending != 0 and c.ei_pending != 0:
-        c.ime = 1
-        c.ei_pending = 0
-    return c
-
-
-@wp.func
-def service_interrupts(m: Machine, env: int, c: Cpu) -> Cpu:
-    """Wake from HALT on IE&IF; with IME dispatch the highest-priority request in 5 M-cycles:
-    2 idle, push PC high, push PC low, jump. The request is chosen after the high push, so a
-    push that overwrites IE ($FFFF) can cancel it (PC := $0000)."""
+@wp.func(inline=False)
+def dispatch_interrupt(m: Machine, env: int, pc: int, sp: int, t: wp.int64) -> int:
+    """Interrupt dispatch after the 2 idle M-cycles: push PC high at t, then choose the
+    request (so a push that overwrote IE at $FFFF can cancel it: PC := $0000), push PC low,
+    clear the chosen IF bit. Returns the new PC."""
+    sp = (sp - 1) & 0xFFFF
+    bus_write(m, env, sp, pc >> 8, t)
     pend = pending_irqs(m, env)
+    sp = (sp - 1) & 0xFFFF
+    bus_write(m, env, sp, pc & 0xFF, t + FOUR)
+    new_pc = int(0)
     if pend != 0:
-        if c.halted != 0:
-            c.halted = 0
-            c.t = c.t + wp.int64(4)
-        if c.ime != 0:
-            c.ime = 0
-            c.ei_pending = 0
-            t = c.t + wp.int64(8)
-            sp = (c.sp - 1) & 0xFFFF
-            bus_write(m, env, sp, c.pc >> 8, t)
-            t = t + wp.int64(4)
-            pend = pending_irqs(m, env)
-            sp = (sp - 1) & 0xFFFF
-            bus_write(m, env, sp, c.pc & 0xFF, t)
-            t = t + wp.int64(4)
-            c.sp = sp
-            if pend == 0:
-                c.pc = 0
-            else:
-                bit = int(0)
-                while ((pend >> bit) & 1) == 0:
-                    bit = bit + 1
-                m.io[env, 0x0F] = wp.uint8(int(m.io[env, 0x0F]) & ((1 << bit) ^ 0xFF))
-                c.pc = 0x40 + 8 * bit
-            c.t = t + wp.int64(4)
+        bit = int(0)
+        while ((pend >> bit) & 1) == 0:
+            bit = bit + 1
+        m.io[env, 0x0F] = wp.uint8(int(m.io[env, 0x0F]) & ((1 << bit) ^ 0xFF))
+        new_pc = 0x40 + 8 * bit
+    return new_pc
+
+
+@wp.func
+def load_cpu(m: Machine, env: int) -> Cpu:
+    c = Cpu()
+    c.b = m.r32[env, 0]
+    c.c = m.r32[env, 1]
+    c.d = m.r32[env, 2]
+    c.e = m.r32[env, 3]
+    c.h = m.r32[env, 4]
+    c.l = m.r32[env, 5]
+    c.f = m.r32[env, 6]
+    c.a = m.r32[env, 7]
+    c.sp = m.r32[env, 8]
+    c.pc = m.r32[env, 9]
+    c.ime = m.r32[env, 10]
+    c.ei_pending = m.r32[env, 11]
+    c.halted = m.r32[env, 12]
+    c.locked = m.r32[env, 13]
+    c.stopped = m.r32[env, 14]
+    c.halt_bug = m.r32[env, 15]
+    c.t = m.r64[env, T_NOW]
     return c
+
+
+@wp.func
+def store_cpu(m: Machine, env: int, c: Cpu):
+    m.r32[env, 0] = c.b
+    m.r32[env, 1] = c.c
+    m.r32[env, 2] = c.d
+    m.r32[env, 3] = c.e
+    m.r32[env, 4] = c.h
+    m.r32[env, 5] = c.l
+    m.r32[env, 6] = c.f
+    m.r32[env, 7] = c.a
+    m.r32[env, 8] = c.sp
+    m.r32[env, 9] = c.pc
+    m.r32[env, 10] = c.ime
+    m.r32[env, 11] = c.ei_pending
+    m.r32[env, 12] = c.halted
+    m.r32[env, 13] = c.locked
+    m.r32[env, 14] = c.stopped
+    m.r32[env, 15] = c.halt_bug
+    m.r64[env, T_NOW] = c.t
+
+
+@wp.kernel(enable_backward=False)
+def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+                   mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
+                   wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+                   hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
+                   r64: wp.array2d(dtype=wp.int64), frames: int,
+                   buttons: wp.array(dtype=wp.int32), set_flag: int, release_after: int):
+    """Run `frames` x 70224 T-cycles of one Game Boy per thread (flat mode: exactly one
+    instruction, for the SM83 cases).
+
+    The whole hot loop lives in this kernel body: registers in the local `c`, memory via
+    the plain-array fast paths; only rare work (I/O registers, events, interrupt dispatch)
+    calls out-of-line functions that take the Machine struct. The arrays passed beside
+    `m` are the same ones `m` holds.
+
+    Per step: due peripheral events; interrupt dispatch / HALT wake; then either sleep to
+    the next event (HALT, STOP, locked) or fetch + execute one instruction, decoded by
+    opcode bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
+    env = wp.tid()
+    flat = m.flat_mode
+    c = load_cpu(m, env)
+    nf = frames
+    if flat != 0:
+        nf = 1
+    fi = int(0)
+    while fi < nf:
+        t_end = c.t + wp.int64(1)
+        if flat == 0:
+            if fi == 0 and set_flag != 0:
+                set_buttons(m, env, buttons[env])
+            if fi == release_after:
+                set_buttons(m, env, 0)
+            t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
+        while c.t < t_end:
+            if flat == 0:
+                if c.t >= r64[env, T_NEXT_EVENT]:
+                    events_sync(m, env, c.t)
+                if (c.ime != 0 or c.halted != 0) and c.locked == 0:
+                    pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
+                    if pend != 0:
+                        if c.halted != 0:
+                            c.halted = 0
+                            c.t = c.t + FOUR             # leaving HALT takes one M-cycle
+                        if c.ime != 0:                   # 5 M-cycles: 2 idle, 2 pushes, jump
+                            c.ime = 0
+                            c.ei_pending = 0
+                            c.pc = dispatch_interrupt(m, env, c.pc, c.sp, c.t + wp.int64(8))
+                            c.sp = (c.sp - 2) & 0xFFFF
+                            c.t = c.t + wp.int64(20)
+            if c.halted != 0 or c.locked != 0 or c.stopped != 0:
+                nxt = wp.min(r64[env, T_NEXT_EVENT], t_end)
+                nxt = ((nxt + wp.int64(3)) // FOUR) * FOUR
+                if nxt > c.t:
+                    c.t = nxt
+                else:
+                    c.t = c.t + FOUR
+                continue
+            # ---- fetch (the HALT bug: PC fails to increment once) ----
+            was_pending = c.ei_pending
+            op = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+            if op < 0:
+                op = bus_read(m, env, c.pc, c.t)
+            if c.halt_bug != 0:
+                c.halt_bug = 0
+            else:
+                c.pc = (c.pc + 1) & 0xFFFF
+            c.t = c.t + FOUR
+            # ---- execute ----
+            x = op >> 6
+            y = (op >> 3) & 7
+            z = op & 7
+            p = y >> 1
+            q = y & 1
+            w8 = int(-1)      # 8-bit destination (B C D E H L F A), -1: none
+            v8 = int(0)
+            w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
+            v16 = int(0)
+            if op == 0xCB:
+                op2 = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                if op2 < 0:
+                    op2 = bus_read(m, env, c.pc, c.t)
+                c.pc = (c.pc + 1) & 0xFFFF
+                c.t = c.t + FOUR
+                cx = op2 >> 6
+                cy = (op2 >> 3) & 7
+                cz = op2 & 7
+                v = int(0)
+                if cz == 6:
+                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    if v < 0:
+                        v = bus_read(m, env, hl(c), c.t)
+                    c.t = c.t + FOUR
+                else:
+                    v = get_r8(c, cz)
+                r = v
+                if cx == 0:
+                    res = rot(c.f, cy, v)
+                    r = res & 0xFF
+                    c.f = res >> 8
+                elif cx == 1:  # BIT
+                    c.f = fl(((v >> cy) & 1) == 0, ZF) | HF | (c.f & CF)
+                elif cx == 2:  # RES
+                    r = v & ((1 << cy) ^ 0xFF)
+                else:  # SET
+                    r = v | (1 << cy)
+                if cx != 1:
+                    if cz == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
+                            bus_write(m, env, hl(c), r, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = cz
+                        v8 = r
+            elif x == 1:
+                if op == 0x76:  # HALT
+                    if m.flat_mode != 0:
+                        c.t = c.t + wp.int64(8)
+                    else:
+                        pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
+                        if pend == 0:
+                            c.halted = 1
+                        elif c.ime == 0:
+                            c.halt_bug = 1
+                else:  # LD r[y], r[z]
+                    v = int(0)
+                    if z == 6:
+                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        if v < 0:
+                            v = bus_read(m, env, hl(c), c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        v = get_r8(c, z)
+                    if y == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), v, c.t) == 0:
+                            bus_write(m, env, hl(c), v, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = y
+                        v8 = v
+            elif x == 2:  # ALU A, r[z]
+                v = int(0)
+                if z == 6:
+                    v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                    if v < 0:
+                        v = bus_read(m, env, hl(c), c.t)
+                    c.t = c.t + FOUR
+                else:
+                    v = get_r8(c, z)
+                res = alu(c.a, c.f, y, v)
+                c.a = res & 0xFF
+                c.f = res >> 8
+            elif x == 0:
+                if z == 0:
+                    if y == 1:  # LD (nn), SP
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        addr = (hi << 8) | lo
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.sp & 0xFF, c.t) == 0:
+                            bus_write(m, env, addr, c.sp & 0xFF, c.t)
+                        c.t = c.t + FOUR
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
+                            bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
+                        c.t = c.t + FOUR
+                    elif y == 2:  # STOP
+                        if m.flat_mode != 0:
+                            c.t = c.t + wp.int64(8)
+                        else:
+                            c.pc = (c.pc + 1) & 0xFFFF
+                            if joypad_lines(m, env) == 0xF:
+                                div_write(m, env, c.t)
+                                c.stopped = 1
+                    elif y >= 3:  # JR d / JR cc, d
+                        d = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if d < 0:
+                            d = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 1) & 0xFFFF
+                        if y == 3 or cond(c.f, y - 4):
+                            c.pc = (c.pc + sext8(d)) & 0xFFFF
+                            c.t = c.t + FOUR
+                elif z == 1:
+                    if q == 0:  # LD rp, nn
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        w16 = p
+                        v16 = (hi << 8) | lo
+                    else:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
+                        a = hl(c)
+                        v = get_rp(c, p)
+                        r = a + v
+                        c.f = (c.f & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
+                        w16 = 2
+                        v16 = r
+                        c.t = c.t + FOUR
+                elif z == 2:  # LD (BC/DE/HL+/HL-), A and back
+                    addr = hl(c)
+                    if p < 2:
+                        addr = get_rp(c, p)
+                    if q == 0:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                            bus_write(m, env, addr, c.a, c.t)
+                    else:
+                        c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                        if c.a < 0:
+                            c.a = bus_read(m, env, addr, c.t)
+                    c.t = c.t + FOUR
+                    if p >= 2:
+                        w16 = 2
+                        v16 = addr + 1
+                        if p == 3:
+                            v16 = addr - 1
+                elif z == 3:  # INC rp / DEC rp
+                    w16 = p
+                    v16 = get_rp(c, p) + 1
+                    if q == 1:
+                        v16 = get_rp(c, p) - 1
+                    c.t = c.t + FOUR
+                elif z == 4 or z == 5:  # INC r / DEC r
+                    v = int(0)
+                    if y == 6:
+                        v = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, hl(c), c.t)
+                        if v < 0:
+                            v = bus_read(m, env, hl(c), c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        v = get_r8(c, y)
+                    r = int(0)
+                    if z == 4:
+                        r = (v + 1) & 0xFF
+                        c.f = (c.f & CF) | fl(r == 0, ZF) | fl((v & 15) == 15, HF)
+                    else:
+                        r = (v - 1) & 0xFF
+                        c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
+                    if y == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), r, c.t) == 0:
+                            bus_write(m, env, hl(c), r, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = y
+                        v8 = r
+                elif z == 6:  # LD r, n
+                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    if n < 0:
+                        n = bus_read(m, env, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    if y == 6:
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, hl(c), n, c.t) == 0:
+                            bus_write(m, env, hl(c), n, c.t)
+                        c.t = c.t + FOUR
+                    else:
+                        w8 = y
+                        v8 = n
+                else:  # z == 7: RLCA RRCA RLA RRA DAA CPL SCF CCF
+                    f = c.f
+                    if y < 4:
+                        res = rot(f, y, c.a)
+                        c.a = res & 0xFF
+                        c.f = (res >> 8) & CF       # Z always 0 for the A-rotates
+                    elif y == 4:
+                        res = daa(c.a, f)
+                        c.a = res & 0xFF
+                        c.f = res >> 8
+                    elif y == 5:  # CPL
+                        c.a = c.a ^ 0xFF
+                        c.f = f | NF | HF
+                    elif y == 6:  # SCF
+                        c.f = (f & ZF) | CF
+                    else:  # CCF
+                        c.f = (f & ZF) | ((f & CF) ^ CF)
+            else:  # x == 3
+                if z == 0:
+                    if y < 4:  # RET cc: one internal M-cycle for the condition
+                        c.t = c.t + FOUR
+                        if cond(c.f, y):
+                            lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                            if lo < 0:
+                                lo = bus_read(m, env, c.sp, c.t)
+                            c.t = c.t + FOUR
+                            hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                            if hi < 0:
+                                hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                            c.t = c.t + FOUR
+                            c.sp = (c.sp + 2) & 0xFFFF
+                            c.pc = (hi << 8) | lo
+                            c.t = c.t + FOUR
+                    else:
+                        n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if n < 0:
+                            n = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 1) & 0xFFFF
+                        if y == 4:  # LDH (n), A
+                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | n, c.a, c.t) == 0:
+                                bus_write(m, env, 0xFF00 | n, c.a, c.t)
+                            c.t = c.t + FOUR
+                        elif y == 6:  # LDH A, (n)
+                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | n, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, 0xFF00 | n, c.t)
+                            c.t = c.t + FOUR
+                        else:  # ADD SP, e8 / LD HL, SP+e8: H and C from the unsigned low-byte add
+                            c.f = fl((c.sp & 15) + (n & 15) > 15, HF) | fl((c.sp & 0xFF) + n > 0xFF, CF)
+                            r = (c.sp + sext8(n)) & 0xFFFF
+                            if y == 5:
+                                c.sp = r
+                                c.t = c.t + wp.int64(8)
+                            else:
+                                w16 = 2
+                                v16 = r
+                                c.t = c.t + FOUR
+                elif z == 1:
+                    if q == 0 or p <= 1:  # POP rp2 / RET / RETI
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.sp, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.sp, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.sp + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.sp = (c.sp + 2) & 0xFFFF
+                        if q == 0:
+                            w16 = p
+                            if p == 3:
+                                w16 = 4
+                            v16 = (hi << 8) | lo
+                        else:
+                            c.pc = (hi << 8) | lo
+                            c.t = c.t + FOUR
+                            if p == 1:
+                                c.ime = 1          # RETI: enabled at once, no EI delay
+                    elif p == 2:  # JP HL
+                        c.pc = hl(c)
+                    else:  # LD SP, HL
+                        c.sp = hl(c)
+                        c.t = c.t + FOUR
+                elif z == 2:
+                    if y == 4 or y == 6:  # LD (C), A / LD A, (C)
+                        if y == 4:
+                            if bus_write_fast(wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.a, c.t) == 0:
+                                bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
+                        else:
+                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, 0xFF00 | c.c, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
+                        c.t = c.t + FOUR
+                    else:  # JP cc, nn / LD (nn), A / LD A, (nn)
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        addr = (hi << 8) | lo
+                        if y < 4:
+                            if cond(c.f, y):
+                                c.pc = addr
+                                c.t = c.t + FOUR
+                        elif y == 5:
+                            if bus_write_fast(wram, vram, hram, r64, flat, env, addr, c.a, c.t) == 0:
+                                bus_write(m, env, addr, c.a, c.t)
+                            c.t = c.t + FOUR
+                        else:
+                            c.a = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, addr, c.t)
+                            if c.a < 0:
+                                c.a = bus_read(m, env, addr, c.t)
+                            c.t = c.t + FOUR
+                elif z == 3:
+                    if y == 0:  # JP nn
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (hi << 8) | lo
+                        c.t = c.t + FOUR
+                    elif y == 6:  # DI
+                        c.ime = 0
+                        c.ei_pending = 0
+                    elif y == 7:  # EI
+                        c.ei_pending = 1
+                    else:  # D3 DB E3 EB: illegal, the CPU hangs
+                        c.locked = 1
+                        c.pc = (c.pc - 1) & 0xFFFF
+                elif (z == 4 and y >= 4) or (z == 5 and q == 1 and p != 0):  # E4 EC F4 FC DD ED FD
+                    c.locked = 1
+                    c.pc = (c.pc - 1) & 0xFFFF
+                elif z == 6:  # ALU A, n
+                    n = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                    if n < 0:
+                        n = bus_read(m, env, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    res = alu(c.a, c.f, y, n)
+                    c.a = res & 0xFF
+                    c.f = res >> 8
+                else:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
+                    target = y * 8                     # RST
+                    do_push = True
+                    v = c.pc
+                    if z == 4 or z == 5 and q == 1:    # CALL
+                        lo = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, c.pc, c.t)
+                        if lo < 0:
+                            lo = bus_read(m, env, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = bus_read_fast(rom, cart_ram, mbc, spec, wram, vram, hram, r64, flat, env, (c.pc + 1) & 0xFFFF, c.t)
+                        if hi < 0:
+                            hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        v = c.pc
+                        target = (hi << 8) | lo
+                        if z == 4:
+                            do_push = cond(c.f, y)
+                    elif z == 5:                       # PUSH
+                        v = get_rp(c, p)
+                        if p == 3:
+                            v = (c.a << 8) | c.f
+                    if do_push:
+                        c.t = c.t + FOUR
+                        sp = (c.sp - 1) & 0xFFFF
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v >> 8, c.t) == 0:
+                            bus_write(m, env, sp, v >> 8, c.t)
+                        c.t = c.t + FOUR
+                        sp = (sp - 1) & 0xFFFF
+                        if bus_write_fast(wram, vram, hram, r64, flat, env, sp, v & 0xFF, c.t) == 0:
+                            bus_write(m, env, sp, v & 0xFF, c.t)
+                        c.t = c.t + FOUR
+                        c.sp = sp
+                        if z != 5 or q == 1:
+                            c.pc = target
+            # write-back
+            if w8 >= 0:
+                if w8 == 0:
+                    c.b = v8
+                elif w8 == 1:
+                    c.c = v8
+                elif w8 == 2:
+                    c.d = v8
+                elif w8 == 3:
+                    c.e = v8
+                elif w8 == 4:
+                    c.h = v8
+                elif w8 == 5:
+                    c.l = v8
+                else:
+                    c.a = v8
+            if w16 >= 0:
+                hi16 = (v16 >> 8) & 0xFF
+                lo16 = v16 & 0xFF
+                if w16 == 0:
+                    c.b = hi16
+                    c.c = lo16
+                elif w16 == 1:
+                    c.d = hi16
+                    c.e = lo16
+                elif w16 == 2:
+                    c.h = hi16
+                    c.l = lo16
+                elif w16 == 3:
+                    c.sp = v16 & 0xFFFF
+                else:
+                    c.a = hi16
+                    c.f = lo16 & 0xF0
+            # EI takes effect after the instruction that follows it
+            if was_pending != 0 and c.ei_pending != 0:
+                c.ime = 1
+                c.ei_pending = 0
+        if flat == 0:
+            r64[env, T_FRAME_START] = r64[env, T_FRAME_START] + FRAME_CYCLES
+        fi = fi + 1
+    if flat == 0:
+        events_sync(m, env, c.t)
+    store_cpu(m, env, c)
+
+
+def kernel_inputs(m) -> list:
+    """The Machine followed by the hot-path arrays it holds (machine_kernel's first args)."""
+    return [m, m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]

@@ -9,7 +9,7 @@ import warp as wp
 
 from . import state as S
 from .bus import bus_peek, events_sync
-from .cpu import Cpu, cpu_step, service_interrupts
+from .cpu import kernel_inputs, machine_kernel
 from .joypad import set_buttons
 from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
 from .savestate import masked_copy
@@ -17,94 +17,6 @@ from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_
                     Machine)
 
 RENDER_MODES = {"none": 0, "obs": 1, "full": 2}
-FRAME_CYCLES = wp.constant(wp.int64(S.FRAME_CYCLES))
-
-
-@wp.func
-def load_cpu(m: Machine, env: int) -> Cpu:
-    c = Cpu()
-    c.a = m.r32[env, 0]
-    c.f = m.r32[env, 1]
-    c.b = m.r32[env, 2]
-    c.c = m.r32[env, 3]
-    c.d = m.r32[env, 4]
-    c.e = m.r32[env, 5]
-    c.h = m.r32[env, 6]
-    c.l = m.r32[env, 7]
-    c.sp = m.r32[env, 8]
-    c.pc = m.r32[env, 9]
-    c.ime = m.r32[env, 10]
-    c.ei_pending = m.r32[env, 11]
-    c.halted = m.r32[env, 12]
-    c.locked = m.r32[env, 13]
-    c.stopped = m.r32[env, 14]
-    c.halt_bug = m.r32[env, 15]
-    c.t = m.r64[env, T_NOW]
-    return c
-
-
-@wp.func
-def store_cpu(m: Machine, env: int, c: Cpu):
-    m.r32[env, 0] = c.a
-    m.r32[env, 1] = c.f
-    m.r32[env, 2] = c.b
-    m.r32[env, 3] = c.c
-    m.r32[env, 4] = c.d
-    m.r32[env, 5] = c.e
-    m.r32[env, 6] = c.h
-    m.r32[env, 7] = c.l
-    m.r32[env, 8] = c.sp
-    m.r32[env, 9] = c.pc
-    m.r32[env, 10] = c.ime
-    m.r32[env, 11] = c.ei_pending
-    m.r32[env, 12] = c.halted
-    m.r32[env, 13] = c.locked
-    m.r32[env, 14] = c.stopped
-    m.r32[env, 15] = c.halt_bug
-    m.r64[env, T_NOW] = c.t
-
-
-@wp.func
-def run_until(m: Machine, env: int, c: Cpu, t_end: wp.int64) -> Cpu:
-    """Execute until t_end: events when due, interrupts between instructions, and sleep
-    (HALT/STOP/locked) skipping straight to the next event."""
-    while c.t < t_end:
-        if c.t >= m.r64[env, T_NEXT_EVENT]:
-            events_sync(m, env, c.t)
-        if (c.ime != 0 or c.halted != 0) and c.locked == 0:
-            c = service_interrupts(m, env, c)
-        if c.halted != 0 or c.locked != 0 or c.stopped != 0:
-            nxt = wp.min(m.r64[env, T_NEXT_EVENT], t_end)
-            nxt = ((nxt + wp.int64(3)) // wp.int64(4)) * wp.int64(4)
-            if nxt > c.t:
-                c.t = nxt
-            else:
-                c.t = c.t + wp.int64(4)
-        else:
-            c = cpu_step(m, env, c)
-    return c
-
-
-@wp.kernel(enable_backward=False)
-def machine_kernel(m: Machine, frames: int, buttons: wp.array(dtype=wp.int32),
-                   set_flag: int, release_after: int):
-    """frames x 70224 T-cycles per env; buttons set before frame 0 (if set_flag) and
-    released at frame `release_after`. Flat mode: exactly one instruction (SM83 cases)."""
-    env = wp.tid()
-    c = load_cpu(m, env)
-    if m.flat_mode != 0:
-        c = cpu_step(m, env, c)
-    else:
-        for f in range(frames):
-            if f == 0 and set_flag != 0:
-                set_buttons(m, env, buttons[env])
-            if f == release_after:
-                set_buttons(m, env, 0)
-            fs = m.r64[env, T_FRAME_START]
-            c = run_until(m, env, c, fs + FRAME_CYCLES)
-            m.r64[env, T_FRAME_START] = fs + FRAME_CYCLES
-        events_sync(m, env, c.t)
-    store_cpu(m, env, c)
 
 
 @wp.kernel(enable_backward=False)
@@ -231,9 +143,10 @@ class VecGameBoy:
         r64[S.T_SERIAL_END] = never
         r32[S.R_JOYP_LINES] = 0xF
         if self._boot is None:
-            for i, v in enumerate((0x01, 0xB0, 0x00, 0x13, 0x00, 0xD8, 0x01, 0x4D)):
-                r32[i] = v
-            r32[S.R_SP], r32[S.R_PC] = 0xFFFE, 0x0100
+            post_boot = dict(a=0x01, f=0xB0, b=0x00, c=0x13, d=0x00, e=0xD8, h=0x01, l=0x4D,
+                             sp=0xFFFE, pc=0x0100)
+            for name, v in post_boot.items():
+                r32[S.REG_SLOTS[name]] = v
             for reg, v in S.POST_BOOT_IO.items():
                 io[reg] = v
             io[0x41] = 0x85 & 0x78
@@ -242,7 +155,7 @@ class VecGameBoy:
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
         else:
-            r32[S.R_BOOT_MAPPED] = 1
+            r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF
             io[0x46] = 0xFF
             io[0x0F] = 0xE0
@@ -317,7 +230,7 @@ class VecGameBoy:
         if frames == 0:
             return
         self._m.render_mode = RENDER_MODES[render]
-        wp.launch(machine_kernel, dim=self.num_envs, inputs=[self._m, frames, b, 1, rel],
+        wp.launch(machine_kernel, dim=self.num_envs, inputs=kernel_inputs(self._m) + [frames, b, 1, rel],
                   device=self.device)
 
     # -- outputs ---------------------------------------------------------------------------
@@ -351,8 +264,7 @@ class VecGameBoy:
     def registers(self, env: int = 0) -> dict:
         env = self._check_env(env)
         r = self._arrays["r32"].numpy()[env]
-        names = ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")
-        out = {n: int(r[i]) for i, n in enumerate(names)}
+        out = {n: int(r[S.REG_SLOTS[n]]) for n in ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")}
         out["ime"] = int(r[S.R_IME])
         out["halted"] = int(r[R_HALTED])
         out["locked"] = int(r[R_LOCKED])

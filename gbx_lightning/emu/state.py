@@ -50,7 +50,9 @@ except ImportError:  # STAND-IN: delete when emu/mbc.py is merged
                 cart_ram[env, off] = wp.uint8(value)
 
 # ---- int32 bookkeeping words (r32[env, R_*]) -------------------------------------
-R_A, R_F, R_B, R_C, R_D, R_E, R_H, R_L = (wp.constant(i) for i in range(8))
+# Register file in the opcode's r-field order with F in the (HL) slot: B C D E H L F A.
+R_B, R_C, R_D, R_E, R_H, R_L, R_F, R_A = (wp.constant(i) for i in range(8))
+REG_SLOTS = {"b": 0, "c": 1, "d": 2, "e": 3, "h": 4, "l": 5, "f": 6, "a": 7, "sp": 8, "pc": 9}
 R_SP = wp.constant(8)
 R_PC = wp.constant(9)
 R_IME = wp.constant(10)
@@ -67,7 +69,7 @@ R_PPU_MODE = wp.constant(20)
 R_STAT_LINE = wp.constant(21)    # OR of enabled STAT sources (interrupt on its rising edge)
 R_WIN_LINE = wp.constant(22)     # window internal line counter
 R_WY_TRIGGERED = wp.constant(23)
-R_BOOT_MAPPED = wp.constant(24)  # boot ROM visible at 0000-00FF until FF50 is written
+R_UNUSED_24 = wp.constant(24)
 R_TIMA_RELOAD_CYCLE = wp.constant(25)  # unused marker word (kept for layout stability)
 R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
 R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
@@ -87,10 +89,12 @@ T_PPU_EVENT = wp.constant(9)     # next PPU mode change
 T_SERIAL_END = wp.constant(10)   # transfer completion time (NEVER when idle)
 T_DMA_START = wp.constant(11)
 T_DMA_END = wp.constant(12)
+T_BOOT_MAPPED = wp.constant(13)  # 1: boot ROM visible at 0000-00FF until FF50 is written
 NUM_R64 = 16
 
 NEVER = wp.constant(wp.int64(1 << 62))
 FRAME_CYCLES = 70224
+FRAME_CYCLES_T = wp.constant(wp.int64(FRAME_CYCLES))
 SERIAL_CAP = wp.constant(4096)
 SERIAL_CAP_PY = 4096
 

@@ -1,0 +1,286 @@
+"""VecGameBoy core behaviour on tiny hand-assembled programs (bytes written directly).
+
+Expected values come from the hardware documentation (Pan Docs): post-boot state, EI
+delay, HALT wake/HALT bug, timer interrupt, serial transfer, joypad lines."""
+import numpy as np
+import pytest
+import warp as wp
+
+from gbx_lightning.emu import Snapshot, VecGameBoy
+
+wp.config.quiet = True
+
+
+def make_rom(code: dict) -> bytes:
+    """32 KiB ROM-only image with `code` = {address: bytes}."""
+    rom = bytearray(0x8000)
+    rom[0x147] = 0x00
+    for addr, data in code.items():
+        rom[addr:addr + len(data)] = bytes(data)
+    return bytes(rom)
+
+
+def send(ch: int) -> bytes:
+    """SB := ch; SC := $81; wait until SC bit 7 clears (internal-clock transfer)."""
+    return bytes([0x3E, ch, 0xE0, 0x01, 0x3E, 0x81, 0xE0, 0x02,
+                  0xF0, 0x02, 0xCB, 0x7F, 0x20, 0xFA])
+
+
+LOOP = bytes([0x18, 0xFE])  # jr $
+
+
+@pytest.fixture(scope="session")
+def hello():
+    prog = send(ord("H")) + send(ord("I")) + send(ord("\n")) + LOOP
+    return VecGameBoy(make_rom({0x100: prog}), 2)
+
+
+def test_post_boot_registers(hello):
+    hello.reset()
+    r = hello.registers(1)
+    assert (r["a"], r["f"], r["b"], r["c"], r["d"], r["e"], r["h"], r["l"]) == \
+        (0x01, 0xB0, 0x00, 0x13, 0x00, 0xD8, 0x01, 0x4D)
+    assert (r["sp"], r["pc"], r["ime"], r["halted"], r["locked"]) == (0xFFFE, 0x0100, 0, 0, 0)
+
+
+def test_post_boot_io(hello):
+    hello.reset()
+    io = hello.read_memory(0, 0xFF00, 0x80)
+    assert io[0x00] == 0xCF          # P1: nothing selected
+    assert io[0x04] == 0xAB          # DIV
+    assert io[0x07] == 0xF8          # TAC
+    assert io[0x0F] == 0xE1          # IF (upper 3 bits read 1)
+    assert io[0x40] == 0x91          # LCDC
+    assert io[0x41] == 0x85          # STAT
+    assert io[0x44] == 0x00          # LY
+    assert io[0x47] == 0xFC          # BGP
+    assert hello.read_memory(0, 0xFFFF, 1) == b"\x00"   # IE
+
+
+def test_serial_hello_and_timing(hello):
+    hello.reset()
+    hello.run_frames(1)
+    assert hello.serial_output(0) == b"HI\n"
+    assert hello.serial_output(1) == b"HI\n"
+    io = hello.read_memory(0, 0xFF00, 0x10)
+    assert io[0x01] == 0xFF                 # nothing shifted in
+    assert io[0x02] & 0x80 == 0             # transfer done
+    assert io[0x0F] & 0x08                  # serial interrupt requested
+
+
+def test_serial_transfer_takes_4096_cycles():
+    # start one transfer, then count loop iterations until SC bit 7 clears
+    prog = bytes([0x3E, 0x41, 0xE0, 0x01, 0x3E, 0x81, 0xE0, 0x02,   # start
+                  0x01, 0x00, 0x00,                                 # ld bc,0
+                  0x03,                                             # .w: inc bc (2)
+                  0xF0, 0x02,                                       # ldh a,(02) (3)
+                  0xCB, 0x7F,                                       # bit 7,a (2)
+                  0x20, 0xF9]) + LOOP                               # jr nz,.w (3/2)
+    gb = VecGameBoy(make_rom({0x100: prog}), 1)
+    gb.run_frames(1)
+    r = gb.registers(0)
+    n = (r["b"] << 8) | r["c"]
+    # 10 M-cycles (40 T) per iteration; 8 bits at 512 T-cycles each = 4096 T (+ alignment
+    # to the 8192 Hz clock edge): between 4096-512 and 4096 T-cycles after the write.
+    assert 3584 // 40 <= n <= 4096 // 40 + 1
+    assert gb.serial_output(0) == b"A"
+
+
+TIMER_SETUP = bytes([0xF3,                    # di
+                     0x3E, 0x04, 0xE0, 0xFF,  # IE = timer
+                     0xAF, 0xE0, 0x0F])       # IF = 0
+
+
+def test_timer_interrupt_wakes_halt_and_dispatches():
+    prog = TIMER_SETUP + bytes([
+        0x06, 0x00,                 # ld b,0
+        0x3E, 0xFE, 0xE0, 0x05,     # TIMA = $FE
+        0x3E, 0x05, 0xE0, 0x07,     # TAC = 5 (enabled, 16 T-cycles)
+        0xFB,                       # ei
+        0x76,                       # halt
+        0x78,                       # ld a,b
+        0xEA, 0x00, 0xC0,           # ld ($C000),a
+    ]) + LOOP
+    handler = bytes([0x04, 0xD9])   # inc b; reti
+    gb = VecGameBoy(make_rom({0x100: prog, 0x50: handler}), 1)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 1) == b"\x01"
+    r = gb.registers(0)
+    assert r["ime"] == 1 and r["halted"] == 0
+
+
+def test_ei_delay_one_instruction():
+    prog = TIMER_SETUP + bytes([
+        0x0E, 0x00,                 # ld c,0
+        0x3E, 0x04, 0xE0, 0x0F,     # IF = timer (pending now)
+        0xFB,                       # ei
+        0x0C, 0x0C, 0x0C,           # inc c x3
+    ]) + LOOP
+    handler = bytes([0x79, 0xEA, 0x01, 0xC0, 0xD9])   # ld a,c; ld ($C001),a; reti
+    gb = VecGameBoy(make_rom({0x100: prog, 0x50: handler}), 1)
+    gb.run_frames(1)
+    # the interrupt is taken after the instruction following EI: one inc c done
+    assert gb.read_memory(0, 0xC001, 1) == b"\x01"
+    assert gb.registers(0)["c"] == 3
+
+
+def test_ei_di_never_dispatches():
+    prog = TIMER_SETUP + bytes([
+        0x3E, 0x04, 0xE0, 0x0F,     # IF = timer
+        0xFB, 0xF3,                 # ei; di
+        0x00,
+    ]) + LOOP
+    handler = bytes([0x3E, 0x99, 0xEA, 0x02, 0xC0, 0xD9])
+    gb = VecGameBoy(make_rom({0x100: prog, 0x50: handler}), 1)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC002, 1) == b"\x00"
+    assert gb.read_memory(0, 0xFF0F, 1)[0] & 0x04        # still requested
+
+
+def test_halt_bug_reads_next_byte_twice():
+    prog = TIMER_SETUP + bytes([
+        0x0E, 0x00,                 # ld c,0
+        0x3E, 0x04, 0xE0, 0x0F,     # IF = timer, IME = 0
+        0x76,                       # halt  (IE&IF != 0, IME=0 -> HALT bug)
+        0x0C,                       # inc c (executed twice)
+    ]) + LOOP
+    gb = VecGameBoy(make_rom({0x100: prog}), 1)
+    gb.run_frames(1)
+    r = gb.registers(0)
+    assert r["c"] == 2 and r["halted"] == 0
+
+
+def test_halt_with_ime0_wakes_without_dispatch():
+    prog = TIMER_SETUP + bytes([
+        0x0E, 0x00,
+        0x3E, 0xFF, 0xE0, 0x05,     # TIMA = $FF
+        0x3E, 0x05, 0xE0, 0x07,     # TAC = 5
+        0x76,                       # halt (IME = 0, nothing pending yet)
+        0x0C,                       # inc c once after waking
+    ]) + LOOP
+    handler = bytes([0x3E, 0x99, 0xEA, 0x02, 0xC0, 0xD9])
+    gb = VecGameBoy(make_rom({0x100: prog, 0x50: handler}), 1)
+    gb.run_frames(1)
+    assert gb.registers(0)["c"] == 1
+    assert gb.read_memory(0, 0xC002, 1) == b"\x00"
+
+
+def test_vblank_interrupt_once_per_frame():
+    prog = bytes([0xF3, 0x3E, 0x01, 0xE0, 0xFF, 0xAF, 0xE0, 0x0F, 0x06, 0x00, 0xFB,
+                  0x76, 0x18, 0xFD])                 # .l: halt; jr .l
+    handler = bytes([0x04, 0xD9])                   # inc b; reti
+    gb = VecGameBoy(make_rom({0x100: prog, 0x40: handler}), 1)
+    gb.run_frames(10)
+    assert gb.registers(0)["b"] == 10
+
+
+def test_illegal_opcode_locks_cpu():
+    gb = VecGameBoy(make_rom({0x100: bytes([0x00, 0xD3, 0x00])}), 1)
+    gb.run_frames(2)
+    r = gb.registers(0)
+    assert r["locked"] == 1 and r["pc"] == 0x101
+    assert r["cycles"] == 2 * 70224           # time keeps running, nothing else does
+
+
+def test_joypad_lines_and_interrupt():
+    prog = bytes([0x3E, 0x10, 0xE0, 0x00,          # P1 = $10: select buttons (bit 5 = 0)
+                  0xF0, 0x00, 0xEA, 0x00, 0xC0,    # .l: ld a,(P1); ld ($C000),a
+                  0x18, 0xF9])                     # jr .l
+    gb = VecGameBoy(make_rom({0x100: prog}), 2)
+    gb.run_frames(1)
+    gb.run_frames(1, buttons=np.array([0x10, 0x01], np.uint8))   # env0: A, env1: Right
+    mem = [gb.read_memory(e, 0xC000, 1)[0] for e in range(2)]
+    assert mem[0] == 0xDE            # A pressed: bit 0 low, buttons selected
+    assert mem[1] == 0xDF            # Right is a direction: not selected, nothing low
+    assert gb.read_memory(0, 0xFF0F, 1)[0] & 0x10
+    assert not gb.read_memory(1, 0xFF0F, 1)[0] & 0x10
+    gb.run_frames(2, buttons=np.array([0x10, 0x10], np.uint8), release_after=1)
+    assert gb.read_memory(0, 0xC000, 1)[0] == 0xDF
+
+
+COUNTER = bytes([0x21, 0x00, 0xC0, 0x34, 0x18, 0xFD])   # ld hl,$C000; .l: inc (hl); jr .l
+
+
+def test_snapshot_restore_and_masked_restore():
+    gb = VecGameBoy(make_rom({0x100: COUNTER}), 3)
+    gb.run_frames(1)
+    snap = gb.snapshot()
+    before = [gb.read_memory(e, 0xC000, 1) for e in range(3)]
+    regs = gb.registers(2)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 1) != before[0]
+    gb.restore(snap)
+    assert [gb.read_memory(e, 0xC000, 1) for e in range(3)] == before
+    assert gb.registers(2) == regs
+    gb.run_frames(1)
+    after = [gb.read_memory(e, 0xC000, 1) for e in range(3)]
+    gb.restore(snap, mask=np.array([False, True, False]))
+    assert gb.read_memory(1, 0xC000, 1) == before[1]
+    assert gb.read_memory(0, 0xC000, 1) == after[0]
+    with pytest.raises(TypeError, match="snapshot"):
+        gb.restore({"not": "a snapshot"})
+    other = VecGameBoy(make_rom({0x100: COUNTER}), 2)
+    with pytest.raises(ValueError, match="snapshot"):
+        other.restore(snap)
+
+
+def test_masked_reset():
+    gb = VecGameBoy(make_rom({0x100: COUNTER}), 2)
+    gb.run_frames(2)
+    gb.reset(mask=np.array([True, False]))
+    r0, r1 = gb.registers(0), gb.registers(1)
+    assert r0["pc"] == 0x100 and r0["cycles"] == 0
+    assert gb.read_memory(0, 0xC000, 1) == b"\x00"
+    assert r1["cycles"] >= 2 * 70224 and gb.read_memory(1, 0xC000, 1) != b"\x00"  # untouched
+
+
+def test_read_memory_regions():
+    prog = bytes([0x3E, 0x5A, 0xEA, 0x34, 0xC1,    # ld ($C134),a
+                  0xEA, 0x00, 0x80,                # ld ($8000),a
+                  0xE0, 0x90]) + LOOP              # ldh ($FF90),a
+    gb = VecGameBoy(make_rom({0x100: prog, 0x7FFE: b"\x12\x34"}), 1)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0x100, 3) == prog[:3]
+    assert gb.read_memory(0, 0xC134, 1) == b"\x5A"
+    assert gb.read_memory(0, 0xE134, 1) == b"\x5A"   # echo RAM
+    assert gb.read_memory(0, 0x8000, 1) == b"\x5A"
+    assert gb.read_memory(0, 0xFF90, 1) == b"\x5A"
+    assert gb.read_memory(0, 0xFFFF, 3) == b"\x00\x00\x00"   # IE, then wraps to ROM $0000
+    assert gb.read_memory(0, 0x7FFE, 2) == b"\x12\x34"
+    assert gb.read_memory(0, 0, 0) == b""
+
+
+def test_state_is_per_env_and_rom_shared():
+    gb = VecGameBoy(make_rom({0x100: LOOP}), 4)
+    assert 0 < gb.state_bytes_per_env < 64 * 1024
+    assert gb.obs().shape == (4, 72, 80) and gb.obs() is gb.obs()
+    assert gb.frame().shape == (4, 144, 160) and gb.frame().dtype == np.uint8
+
+
+def test_bad_arguments():
+    rom = make_rom({0x100: LOOP})
+    with pytest.raises(ValueError, match="num_envs"):
+        VecGameBoy(rom, 0)
+    with pytest.raises(TypeError, match="num_envs"):
+        VecGameBoy(rom, 1.5)
+    with pytest.raises(ValueError, match="boot_rom"):
+        VecGameBoy(rom, 1, boot_rom=b"\x00" * 100)
+    gb = VecGameBoy(rom, 2)
+    with pytest.raises(ValueError, match="frames"):
+        gb.run_frames(-1)
+    with pytest.raises(ValueError, match="buttons"):
+        gb.run_frames(1, buttons=np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="buttons"):
+        gb.run_frames(1, buttons=np.zeros(3, np.uint8))
+    with pytest.raises(ValueError, match="release_after"):
+        gb.run_frames(1, release_after=-2)
+    with pytest.raises(ValueError, match="render"):
+        gb.run_frames(1, render="rgb")
+    with pytest.raises(IndexError, match="env"):
+        gb.registers(2)
+    with pytest.raises(IndexError, match="env"):
+        gb.serial_output(-1)
+    with pytest.raises(ValueError, match="addr"):
+        gb.read_memory(0, 0x10000, 1)
+    with pytest.raises(ValueError, match="mask"):
+        gb.reset(mask=np.ones(3, bool))

@@ -17,6 +17,10 @@ def make_rom(code: dict) -> bytes:
     rom[0x147] = 0x00
     for addr, data in code.items():
         rom[addr:addr + len(data)] = bytes(data)
+    x = 0
+    for i in range(0x134, 0x14D):          # header checksum (Pan Docs, $014D)
+        x = (x - rom[i] - 1) & 0xFF
+    rom[0x14D] = x
     return bytes(rom)
 
 
@@ -263,7 +267,7 @@ def test_bad_arguments():
         VecGameBoy(rom, 0)
     with pytest.raises(TypeError, match="num_envs"):
         VecGameBoy(rom, 1.5)
-    with pytest.raises(ValueError, match="boot_rom"):
+    with pytest.raises(ValueError, match="256"):
         VecGameBoy(rom, 1, boot_rom=b"\x00" * 100)
     gb = VecGameBoy(rom, 2)
     with pytest.raises(ValueError, match="frames"):

@@ -9,6 +9,7 @@ import warp as wp
 
 from . import state as S
 from .bus import bus_peek, events_sync
+from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
 from .joypad import set_buttons
 from .ppu import POST_BOOT_LINE0_T, RENDER_FULL, RENDER_NONE, RENDER_OBS
@@ -26,42 +27,6 @@ def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8))
 
 
 # ----------------------------------------------------------------------------------------
-def _load_rom(rom):
-    """Cartridge via the cart helper's loader (validates before any kernel work)."""
-    try:
-        from .cartridge import load_cartridge
-    except ImportError:  # STAND-IN until branch `cart` is merged: ROM-only images
-        return _StandInCart(rom)
-    return load_cartridge(rom)
-
-
-class _StandInCart:  # STAND-IN: delete when emu/cartridge.py is merged
-    def __init__(self, rom):
-        if isinstance(rom, (bytes, bytearray, memoryview)):
-            data = bytes(rom)
-        else:
-            path = os.fspath(rom)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"rom: file not found: {path!r}")
-            with open(path, "rb") as fh:
-                data = fh.read()
-        if len(data) < 0x8000 or len(data) % 0x4000:
-            raise ValueError(f"rom: expected a size that is a multiple of 16 KiB and at least "
-                             f"32 KiB, got {len(data)} bytes")
-        self.rom = np.frombuffer(data, dtype=np.uint8).copy()
-        ram_codes = {0: 0, 1: 2048, 2: 8192, 3: 32768, 4: 131072, 5: 65536}
-        self.ram_bytes = ram_codes.get(int(self.rom[0x149]), 0)
-        self.title = bytes(self.rom[0x134:0x144]).split(b"\0")[0].decode("ascii", "replace")
-
-    def spec(self):
-        sp = S.CartSpec()
-        sp.kind = 0
-        sp.rom_banks = len(self.rom) // 0x4000
-        sp.ram_banks = (self.ram_bytes + 8191) // 8192
-        sp.has_rtc = 0
-        return sp
-
-
 @dataclass
 class Snapshot:
     """Whole-machine state of every env (device arrays, same layout as the machine)."""
@@ -87,16 +52,8 @@ class VecGameBoy:
 
     def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None):
         num_envs = _check_int("num_envs", num_envs, 1)
-        self.cart = _load_rom(rom)
-        boot = None
-        if boot_rom is not None:
-            if not isinstance(boot_rom, (bytes, bytearray)):
-                with open(os.fspath(boot_rom), "rb") as fh:
-                    boot_rom = fh.read()
-            if len(boot_rom) != 256:
-                raise ValueError(f"boot_rom: expected exactly 256 bytes (a DMG boot ROM), "
-                                 f"got {len(boot_rom)}")
-            boot = np.frombuffer(bytes(boot_rom), dtype=np.uint8).copy()
+        self.cart = load_cartridge(rom)
+        boot = None if boot_rom is None else load_boot_rom(boot_rom)   # RomError if not 256 B
         self.num_envs = num_envs
         self.device = wp.get_device(device)
         self._boot = boot

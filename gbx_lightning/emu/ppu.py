@@ -1,41 +1,90 @@
-"""PPU timing: modes 2/3/0/1, LY/LYC, STAT interrupt line, VBlank, LCD on/off.
+"""PPU timing: modes 2/3/0/1, LY/LYC, the STAT interrupt line, VBlank, LCD on/off.
 
-Event driven: r64[T_PPU_EVENT] is the next mode change; ``ppu_sync(now)`` processes every
-event up to `now` (called at scheduled events and before any PPU register is read or
-written, so mid-frame register writes land between the right lines). Each visible line
-is drawn by render.py's ``render_scanline`` when its mode 3 ends, with the registers of
-that moment. Line: mode 2 for 80 T, mode 3 for R_MODE3_LEN (172 here; the ppu owner
-lengthens it), mode 0 to 456; lines 144..153 are mode 1 (VBlank IF at the start of 144).
-STAT IF bit 1 fires on the rising edge of the OR of the enabled sources (LYC=LY, mode 0,
-1, 2), so one source that is already high blocks the others.
-LCD off (LCDC bit 7 = 0): LY = 0, mode 0, no events, no interrupts, screen cleared to
-shade 0; LCD on restarts at line 0 mode 2.
-Post-boot: the PPU is in line 153 (mode 1) with LY already reading 0 (the line-153 quirk),
-which is what STAT=$85 / LY=$00 at PC=$0100 mean; line 0 starts at t = POST_BOOT_LINE0_T.
+Event driven: r64[T_PPU_EVENT] is the next PPU state change; ``ppu_sync(now)`` processes
+every event up to `now` (called at scheduled events and before any PPU register is read
+or written, so mid-frame register writes land between the right lines). Each visible
+line is drawn by render.py's ``render_scanline`` when its mode 3 ends, with the
+registers of that moment.
+
+A visible line (456 T): mode 2 (OAM scan) to T=80, mode 3 for 172 T plus SCX mod 8, 6
+if the window is drawn and 6..11 per object (render.objects_mode3_penalty; Pan Docs,
+"Mode 3 length"), then mode 0 (HBlank). Lines 144..153 are mode 1 (VBlank IF as 144
+starts). r32[R_PPU_MODE] holds the mode, or one of the short phases below that model
+what the DMG does in the first M-cycle of a line (the STAT interrupt line sees the next
+mode one M-cycle before STAT bits 0-1 show it, and LY=LYC is not compared while LY
+changes); checked interrupt by interrupt against gambatte:
+
+  PH_LINE_START   lines 1..143, T 0-3: STAT reads mode 0, the interrupt line already
+                  sees mode 2 (so HBlank -> OAM does not re-trigger), no LY=LYC.
+  PH_VBLANK_START line 144, T 0-3: the mode-2 source fires once more (the DMG "OAM
+                  interrupt at VBlank"), no LY=LYC; then mode 1.
+  PH_VBLANK_LINE  lines 145..153, T 0-3: mode 1, no LY=LYC.
+  PH_LY153        line 153, T 4-7: compares LYC with 153 (LY already reads 0); from
+                  T 8 LY=LYC compares with 0 (so LYC=0 fires during line 153).
+  PH_LINE0_START  line 0 after VBlank, T 0-3: STAT reads mode 0, the interrupt line
+                  still sees mode 1 (so VBlank -> OAM does not re-trigger).
+
+The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled sources
+(LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. Writing
+STAT on the DMG behaves as if $FF were written for one cycle (Pan Docs, STAT), which can
+raise a spurious interrupt.
+
+The WY condition (window may show from this line on) is set when LY == WY while the
+window is enabled (LCDC.5): as a line starts, or when LCDC/WY is written mid-line.
+
+CPU access: VRAM is inaccessible in mode 3, OAM in modes 2 and 3 (reads $FF, writes
+ignored) — ``vram_accessible`` / ``oam_accessible`` for the bus.
+LCD off (LCDC.7 = 0): LY = 0, mode 0, no events or interrupts, screen blank (shade 0);
+LCD on restarts at line 0, and that first frame is not shown: it stays blank (Pan Docs,
+LCDC.7; gambatte agrees), though the PPU runs and interrupts as usual.
+Post-boot: the PPU is in line 153 (mode 1) with LY already reading 0 (the line-153
+quirk), which is what STAT=$85 / LY=$00 at PC=$0100 mean; line 0 starts at t =
+POST_BOOT_LINE0_T.
 """
 import warp as wp
 
 from .interrupts import raise_if
+from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
+                     objects_mode3_penalty, render_scanline, window_visible)
 from .state import (NEVER, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
                     R_WY_TRIGGERED, T_LINE_START, T_PPU_EVENT, Machine)
-
-try:  # the ppu helper's scanline renderer (emu/render.py)
-    from .render import RENDER_FULL, RENDER_NONE, RENDER_OBS, render_scanline
-except ImportError:  # STAND-IN: delete when branch `ppu` is merged
-    RENDER_NONE, RENDER_OBS, RENDER_FULL = wp.constant(0), wp.constant(1), wp.constant(2)
-
-    @wp.func
-    def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8),
-                        env: int, ly: int, lcdc: int, scy: int, scx: int, wy_triggered: int,
-                        wx: int, window_line: int, bgp: int, obp0: int, obp1: int,
-                        frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8),
-                        render_mode: int) -> int:
-        return 0
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
 MODE3_MIN_CYCLES = wp.constant(172)
+WINDOW_PENALTY = wp.constant(6)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
+# 1 from LCD on until the first VBlank: that frame is not shown. A spare r32 word
+# (state.py allots 32, uses 0..27); to be listed in state.py's table.
+R_LCD_WARMUP = wp.constant(28)
+
+PH_LINE_START = wp.constant(4)
+PH_VBLANK_START = wp.constant(5)
+PH_VBLANK_LINE = wp.constant(6)
+PH_LY153 = wp.constant(7)
+PH_LINE0_START = wp.constant(8)
+
+
+@wp.func
+def stat_mode_bits(phase: int) -> int:
+    """STAT bits 0-1 for a PPU state."""
+    m = phase
+    if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_LINE0_START:
+        m = 0
+    elif phase == PH_VBLANK_LINE or phase == PH_LY153:
+        m = 1
+    return m
+
+
+@wp.func
+def interrupt_mode(phase: int) -> int:
+    """The mode the STAT interrupt line sees (one M-cycle ahead of the STAT bits)."""
+    m = phase
+    if phase == PH_LINE_START or phase == PH_VBLANK_START:
+        m = 2
+    elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LINE0_START:
+        m = 1
+    return m
 
 
 @wp.func
@@ -48,13 +97,23 @@ def ly_visible(m: Machine, env: int, t: wp.int64) -> int:
 
 
 @wp.func
-def stat_update(m: Machine, env: int, t: wp.int64):
-    """Recompute the STAT interrupt line; IF bit 1 on its rising edge."""
+def ly_compared(m: Machine, env: int) -> int:
+    """The LY value LYC is compared with now; -1 while no comparison happens."""
+    phase = m.r32[env, R_PPU_MODE]
+    ly = m.r32[env, R_LY]
+    if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_VBLANK_LINE:
+        ly = -1
+    elif ly == 153 and phase != PH_LY153:
+        ly = 0
+    return ly
+
+
+@wp.func
+def _stat_line(m: Machine, env: int, stat: int) -> int:
     line = 0
     if (int(m.io[env, 0x40]) & 0x80) != 0:
-        stat = int(m.io[env, 0x41])
-        mode = m.r32[env, R_PPU_MODE]
-        if (stat & 0x40) != 0 and ly_visible(m, env, t) == int(m.io[env, 0x45]):
+        mode = interrupt_mode(m.r32[env, R_PPU_MODE])
+        if (stat & 0x40) != 0 and ly_compared(m, env) == int(m.io[env, 0x45]):
             line = 1
         if (stat & 0x08) != 0 and mode == 0:
             line = 1
@@ -62,16 +121,38 @@ def stat_update(m: Machine, env: int, t: wp.int64):
             line = 1
         if (stat & 0x20) != 0 and mode == 2:
             line = 1
+    return line
+
+
+@wp.func
+def stat_update(m: Machine, env: int, t: wp.int64):
+    """Recompute the STAT interrupt line; IF bit 1 on its rising edge."""
+    line = _stat_line(m, env, int(m.io[env, 0x41]))
     if line == 1 and m.r32[env, R_STAT_LINE] == 0:
         raise_if(m, env, 2)
     m.r32[env, R_STAT_LINE] = line
 
 
 @wp.func
-def _start_line_mode2(m: Machine, env: int, ly: int):
-    m.r32[env, R_PPU_MODE] = 2
-    if ly == int(m.io[env, 0x4A]):
+def _wy_check(m: Machine, env: int):
+    """Set the frame's WY condition if LY == WY on a visible line with the window enabled."""
+    ly = m.r32[env, R_LY]
+    if (int(m.io[env, 0x40]) & 0xA0) == 0xA0 and ly < 144 and ly == int(m.io[env, 0x4A]):
         m.r32[env, R_WY_TRIGGERED] = 1
+
+
+@wp.func
+def _mode3_length(m: Machine, env: int, ly: int) -> int:
+    lcdc = int(m.io[env, 0x40])
+    scx = int(m.io[env, 0x43])
+    wx = int(m.io[env, 0x4B])
+    length = MODE3_MIN_CYCLES + (scx & 7)
+    win_start = int(1 << 20)
+    if window_visible(lcdc, m.r32[env, R_WY_TRIGGERED], wx) != 0:
+        length += WINDOW_PENALTY
+        win_start = wx - 7
+    length += objects_mode3_penalty(m.oam, env, ly, lcdc, scx, win_start)
+    return length
 
 
 @wp.func
@@ -80,43 +161,65 @@ def ppu_advance(m: Machine, env: int):
     t = m.r64[env, T_PPU_EVENT]
     ls = m.r64[env, T_LINE_START]
     ly = m.r32[env, R_LY]
-    mode = m.r32[env, R_PPU_MODE]
+    phase = m.r32[env, R_PPU_MODE]
     nxt = NEVER
-    if mode == 2:
+    if phase == PH_LINE_START or phase == PH_LINE0_START:
+        m.r32[env, R_PPU_MODE] = 2
+        nxt = ls + wp.int64(MODE2_CYCLES)
+    elif phase == 2:
         m.r32[env, R_PPU_MODE] = 3
-        m3 = MODE3_MIN_CYCLES
+        m3 = _mode3_length(m, env, ly)
         m.r32[env, R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
-    elif mode == 3:
+    elif phase == 3:
+        warmup = m.r32[env, R_LCD_WARMUP]
+        mode = m.render_mode
+        if warmup != 0:
+            mode = RENDER_NONE
         drew_window = render_scanline(
             m.vram, m.oam, env, ly, int(m.io[env, 0x40]), int(m.io[env, 0x42]),
             int(m.io[env, 0x43]), m.r32[env, R_WY_TRIGGERED], int(m.io[env, 0x4B]),
             m.r32[env, R_WIN_LINE], int(m.io[env, 0x47]), int(m.io[env, 0x48]),
-            int(m.io[env, 0x49]), m.frame, m.obs, m.render_mode)
+            int(m.io[env, 0x49]), m.frame, m.obs, mode)
+        if warmup != 0:
+            blank_scanline(env, ly, 0, m.frame, m.obs, m.render_mode)
         if drew_window != 0:
             m.r32[env, R_WIN_LINE] = m.r32[env, R_WIN_LINE] + 1
         m.r32[env, R_PPU_MODE] = 0
         nxt = ls + wp.int64(LINE_CYCLES)
-    else:
+    elif phase == PH_VBLANK_START:
+        m.r32[env, R_PPU_MODE] = 1
+        nxt = ls + wp.int64(LINE_CYCLES)
+    elif phase == PH_VBLANK_LINE:
+        if ly == 153:
+            m.r32[env, R_PPU_MODE] = PH_LY153
+            nxt = ls + wp.int64(8)
+        else:
+            m.r32[env, R_PPU_MODE] = 1
+            nxt = ls + wp.int64(LINE_CYCLES)
+    elif phase == PH_LY153:
+        m.r32[env, R_PPU_MODE] = 1
+        nxt = ls + wp.int64(LINE_CYCLES)
+    else:  # end of a line (mode 0 or mode 1): the next line starts
         ly = ly + 1
         ls = ls + wp.int64(LINE_CYCLES)
         m.r64[env, T_LINE_START] = ls
         if ly == 144:
-            m.r32[env, R_PPU_MODE] = 1
+            m.r32[env, R_PPU_MODE] = PH_VBLANK_START
+            m.r32[env, R_LCD_WARMUP] = 0
             raise_if(m, env, 1)
-            nxt = ls + wp.int64(LINE_CYCLES)
         elif ly >= 154:
             ly = 0
             m.r32[env, R_WIN_LINE] = 0
             m.r32[env, R_WY_TRIGGERED] = 0
-            _start_line_mode2(m, env, ly)
-            nxt = ls + wp.int64(MODE2_CYCLES)
+            m.r32[env, R_PPU_MODE] = PH_LINE0_START
         elif ly < 144:
-            _start_line_mode2(m, env, ly)
-            nxt = ls + wp.int64(MODE2_CYCLES)
+            m.r32[env, R_PPU_MODE] = PH_LINE_START
         else:
-            nxt = ls + wp.int64(LINE_CYCLES)
+            m.r32[env, R_PPU_MODE] = PH_VBLANK_LINE
         m.r32[env, R_LY] = ly
+        _wy_check(m, env)
+        nxt = ls + wp.int64(4)
     m.r64[env, T_PPU_EVENT] = nxt
     stat_update(m, env, t)
 
@@ -132,7 +235,7 @@ def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
     ppu_sync(m, env, t)
     old = int(m.io[env, 0x40])
     m.io[env, 0x40] = wp.uint8(value)
-    if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off
+    if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off: blank screen
         m.r32[env, R_LY] = 0
         m.r32[env, R_PPU_MODE] = 0
         m.r64[env, T_PPU_EVENT] = NEVER
@@ -149,8 +252,10 @@ def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
         m.r32[env, R_WIN_LINE] = 0
         m.r32[env, R_WY_TRIGGERED] = 0
         m.r64[env, T_LINE_START] = t
-        _start_line_mode2(m, env, 0)
+        m.r32[env, R_LCD_WARMUP] = 1
+        m.r32[env, R_PPU_MODE] = 2
         m.r64[env, T_PPU_EVENT] = t + wp.int64(MODE2_CYCLES)
+    _wy_check(m, env)
     stat_update(m, env, t)
 
 
@@ -165,9 +270,11 @@ def stat_value(m: Machine, env: int, t: wp.int64) -> int:
     """STAT as read, from the PPU state as it stands (no sync)."""
     v = 0x80 | (int(m.io[env, 0x41]) & 0x78)
     if (int(m.io[env, 0x40]) & 0x80) != 0:
-        v = v | m.r32[env, R_PPU_MODE]
-    if ly_visible(m, env, t) == int(m.io[env, 0x45]):
-        v = v | 4
+        v = v | stat_mode_bits(m.r32[env, R_PPU_MODE])
+        if ly_compared(m, env) == int(m.io[env, 0x45]):
+            v = v | 4
+    elif int(m.io[env, 0x45]) == 0:
+        v = v | 4  # LCD off: LY holds 0
     return v
 
 
@@ -183,7 +290,29 @@ def ppu_reg_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
     lands between the right lines, then re-evaluate the STAT line."""
     ppu_sync(m, env, t)
     if reg == 0x41:
+        # DMG quirk: for one cycle STAT acts as if every source were enabled
+        line = _stat_line(m, env, 0xF8)
+        if line == 1 and m.r32[env, R_STAT_LINE] == 0:
+            raise_if(m, env, 2)
+        m.r32[env, R_STAT_LINE] = line
         m.io[env, 0x41] = wp.uint8((int(m.io[env, 0x41]) & 0x07) | (value & 0x78))
     elif reg != 0x44:
         m.io[env, reg] = wp.uint8(value)
+    if reg == 0x4A:
+        _wy_check(m, env)
     stat_update(m, env, t)
+
+
+@wp.func
+def vram_accessible(m: Machine, env: int, t: wp.int64) -> bool:
+    """False while the PPU reads VRAM for drawing (mode 3): CPU reads give $FF, writes are lost."""
+    ppu_sync(m, env, t)
+    return (int(m.io[env, 0x40]) & 0x80) == 0 or m.r32[env, R_PPU_MODE] != 3
+
+
+@wp.func
+def oam_accessible(m: Machine, env: int, t: wp.int64) -> bool:
+    """False in modes 2 and 3 (OAM scan and drawing)."""
+    ppu_sync(m, env, t)
+    mode = m.r32[env, R_PPU_MODE]
+    return (int(m.io[env, 0x40]) & 0x80) == 0 or (mode != 2 and mode != 3)

@@ -11,43 +11,8 @@ import numpy as np
 import warp as wp
 
 
-# ---- cartridge interface (cart helper's emu/mbc.py); ROM-only stand-in until it lands ----
-try:  # pragma: no cover - switches to the real module once branch `cart` is merged
-    from .mbc import CartSpec, MBC_REGS, cart_read, cart_write, mbc_power_on_regs
-except ImportError:  # STAND-IN: delete when emu/mbc.py is merged
-    @wp.struct
-    class CartSpec:
-        kind: int
-        rom_banks: int
-        ram_banks: int
-        has_rtc: int
-
-    MBC_REGS = 4
-
-    def mbc_power_on_regs(spec) -> np.ndarray:
-        return np.zeros(MBC_REGS, dtype=np.int32)
-
-    @wp.func
-    def cart_read(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
-                  mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int, addr: int,
-                  t_now: wp.int64) -> int:
-        if addr < 0x8000:
-            if addr < rom.shape[0]:
-                return int(rom[addr])
-            return 0xFF
-        off = addr - 0xA000
-        if spec.ram_banks > 0 and off < cart_ram.shape[1]:
-            return int(cart_ram[env, off])
-        return 0xFF
-
-    @wp.func
-    def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
-                   mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int, addr: int,
-                   value: int, t_now: wp.int64):
-        if addr >= 0xA000:
-            off = addr - 0xA000
-            if spec.ram_banks > 0 and off < cart_ram.shape[1]:
-                cart_ram[env, off] = wp.uint8(value)
+# Cartridge interface: the cart helper's emu/mbc.py (cart_read/cart_write Warp funcs).
+from .mbc import CartSpec, MBC_REGS, cart_read, cart_write, mbc_power_on_regs  # noqa: F401
 
 # ---- int32 bookkeeping words (r32[env, R_*]) -------------------------------------
 # Register file in the opcode's r-field order with F in the (HL) slot: B C D E H L F A.

@@ -79,6 +79,7 @@
 ;   $C115  wVblankLate   VBlank handlers that finished outside VBlank (stays 0)
 ;   $C116  wLoadRow      next map row the VBlank loader copies to VRAM
 ;   $C117  wLoadEnd      row where the loader stops
+;   $C118  wSeed         the DIV value read at start-up (the generator's seed)
 ;   $C120  wHazards      4 x (x, y, dir, unused), same coordinates as the player
 ;   $C130  wTileQueue    count, then up to 4 x (VRAM address lo, hi, tile)
 ;   $C140  wStatus       2 x 20 status-bar tiles, copied to the window map
@@ -205,6 +206,7 @@ wNumHazards EQU $C114
 wVblankLate EQU $C115
 wLoadRow    EQU $C116
 wLoadEnd    EQU $C117
+wSeed       EQU $C118
 wHazards    EQU $C120
 wTileQueue  EQU $C130
 TILE_QUEUE_MAX EQU 4
@@ -272,16 +274,18 @@ Start:
     xor a
     ldh [rLCDC], a
 
-    ; Clear WRAM (game state, map, shadow OAM) and HRAM.
+    ; Clear the WRAM the game uses (shadow OAM, state, map), OAM (reachable
+    ; while the LCD is off) and HRAM.
     ld hl, $C000
-    ld bc, STACK_TOP - $100 - $C000   ; not the stack page we are using
-    call MemClear
-    ld hl, $FE00                ; OAM (reachable: the LCD is off)
-    ld bc, OAM_ENTRIES * 4
-    call MemClear
+    ld b, 4                     ; $C000-$C3FF
+    xor a
+    call FillPages
+    ld hl, $FE00
+    ld c, OAM_ENTRIES * 4
+    call FillBytes
     ld hl, $FF80
-    ld bc, $7F
-    call MemClear
+    ld c, $7F
+    call FillBytes
 
     ld hl, DmaRoutine
     ld de, hDmaRoutine
@@ -292,13 +296,13 @@ Start:
 
     ; Whole BG map = wall (what a screen shake uncovers), window map = blank.
     ld hl, BG_MAP
-    ld bc, $400
+    ld b, 4
     ld a, TILE_WALL
-    call MemFill
+    call FillPages
     ld hl, WIN_MAP
-    ld bc, $400
+    ld b, 4
     ld a, ' '
-    call MemFill
+    call FillPages
     ; Static status-bar text; digits are filled in every frame.
     ld hl, StatusTemplate
     ld de, wStatus
@@ -325,6 +329,7 @@ Start:
     ; hardware, so the seed is the same on every power-on (deterministic),
     ; but it is not a constant written in the source.
     ldh a, [rDIV]
+    ld [wSeed], a
     ld [wRng + 1], a
     ld a, $A5                   ; low byte non-zero: xorshift state is never 0
     ld [wRng], a
@@ -1314,17 +1319,18 @@ RngNext:
     ret
 
 ; ============================================================== utilities
-MemClear:                       ; bc bytes at hl = 0
-    xor a
-MemFill:                        ; bc bytes at hl = a
-    ld d, a
+FillPages:                      ; b * 256 bytes at hl = a
+    ld c, 0
 .loop:
-    ld a, d
-    ld [hl+], a
-    dec bc
-    ld a, b
-    or c
+    call FillBytes
+    dec b
     jr nz, .loop
+    ret
+
+FillBytes:                      ; c bytes at hl = a (c = 0: 256)
+    ld [hl+], a
+    dec c
+    jr nz, FillBytes
     ret
 
 MemCopy:                        ; bc bytes from hl to de

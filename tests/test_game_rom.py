@@ -1,0 +1,403 @@
+"""The embedded game ROM (gbx_lightning/roms/orchard.asm) on gambatte, PyBoy and VecGameBoy.
+
+One scripted input trace (``GAME_INPUT_TRACE``) plays the game: steps onto
+seeds at known tiles, pushes against a wall, waits for the fruit, walks into
+a beetle's row (game over), restarts with Start, dies again and lets the game
+restart by itself. At checkpoints the test reads the game's WRAM (addresses
+documented in the .asm header, checked against the assembler's symbols) and
+asserts what the game's rules say must hold there.
+
+For the PPU frame-for-frame comparison (tests/test_ppu_gambatte.py style),
+import ``GAME_ROM_NAME`` and ``GAME_INPUT_TRACE`` (or ``game_buttons(frame)``)
+from this module: the trace is 900 frames of per-frame button masks in the
+project's order (bit0 Right .. bit7 Start), the game reads the joypad only
+in its VBlank handler, and it never changes PPU registers mid-frame.
+
+Frame alignment: the emulators put frame boundaries at different points
+(gambatte at VBlank start, VecGameBoy every 70224 T-cycles from power-on,
+PyBoy after its own boot ROM), so the game's frame lags the trace index by a
+frame or two differently on each. Checkpoints therefore sit after idle
+stretches, where the state no longer depends on that lag.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+import numpy as np
+import pytest
+
+from gbx_lightning.roms import asm, build_rom, rom_source_path
+
+GAME_ROM_NAME = "orchard"
+
+RIGHT, LEFT, UP, DOWN, BTN_A, BTN_B, SELECT, START = (1 << i for i in range(8))
+
+# (buttons, frames) runs; comments give the trace index where each starts.
+GAME_SCRIPT = (
+    (0, 10),        # 0    boot; the game is playing from about frame 5
+    (RIGHT, 8),     # 10   two steps: tile (1,1) -> (3,1), seed at (3,1)
+    (0, 10),        # 18
+    (DOWN, 8),      # 28   wall below (3,1): no move
+    (0, 4),         # 36
+    (RIGHT, 16),    # 40   four steps -> (7,1), seeds at (5,1) and (7,1)
+    (0, 4),         # 56
+    (LEFT, 4),      # 60   one step left (sprite X-flipped) ...
+    (RIGHT, 4),     # 64   ... and back to (7,1)
+    (0, 132),       # 68   wait: the fruit appears around frame 185
+    (RIGHT, 4),     # 200  -> (8,1)
+    (DOWN, 8),      # 204  -> (8,3)
+    (0, 92),        # 212
+    (DOWN, 4),      # 304  -> (8,4): beetle 1's row; it arrives ~frame 400
+    (0, 166),       # 308  dying (32 frames), then the GAME OVER banner
+    (START, 2),     # 474  restart at level 1
+    (0, 18),        # 476
+    (DOWN, 12),     # 494  (1,1) -> (1,4), seed at (1,3); beetle 1 comes ~540
+    (0, 278),       # 506  no Start: the game restarts by itself ~frame 754
+    (RIGHT, 8),     # 784  (1,1) -> (3,1), seed at (3,1)
+    (0, 108),       # 792
+)
+GAME_INPUT_TRACE = tuple(mask for mask, n in GAME_SCRIPT for _ in range(n))
+assert len(GAME_INPUT_TRACE) == 900
+
+
+def game_buttons(frame: int) -> int:
+    """Button mask for trace frame `frame` (released after the trace ends)."""
+    return GAME_INPUT_TRACE[frame] if 0 <= frame < len(GAME_INPUT_TRACE) else 0
+
+
+# ------------------------------------------------------------------ the ROM
+
+@pytest.fixture(scope="module")
+def rom() -> bytes:
+    return build_rom(GAME_ROM_NAME)
+
+
+@pytest.fixture(scope="module")
+def symbols() -> dict:
+    path = rom_source_path(GAME_ROM_NAME)
+    _, syms = asm.assemble_with_symbols(path.read_text(), origin_file=str(path),
+                                        include_dirs=(str(path.parent),))
+    return syms
+
+
+def test_rom_assembles_with_a_valid_header(rom):
+    from gbx_lightning.emu.cartridge import MBC_NONE, load_cartridge
+
+    cart = load_cartridge(rom)
+    assert len(rom) == 32 * 1024
+    assert cart.title == "ORCHARD"
+    assert cart.cart_type == 0x00 and cart.mbc == MBC_NONE
+    assert cart.rom_banks == 2 and cart.ram_bytes == 0
+    assert cart.header_checksum_ok
+    assert rom[0x100:0x104] == bytes([0x00, 0xC3]) + rom[0x102:0x104]   # nop; jp Start
+    assert build_rom(GAME_ROM_NAME) == rom                               # deterministic build
+
+
+def test_documented_memory_map_matches_the_source(symbols):
+    """Every 'address name' line of the header's MEMORY MAP is the symbol's real address."""
+    text = rom_source_path(GAME_ROM_NAME).read_text()
+    documented = re.findall(r"^;\s+\$([0-9A-F]{4})\s+(w\w+)", text, flags=re.M)
+    assert len(documented) >= 20
+    for addr, name in documented:
+        assert symbols[name] == int(addr, 16), name
+    assert symbols["wMap"] == 0xC200 and symbols["wShadowOAM"] == 0xC000
+
+
+# ------------------------------------------------------------------ levels
+
+def read_levels(rom: bytes, symbols: dict) -> list[dict]:
+    """Decode the level table from the ROM image (format: orchard_levels.inc)."""
+    levels = []
+    table = symbols["LevelTable"]
+    for i in range(4):
+        at = rom[table + 2 * i] | rom[table + 2 * i + 1] << 8
+        start = (rom[at], rom[at + 1])
+        count = rom[at + 2]
+        hazards = [tuple(rom[at + 3 + 3 * k: at + 6 + 3 * k]) for k in range(count)]
+        body = at + 3 + 3 * count
+        rows = [rom[body + 20 * r: body + 20 * r + 20].decode("ascii") for r in range(16)]
+        levels.append(dict(start=start, hazards=hazards, rows=rows))
+    return levels
+
+
+def test_levels_are_closed_connected_mazes(rom, symbols):
+    levels = read_levels(rom, symbols)
+    assert [sum(r.count("*") for r in lv["rows"]) for lv in levels] == [22, 20, 16, 18]
+    assert levels[0]["start"] == (1, 1)
+    for n, lv in enumerate(levels, 1):
+        rows = lv["rows"]
+        assert set("".join(rows)) <= set("#.*"), n
+        assert rows[0] == rows[15] == "#" * 20 and all(r[0] == r[19] == "#" for r in rows), n
+        sx, sy = lv["start"]
+        assert rows[sy][sx] == ".", n
+        assert 1 <= len(lv["hazards"]) <= 4
+        for hx, hy, d in lv["hazards"]:
+            assert rows[hy][hx] != "#" and d in (1, 2, 4, 8), (n, hx, hy, d)
+        # every non-wall tile (so every seed) is reachable from the start
+        seen, todo = {(sx, sy)}, deque([(sx, sy)])
+        while todo:
+            x, y = todo.popleft()
+            for nx, ny in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+                if rows[ny][nx] != "#" and (nx, ny) not in seen:
+                    seen.add((nx, ny))
+                    todo.append((nx, ny))
+        free = {(x, y) for y in range(16) for x in range(20) if rows[y][x] != "#"}
+        assert seen == free, f"level {n}: unreachable tiles {sorted(free - seen)}"
+
+
+# ------------------------------------------------------------------ running the trace
+
+class Wram:
+    """The game's variables, read from one emulator's memory (addresses from the symbols)."""
+
+    def __init__(self, read, symbols):
+        self.s = symbols
+        base = symbols["wGameState"]
+        self.b = read(base, 0x40)
+        self.base = base
+        self.map = read(symbols["wMap"], 0x200)
+
+    def __getitem__(self, name):
+        return self.b[self.s[name] - self.base]
+
+    @property
+    def score(self) -> int:     # BCD tens
+        return self["wScore"] | self.b[self.s["wScore"] + 1 - self.base] << 8
+
+    @property
+    def player(self) -> tuple:
+        return self["wPlayerX"], self["wPlayerY"]
+
+    def tile(self, x, y) -> str:
+        return chr(self.map[32 * y + x])
+
+    def rows(self) -> list[str]:
+        return [bytes(self.map[32 * y: 32 * y + 20]).decode("latin-1") for y in range(16)]
+
+
+CHECKPOINTS = (8, 19, 39, 59, 75, 199, 300, 420, 460, 480, 520, 560, 700, 770, 800, 899)
+PIXEL_CHECKPOINTS = (59, 460)
+
+
+def run_trace(make, frames=len(GAME_INPUT_TRACE)):
+    """Run the trace on one emulator; returns {checkpoint: (memory reader, frame or None)}.
+
+    `make()` returns (step(mask), read(addr, length), shades()) for a fresh emulator.
+    """
+    step, read, shades, close = make()
+    out = {}
+    try:
+        for i in range(frames):
+            step(game_buttons(i))
+            if i in CHECKPOINTS:
+                out[i] = (read(), shades() if i in PIXEL_CHECKPOINTS else None)
+    finally:
+        close()
+    return out
+
+
+def gambatte_runner(rom):
+    """Memory comes from save states, and gambatte overlays a "state saved" message
+    on its video for a while after each one, so frames come from a twin that is
+    never saved (same ROM, same inputs: the same machine)."""
+    from tests import oracles
+
+    g, twin = oracles.Gambatte(rom), oracles.Gambatte(rom)
+
+    def step(mask):
+        g.step(mask)
+        twin.step(mask)
+
+    def read():
+        return g.memory().read
+
+    def close():
+        g.close()
+        twin.close()
+    return step, read, twin.shades, close
+
+
+def pyboy_runner(rom):
+    from tests import oracles
+
+    p = oracles.PyBoyOracle(rom)
+
+    def read():
+        snapshot = bytes(p.pb.memory[0xC000:0xE000])
+        return lambda addr, n: snapshot[addr - 0xC000: addr - 0xC000 + n]
+    return (lambda m: p.step(m, render=True)), read, p.shades, p.close
+
+
+def vec_runner(rom):
+    import warp as wp
+
+    from gbx_lightning.emu.machine import VecGameBoy
+
+    wp.config.quiet = True
+    gb = VecGameBoy(rom, 1)
+
+    def step(mask):
+        gb.run_frames(1, buttons=np.array([mask], np.uint8))
+
+    def read():
+        snapshot = gb.read_memory(0, 0xC000, 0x2000)
+        return lambda addr, n: snapshot[addr - 0xC000: addr - 0xC000 + n]
+    return step, read, (lambda: gb.frame()[0].copy()), (lambda: None)
+
+
+RUNNERS = {"gambatte": gambatte_runner, "pyboy": pyboy_runner, "vecgameboy": vec_runner}
+
+
+REQUIRES = {"gambatte": "gambaterm", "pyboy": "pyboy", "vecgameboy": "warp"}
+_RUNS: dict = {}
+
+
+def trace_run(name, rom, symbols):
+    """{checkpoint: (Wram, frame or None)} for the whole trace on emulator `name` (cached)."""
+    pytest.importorskip(REQUIRES[name])
+    if name not in _RUNS:
+        runs = run_trace(lambda: RUNNERS[name](rom))
+        _RUNS[name] = {i: (Wram(read, symbols), frame) for i, (read, frame) in runs.items()}
+    return _RUNS[name]
+
+
+@pytest.fixture(scope="module", params=list(RUNNERS))
+def played(request, rom, symbols):
+    """(emulator name, {checkpoint: (Wram, frame)}) for the whole trace on one emulator."""
+    return request.param, trace_run(request.param, rom, symbols)
+
+
+def test_trace_game_logic(played, rom, symbols):
+    name, cp = played
+    level1 = read_levels(rom, symbols)[0]["rows"]
+    w = {i: m for i, (m, _) in cp.items()}
+    for i, m in w.items():
+        assert m["wVblankLate"] == 0, f"{name}: VBlank work overran at checkpoint {i}"
+
+    # playing from power-on: level 1 as in the ROM, player on its start tile
+    m = w[8]
+    assert (m["wGameState"], m["wGameOver"], m["wLevel"], m.score) == (0, 0, 0, 0), name
+    assert m.player == (8, 8) and m["wSeedsLeft"] == 22
+    assert m.rows() == level1
+
+    # RIGHT x 8 frames at 2 px/frame = 16 px: onto the seed at (3,1)
+    m = w[19]
+    assert m.player == (24, 8), name
+    assert (m.score, m["wSeedsLeft"], m["wSeedsEaten"]) == (0x0001, 21, 1)
+    assert m.tile(3, 1) == "." and level1[1][3] == "*"
+    assert m["wFacing"] == RIGHT and m["wPlayerDir"] == 0
+
+    # DOWN against the wall below (3,1): no movement at all
+    m = w[39]
+    assert level1[2][3] == "#"
+    assert m.player == (24, 8) and m["wFacing"] == RIGHT, name
+
+    # RIGHT x 16 frames = 32 px, seeds at (5,1) and (7,1): 30 points in all
+    m = w[59]
+    assert m.player == (56, 8) and (m.score, m["wSeedsLeft"]) == (0x0003, 19), name
+    assert m.tile(5, 1) == m.tile(7, 1) == "."
+    m = w[75]     # one step left and back: same place, facing right again
+    assert m.player == (56, 8) and m["wFacing"] == RIGHT and m.score == 3
+
+    # the fruit: on a floor tile of the layout, drawn in the map, worth nothing yet
+    m = w[199]
+    assert m["wFrameCount"] >= 190 - 5
+    if m["wBonusX"]:
+        bx, by = m["wBonusX"], m["wBonusY"]
+        assert level1[by][bx] == "." and m.tile(bx, by) == "$", (name, bx, by)
+    elif name != "pyboy":     # seeded from DIV: only an accurate start-up gives this seed
+        pytest.fail(f"{name}: no fruit on the field at frame 199 (seed {m['wSeed']:#x})")
+
+    m = w[300]
+    assert m.player == (64, 24) and m["wGameOver"] == 0, name
+
+    # (8,4) is on beetle 1's row: it arrives and the game is over
+    m = w[420]
+    assert m["wGameOver"] == 1 and m["wGameState"] in (1, 2), name
+    assert m.player == (64, 32)
+    m = w[460]
+    assert (m["wGameState"], m["wGameOver"]) == (2, 1), name
+    assert m.score in (0x0003, 0x0008)        # 0x0008: the fruit lay on the path (other seeds)
+
+    # START: level 1 again from scratch
+    m = w[480]
+    assert (m["wGameState"], m["wGameOver"], m.score, m["wLevel"]) == (0, 0, 0, 0), name
+    assert m.player == (8, 8) and m["wSeedsLeft"] == 22 and m.rows() == level1
+    m = w[520]
+    assert m.player == (8, 32) and m.score == 1 and m.tile(1, 3) == ".", name
+    m = w[560]
+    assert m["wGameOver"] == 1, name
+    m = w[700]
+    assert m["wGameState"] == 2, name        # no Start pressed: still game over
+    m = w[770]
+    assert (m["wGameState"], m["wGameOver"], m.score) == (0, 0, 0), name   # restarted by itself
+    m = w[800]
+    assert m.player == (24, 8) and m.score == 1, name
+    assert w[899]["wSeedsEaten"] == 5
+
+
+def glyph_pixels(rom, symbols, ch: str, inverse=False) -> np.ndarray:
+    """8x8 shades of a font character as the game draws it (BGP $E4: colour 3 = black)."""
+    at = symbols["FontGlyphs"] + 8 * (ord(ch) - 0x20)
+    bits = np.unpackbits(np.frombuffer(rom[at: at + 8], np.uint8)).reshape(8, 8)
+    return (3 * (1 - bits) if inverse else 3 * bits).astype(np.uint8)
+
+
+def test_trace_pixels(played, rom, symbols):
+    """Status bar digits (window layer) and the GAME OVER banner, from the tiles' bits."""
+    name, cp = played
+    _, frame = cp[59]
+    # window row 0 at line 128: " SCORE 00030  LV 01 "
+    text = " SCORE 00030  LV 01 "
+    for col, ch in enumerate(text):
+        got = frame[128:136, 8 * col: 8 * col + 8]
+        assert (got == glyph_pixels(rom, symbols, ch)).all(), f"{name}: status char {col} {ch!r}"
+    _, frame = cp[460]
+    checker = np.array([3, 3, 3, 3, 0, 0, 0, 0] * 20, np.uint8)
+    for y in range(48, 52):
+        assert (frame[y] == checker).all(), (name, y)
+        assert (frame[y + 4] == checker[::-1]).all(), (name, y + 4)
+        assert (frame[y + 24] == checker).all(), (name, y + 24)
+    for row, text in ((7, "     GAME  OVER     "), (8, "    PRESS  START    ")):
+        for col, ch in enumerate(text):
+            got = frame[8 * row: 8 * row + 8, 8 * col: 8 * col + 8]
+            assert (got == glyph_pixels(rom, symbols, ch, inverse=True)).all(), (name, row, col)
+
+
+def test_same_game_on_vecgameboy_and_gambatte(rom, symbols):
+    """Same seed (DIV at start-up) and, frame for frame of the game, the same game state.
+
+    The emulators cut frames at different points, so the game's frame counter
+    lags the trace index by a different amount on each (d frames apart). Fed
+    the trace d frames earlier, VecGameBoy must then hold exactly gambatte's game
+    variables, map and shadow OAM at every checkpoint (the fruit's place depends
+    on when each button press lands, so this checks the emulated timing too).
+    """
+    theirs = trace_run("gambatte", rom, symbols)
+    import warp as wp
+
+    from gbx_lightning.emu.machine import VecGameBoy
+
+    wp.config.quiet = True
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(9)
+    fc = gb.read_memory(0, symbols["wFrameCount"], 1)[0]
+    d = fc - theirs[8][0]["wFrameCount"]
+    assert 0 <= d <= 2, f"game frame counter {fc} at trace frame 8, gambatte {theirs[8][0]['wFrameCount']}"
+    gb.reset()
+    checked = 0
+    for j in range(len(GAME_INPUT_TRACE)):
+        gb.run_frames(1, buttons=np.array([game_buttons(j + d)], np.uint8))
+        i = j + d                                  # gambatte's trace frame with the same game frame
+        if i in theirs:
+            ours = gb.read_memory(0, 0xC000, 0x400)
+            ref = theirs[i][0]
+            assert ours[0x100] == ref["wGameState"]
+            assert ours[0x200:0x400] == bytes(ref.map), f"map differs at game frame {ours[0x10B]}"
+            want = bytes(ref.b[:0x40])
+            diff = [hex(0xC100 + k) for k in range(0x40) if ours[0x100 + k] != want[k]]
+            assert not diff, f"trace frame {i} (game frame {ref['wFrameCount']}): {diff} differ"
+            checked += 1
+    assert checked >= len(CHECKPOINTS) - 1

@@ -1,17 +1,17 @@
 """The embedded game ROM (gbx_lightning/roms/orchard.asm) on gambatte, PyBoy and VecGameBoy.
 
-One scripted input trace (``GAME_INPUT_TRACE``) plays the game: steps onto
-seeds at known tiles, pushes against a wall, waits for the fruit, walks into
-a beetle's row (game over), restarts with Start, dies again and lets the game
-restart by itself. At checkpoints the test reads the game's WRAM (addresses
-documented in the .asm header, checked against the assembler's symbols) and
-asserts what the game's rules say must hold there.
+One scripted input trace (``GAME_INPUT_TRACE``, tests/_game_helpers.py) plays
+the game: steps onto seeds at known tiles, pushes against a wall, waits for
+the fruit, walks into a beetle's row (game over), restarts with Start, dies
+again and lets the game restart by itself, then eats every seed (a route
+planned over a Python model of the rules) and reaches level 2. At
+checkpoints the test reads the game's WRAM (addresses documented in the .asm
+header, checked against the assembler's symbols) and asserts what the
+game's rules say must hold there.
 
 For the PPU frame-for-frame comparison (tests/test_ppu_gambatte.py style),
 import ``GAME_ROM_NAME`` and ``GAME_INPUT_TRACE`` (or ``game_buttons(frame)``)
-from this module: the trace is 900 frames of per-frame button masks in the
-project's order (bit0 Right .. bit7 Start), the game reads the joypad only
-in its VBlank handler, and it never changes PPU registers mid-frame.
+from tests/_game_helpers.py (no pytest side effects there).
 
 Frame alignment: the emulators put frame boundaries at different points
 (gambatte at VBlank start, VecGameBoy every 70224 T-cycles from power-on,
@@ -30,41 +30,10 @@ import pytest
 
 from gbx_lightning.roms import asm, build_rom, rom_source_path
 
-GAME_ROM_NAME = "orchard"
-
-RIGHT, LEFT, UP, DOWN, BTN_A, BTN_B, SELECT, START = (1 << i for i in range(8))
-
-# (buttons, frames) runs; comments give the trace index where each starts.
-GAME_SCRIPT = (
-    (0, 10),        # 0    boot; the game is playing from about frame 5
-    (RIGHT, 8),     # 10   two steps: tile (1,1) -> (3,1), seed at (3,1)
-    (0, 10),        # 18
-    (DOWN, 8),      # 28   wall below (3,1): no move
-    (0, 4),         # 36
-    (RIGHT, 16),    # 40   four steps -> (7,1), seeds at (5,1) and (7,1)
-    (0, 4),         # 56
-    (LEFT, 4),      # 60   one step left (sprite X-flipped) ...
-    (RIGHT, 4),     # 64   ... and back to (7,1)
-    (0, 132),       # 68   wait: the fruit appears around frame 185
-    (RIGHT, 4),     # 200  -> (8,1)
-    (DOWN, 8),      # 204  -> (8,3)
-    (0, 92),        # 212
-    (DOWN, 4),      # 304  -> (8,4): beetle 1's row; it arrives ~frame 400
-    (0, 166),       # 308  dying (32 frames), then the GAME OVER banner
-    (START, 2),     # 474  restart at level 1
-    (0, 18),        # 476
-    (DOWN, 12),     # 494  (1,1) -> (1,4), seed at (1,3); beetle 1 comes ~540
-    (0, 278),       # 506  no Start: the game restarts by itself ~frame 754
-    (RIGHT, 8),     # 784  (1,1) -> (3,1), seed at (3,1)
-    (0, 108),       # 792
+from tests._game_helpers import (
+    GAME_INPUT_TRACE, GAME_ROM_NAME, LEVEL1_CLEAR_ROUTE, RIGHT,
+    OrchardModel, game_buttons, plan_clear,
 )
-GAME_INPUT_TRACE = tuple(mask for mask, n in GAME_SCRIPT for _ in range(n))
-assert len(GAME_INPUT_TRACE) == 900
-
-
-def game_buttons(frame: int) -> int:
-    """Button mask for trace frame `frame` (released after the trace ends)."""
-    return GAME_INPUT_TRACE[frame] if 0 <= frame < len(GAME_INPUT_TRACE) else 0
 
 
 # ------------------------------------------------------------------ the ROM
@@ -177,8 +146,9 @@ class Wram:
         return [bytes(self.map[32 * y: 32 * y + 20]).decode("latin-1") for y in range(16)]
 
 
-CHECKPOINTS = (8, 19, 39, 59, 75, 199, 300, 420, 460, 480, 520, 560, 700, 770, 800, 899)
-PIXEL_CHECKPOINTS = (59, 460)
+CHECKPOINTS = (8, 19, 39, 59, 75, 199, 300, 420, 460, 480, 520, 560, 700, 770, 800, 899,
+               1000, 1100, 1210, 1250, 1320, 1499)
+PIXEL_CHECKPOINTS = (59, 460, 1250, 1499)
 
 
 def run_trace(make, frames=len(GAME_INPUT_TRACE)):
@@ -337,6 +307,24 @@ def test_trace_game_logic(played, rom, symbols):
     assert m.player == (24, 8) and m.score == 1, name
     assert w[899]["wSeedsEaten"] == 5
 
+    # the planned route eats the other 21 seeds: LEVEL CLEAR
+    m = w[1210]
+    assert (m["wGameState"], m["wLevelClear"], m["wGameOver"]) == (3, 1, 0), name
+    assert m["wSeedsLeft"] == 0 and m["wSeedsEaten"] == 26 and "*" not in "".join(m.rows())
+    assert (bcd(m.score) - 22) % 5 == 0            # 22 seeds, plus 5 per fruit
+    # then level 2 loads and the score carries over
+    m2 = w[1320]
+    level2 = read_levels(rom, symbols)[1]
+    assert (m2["wGameState"], m2["wLevelClear"], m2["wLevel"]) == (0, 0, 1), name
+    assert m2["wSeedsLeft"] == 20 and m2.rows() == level2["rows"]
+    assert m2.player == (8 * level2["start"][0], 8 * level2["start"][1])
+    assert m2.score == m.score
+    assert w[1499]["wGameState"] == 0 and w[1499]["wLevel"] == 1
+
+
+def bcd(value: int) -> int:
+    return int(f"{value:x}")
+
 
 def glyph_pixels(rom, symbols, ch: str, inverse=False) -> np.ndarray:
     """8x8 shades of a font character as the game draws it (BGP $E4: colour 3 = black)."""
@@ -360,10 +348,26 @@ def test_trace_pixels(played, rom, symbols):
         assert (frame[y] == checker).all(), (name, y)
         assert (frame[y + 4] == checker[::-1]).all(), (name, y + 4)
         assert (frame[y + 24] == checker).all(), (name, y + 24)
-    for row, text in ((7, "     GAME  OVER     "), (8, "    PRESS  START    ")):
+    assert_banner_text(frame, rom, symbols, ("     GAME  OVER     ", "    PRESS  START    "), name)
+
+    # LEVEL CLEAR: solid black edge rows, white-on-black text; no sprite on top
+    _, frame = cp[1250]
+    assert (frame[48:56] == 3).all() and (frame[72:80] == 3).all(), name
+    assert_banner_text(frame, rom, symbols, ("    LEVEL  CLEAR    ", "     WELL  DONE     "), name)
+
+    # level 2's status bar, with the score the game holds
+    m, frame = cp[1499]
+    text = f" SCORE {m.score:04x}0  LV 02 "
+    for col, ch in enumerate(text):
+        got = frame[128:136, 8 * col: 8 * col + 8]
+        assert (got == glyph_pixels(rom, symbols, ch)).all(), f"{name}: status char {col} {ch!r}"
+
+
+def assert_banner_text(frame, rom, symbols, lines, name):
+    for row, text in zip((7, 8), lines):
         for col, ch in enumerate(text):
             got = frame[8 * row: 8 * row + 8, 8 * col: 8 * col + 8]
-            assert (got == glyph_pixels(rom, symbols, ch, inverse=True)).all(), (name, row, col)
+            assert (got == glyph_pixels(rom, symbols, ch, inverse=True)).all(), (name, row, col, ch)
 
 
 def test_same_game_on_vecgameboy_and_gambatte(rom, symbols):
@@ -401,3 +405,30 @@ def test_same_game_on_vecgameboy_and_gambatte(rom, symbols):
             assert not diff, f"trace frame {i} (game frame {ref['wFrameCount']}): {diff} differ"
             checked += 1
     assert checked >= len(CHECKPOINTS) - 1
+
+
+def test_rules_model_matches_gambatte(rom, symbols):
+    """The Python model of the documented rules predicts gambatte's player and beetles exactly."""
+    cp = trace_run("gambatte", rom, symbols)
+    m0 = cp[899][0]
+    model = OrchardModel([r.replace("$", ".") for r in m0.rows()], m0.player, hazards_of(m0))
+    for i in range(900, 1101):
+        model.step(game_buttons(i))
+        if i in (1000, 1100):
+            w = cp[i][0]
+            assert model.player == w.player, i
+            assert [h[:3] for h in model.hazards] == [list(h) for h in hazards_of(w)], i
+            assert model.seeds_left == w["wSeedsLeft"], i
+
+
+def hazards_of(w):
+    n = w["wNumHazards"]
+    base = w.s["wHazards"] - w.base
+    return [tuple(w.b[base + 4 * k: base + 4 * k + 3]) for k in range(n)]
+
+
+def test_level1_route_is_the_planned_one(rom, symbols):
+    """LEVEL1_CLEAR_ROUTE is what plan_clear finds from gambatte's state at trace frame 900."""
+    m0 = trace_run("gambatte", rom, symbols)[899][0]
+    rows = [r.replace("$", ".") for r in m0.rows()]
+    assert plan_clear(rows, m0.player, [list(h) for h in hazards_of(m0)], margin=3) == list(LEVEL1_CLEAR_ROUTE)

@@ -160,7 +160,7 @@ def plan_clear(rows, player, hazards, *, margin=3, horizon=400, max_frames=6000)
 
 # ------------------------------------------------------------------ the scripted trace
 
-# From the state at trace frame 900 (player on (3,1), 21 seeds left, beetles
+# From the state at trace frame 930 (player on (3,1), 21 seeds left, beetles
 # where gambatte has them then), found by plan_clear(margin=3); the test
 # test_level1_route_is_the_planned_one re-derives it.
 LEVEL1_CLEAR_ROUTE = (
@@ -174,29 +174,30 @@ GAME_ROM_NAME = "orchard"
 
 # (buttons, frames) runs; comments give the trace index where each starts.
 GAME_SCRIPT = (
-    (0, 10),        # 0    boot; the game is playing from about frame 5
-    (RIGHT, 8),     # 10   two steps: tile (1,1) -> (3,1), seed at (3,1)
-    (0, 10),        # 18
-    (DOWN, 8),      # 28   wall below (3,1): no move
-    (0, 4),         # 36
-    (RIGHT, 16),    # 40   four steps -> (7,1), seeds at (5,1) and (7,1)
-    (0, 4),         # 56
-    (LEFT, 4),      # 60   one step left (sprite X-flipped) ...
-    (RIGHT, 4),     # 64   ... and back to (7,1)
-    (0, 132),       # 68   wait: the fruit appears around frame 185
-    (RIGHT, 4),     # 200  -> (8,1)
-    (DOWN, 8),      # 204  -> (8,3)
-    (0, 92),        # 212
-    (DOWN, 4),      # 304  -> (8,4): beetle 1's row; it arrives ~frame 400
-    (0, 166),       # 308  dying (32 frames), then the GAME OVER banner
-    (START, 2),     # 474  restart at level 1
-    (0, 18),        # 476
-    (DOWN, 12),     # 494  (1,1) -> (1,4), seed at (1,3); beetle 1 comes ~540
-    (0, 278),       # 506  no Start: the game restarts by itself ~frame 754
-    (RIGHT, 8),     # 784  (1,1) -> (3,1), seed at (3,1)
-    (0, 108),       # 792
-    *LEVEL1_CLEAR_ROUTE,  # 900  eat the 21 seeds left: LEVEL CLEAR ~frame 1200
-    (0, 300),       # 1200 the banner for 90 frames, then level 2 loads; stand still
+    (0, 40),        # 0    boot (the game plays from about frame 5); no input while a
+                    #      frame comparison settles its frame offset (first 30 frames)
+    (RIGHT, 8),     # 40   two steps: tile (1,1) -> (3,1), seed at (3,1)
+    (0, 10),        # 48
+    (DOWN, 8),      # 58   wall below (3,1): no move
+    (0, 4),         # 66
+    (RIGHT, 16),    # 70   four steps -> (7,1), seeds at (5,1) and (7,1)
+    (0, 4),         # 86
+    (LEFT, 4),      # 90   one step left (sprite X-flipped) ...
+    (RIGHT, 4),     # 94   ... and back to (7,1)
+    (0, 132),       # 98   wait: the fruit appears around frame 185
+    (RIGHT, 4),     # 230  -> (8,1)
+    (DOWN, 8),      # 234  -> (8,3)
+    (0, 92),        # 242
+    (DOWN, 4),      # 334  -> (8,4): beetle 1's row; it arrives ~frame 430
+    (0, 166),       # 338  dying (32 frames), then the GAME OVER banner
+    (START, 2),     # 504  restart at level 1
+    (0, 18),        # 506
+    (DOWN, 12),     # 524  (1,1) -> (1,4), seed at (1,3); beetle 1 comes ~570
+    (0, 278),       # 536  no Start: the game restarts by itself ~frame 784
+    (RIGHT, 8),     # 814  (1,1) -> (3,1), seed at (3,1)
+    (0, 108),       # 822
+    *LEVEL1_CLEAR_ROUTE,  # 930  eat the 21 seeds left: LEVEL CLEAR ~frame 1230
+    (0, 270),       # 1230 the banner for 90 frames, then level 2 loads; stand still
 )
 GAME_INPUT_TRACE = tuple(mask for mask, n in GAME_SCRIPT for _ in range(n))
 assert len(GAME_INPUT_TRACE) == 1500

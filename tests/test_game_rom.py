@@ -146,9 +146,9 @@ class Wram:
         return [bytes(self.map[32 * y: 32 * y + 20]).decode("latin-1") for y in range(16)]
 
 
-CHECKPOINTS = (8, 19, 39, 59, 75, 199, 300, 420, 460, 480, 520, 560, 700, 770, 800, 899,
-               1000, 1100, 1210, 1250, 1320, 1499)
-PIXEL_CHECKPOINTS = (59, 460, 1250, 1499)
+CHECKPOINTS = (8, 49, 69, 89, 105, 229, 330, 450, 490, 510, 550, 590, 730, 800, 830, 929,
+               1030, 1130, 1240, 1280, 1350, 1499)
+PIXEL_CHECKPOINTS = (89, 490, 1280, 1499)
 
 
 def run_trace(make, frames=len(GAME_INPUT_TRACE)):
@@ -253,67 +253,67 @@ def test_trace_game_logic(played, rom, symbols):
     assert m.rows() == level1
 
     # RIGHT x 8 frames at 2 px/frame = 16 px: onto the seed at (3,1)
-    m = w[19]
+    m = w[49]
     assert m.player == (24, 8), name
     assert (m.score, m["wSeedsLeft"], m["wSeedsEaten"]) == (0x0001, 21, 1)
     assert m.tile(3, 1) == "." and level1[1][3] == "*"
     assert m["wFacing"] == RIGHT and m["wPlayerDir"] == 0
 
     # DOWN against the wall below (3,1): no movement at all
-    m = w[39]
+    m = w[69]
     assert level1[2][3] == "#"
     assert m.player == (24, 8) and m["wFacing"] == RIGHT, name
 
     # RIGHT x 16 frames = 32 px, seeds at (5,1) and (7,1): 30 points in all
-    m = w[59]
+    m = w[89]
     assert m.player == (56, 8) and (m.score, m["wSeedsLeft"]) == (0x0003, 19), name
     assert m.tile(5, 1) == m.tile(7, 1) == "."
-    m = w[75]     # one step left and back: same place, facing right again
+    m = w[105]     # one step left and back: same place, facing right again
     assert m.player == (56, 8) and m["wFacing"] == RIGHT and m.score == 3
 
     # the fruit: on a floor tile of the layout, drawn in the map, worth nothing yet
-    m = w[199]
-    assert m["wFrameCount"] >= 190 - 5
+    m = w[229]
+    assert m["wFrameCount"] >= 220 - 5
     if m["wBonusX"]:
         bx, by = m["wBonusX"], m["wBonusY"]
         assert level1[by][bx] == "." and m.tile(bx, by) == "$", (name, bx, by)
     elif name != "pyboy":     # seeded from DIV: only an accurate start-up gives this seed
-        pytest.fail(f"{name}: no fruit on the field at frame 199 (seed {m['wSeed']:#x})")
+        pytest.fail(f"{name}: no fruit on the field at frame 229 (seed {m['wSeed']:#x})")
 
-    m = w[300]
+    m = w[330]
     assert m.player == (64, 24) and m["wGameOver"] == 0, name
 
     # (8,4) is on beetle 1's row: it arrives and the game is over
-    m = w[420]
+    m = w[450]
     assert m["wGameOver"] == 1 and m["wGameState"] in (1, 2), name
     assert m.player == (64, 32)
-    m = w[460]
+    m = w[490]
     assert (m["wGameState"], m["wGameOver"]) == (2, 1), name
     assert m.score in (0x0003, 0x0008)        # 0x0008: the fruit lay on the path (other seeds)
 
     # START: level 1 again from scratch
-    m = w[480]
+    m = w[510]
     assert (m["wGameState"], m["wGameOver"], m.score, m["wLevel"]) == (0, 0, 0, 0), name
     assert m.player == (8, 8) and m["wSeedsLeft"] == 22 and m.rows() == level1
-    m = w[520]
+    m = w[550]
     assert m.player == (8, 32) and m.score == 1 and m.tile(1, 3) == ".", name
-    m = w[560]
+    m = w[590]
     assert m["wGameOver"] == 1, name
-    m = w[700]
+    m = w[730]
     assert m["wGameState"] == 2, name        # no Start pressed: still game over
-    m = w[770]
-    assert (m["wGameState"], m["wGameOver"], m.score) == (0, 0, 0), name   # restarted by itself
     m = w[800]
+    assert (m["wGameState"], m["wGameOver"], m.score) == (0, 0, 0), name   # restarted by itself
+    m = w[830]
     assert m.player == (24, 8) and m.score == 1, name
-    assert w[899]["wSeedsEaten"] == 5
+    assert w[929]["wSeedsEaten"] == 5
 
     # the planned route eats the other 21 seeds: LEVEL CLEAR
-    m = w[1210]
+    m = w[1240]
     assert (m["wGameState"], m["wLevelClear"], m["wGameOver"]) == (3, 1, 0), name
     assert m["wSeedsLeft"] == 0 and m["wSeedsEaten"] == 26 and "*" not in "".join(m.rows())
     assert (bcd(m.score) - 22) % 5 == 0            # 22 seeds, plus 5 per fruit
     # then level 2 loads and the score carries over
-    m2 = w[1320]
+    m2 = w[1350]
     level2 = read_levels(rom, symbols)[1]
     assert (m2["wGameState"], m2["wLevelClear"], m2["wLevel"]) == (0, 0, 1), name
     assert m2["wSeedsLeft"] == 20 and m2.rows() == level2["rows"]
@@ -336,13 +336,13 @@ def glyph_pixels(rom, symbols, ch: str, inverse=False) -> np.ndarray:
 def test_trace_pixels(played, rom, symbols):
     """Status bar digits (window layer) and the GAME OVER banner, from the tiles' bits."""
     name, cp = played
-    _, frame = cp[59]
+    _, frame = cp[89]
     # window row 0 at line 128: " SCORE 00030  LV 01 "
     text = " SCORE 00030  LV 01 "
     for col, ch in enumerate(text):
         got = frame[128:136, 8 * col: 8 * col + 8]
         assert (got == glyph_pixels(rom, symbols, ch)).all(), f"{name}: status char {col} {ch!r}"
-    _, frame = cp[460]
+    _, frame = cp[490]
     checker = np.array([3, 3, 3, 3, 0, 0, 0, 0] * 20, np.uint8)
     for y in range(48, 52):
         assert (frame[y] == checker).all(), (name, y)
@@ -351,7 +351,7 @@ def test_trace_pixels(played, rom, symbols):
     assert_banner_text(frame, rom, symbols, ("     GAME  OVER     ", "    PRESS  START    "), name)
 
     # LEVEL CLEAR: solid black edge rows, white-on-black text; no sprite on top
-    _, frame = cp[1250]
+    _, frame = cp[1280]
     assert (frame[48:56] == 3).all() and (frame[72:80] == 3).all(), name
     assert_banner_text(frame, rom, symbols, ("    LEVEL  CLEAR    ", "     WELL  DONE     "), name)
 
@@ -410,11 +410,11 @@ def test_same_game_on_vecgameboy_and_gambatte(rom, symbols):
 def test_rules_model_matches_gambatte(rom, symbols):
     """The Python model of the documented rules predicts gambatte's player and beetles exactly."""
     cp = trace_run("gambatte", rom, symbols)
-    m0 = cp[899][0]
+    m0 = cp[929][0]
     model = OrchardModel([r.replace("$", ".") for r in m0.rows()], m0.player, hazards_of(m0))
-    for i in range(900, 1101):
+    for i in range(930, 1131):
         model.step(game_buttons(i))
-        if i in (1000, 1100):
+        if i in (1030, 1130):
             w = cp[i][0]
             assert model.player == w.player, i
             assert [h[:3] for h in model.hazards] == [list(h) for h in hazards_of(w)], i
@@ -428,7 +428,7 @@ def hazards_of(w):
 
 
 def test_level1_route_is_the_planned_one(rom, symbols):
-    """LEVEL1_CLEAR_ROUTE is what plan_clear finds from gambatte's state at trace frame 900."""
-    m0 = trace_run("gambatte", rom, symbols)[899][0]
+    """LEVEL1_CLEAR_ROUTE is what plan_clear finds from gambatte's state at trace frame 930."""
+    m0 = trace_run("gambatte", rom, symbols)[929][0]
     rows = [r.replace("$", ".") for r in m0.rows()]
     assert plan_clear(rows, m0.player, [list(h) for h in hazards_of(m0)], margin=3) == list(LEVEL1_CLEAR_ROUTE)

@@ -473,3 +473,46 @@ def test_frames_match_gambatte_frame_for_frame(rom):
     assert not bad, f"{len(bad)} frames differ from gambatte (offset {offset}); first {bad[:5]}"
     assert gb.read_memory(0, 0xC101, 3) == bytes([0, 0, 1])      # ended on level 2, alive
     assert len({f.tobytes() for f in ours}) > 1000
+
+
+def test_random_play_keeps_the_game_consistent(rom, symbols):
+    """3000 frames of random buttons (all eight, mashed): the game's invariants hold throughout."""
+    pytest.importorskip("gambaterm")
+    from tests import oracles
+
+    levels = read_levels(rom, symbols)
+    rng = np.random.default_rng(7)
+    # hold each random mask for 1-12 frames, like an agent with frame skip
+    masks = []
+    while len(masks) < 3000:
+        masks += [int(rng.integers(0, 256))] * int(rng.integers(1, 13))
+    g = oracles.Gambatte(rom)
+    states, levels_seen = set(), set()
+    try:
+        for i, mask in enumerate(masks[:3000]):
+            g.step(mask)
+            if i % 60 != 59:
+                continue
+            w = Wram(g.memory().read, symbols)
+            state = w["wGameState"]
+            states.add(state)
+            assert state in (0, 1, 2, 3, 4) and w["wVblankLate"] == 0, (i, state)
+            if state == 4:
+                continue
+            levels_seen.add(w["wLevel"])
+            rows = w.rows()
+            layout = levels[w["wLevel"] & 3]["rows"]
+            x, y = w.player
+            assert 8 <= x <= 144 and 8 <= y <= 112 and x % 2 == 0 and y % 2 == 0, (i, x, y)
+            assert layout[y // 8][x // 8] != "#" and layout[(y + 7) // 8][(x + 7) // 8] != "#", (i, x, y)
+            assert w["wSeedsLeft"] == "".join(rows).count("*") or state == 2, i
+            for r, (got, want) in enumerate(zip(rows, layout)):
+                if state in (2, 3) and 6 <= r <= 9:
+                    continue                                  # the banner
+                assert all(a == b or (b == "*" and a == ".") or (b == "." and a == "$")
+                           for a, b in zip(got, want)), (i, r, got, want)
+            assert (w["wGameOver"] == 1) == (state in (1, 2)), i
+            assert (w["wLevelClear"] == 1) == (state == 3), i
+    finally:
+        g.close()
+    assert 0 in states and 2 in states      # it played and it died at least once

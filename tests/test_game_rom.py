@@ -146,7 +146,7 @@ class Wram:
         return [bytes(self.map[32 * y: 32 * y + 20]).decode("latin-1") for y in range(16)]
 
 
-CHECKPOINTS = (8, 49, 69, 89, 105, 229, 330, 450, 490, 510, 550, 590, 730, 800, 830, 929,
+CHECKPOINTS = (8, 49, 69, 89, 105, 229, 330, 450, 490, 520, 550, 590, 730, 800, 830, 929,
                1030, 1130, 1240, 1280, 1350, 1499)
 PIXEL_CHECKPOINTS = (89, 490, 1280, 1499)
 
@@ -292,7 +292,7 @@ def test_trace_game_logic(played, rom, symbols):
     assert m.score in (0x0003, 0x0008)        # 0x0008: the fruit lay on the path (other seeds)
 
     # START: level 1 again from scratch
-    m = w[510]
+    m = w[520]
     assert (m["wGameState"], m["wGameOver"], m.score, m["wLevel"]) == (0, 0, 0, 0), name
     assert m.player == (8, 8) and m["wSeedsLeft"] == 22 and m.rows() == level1
     m = w[550]

@@ -50,8 +50,9 @@
 ;   GAME OVER:   rows 6 and 9 a black/white checkerboard of 4x4-pixel squares;
 ;                rows 7-8 white text on black:
 ;                "     GAME  OVER     " / "    PRESS  START    ".
-;   The banner is written during the first VBlank after the event; the
-;   flags below rise on the frame of the event itself.
+;   The banner is drawn over the two VBlanks after the event (two rows
+;   each); the flags below rise on the frame of the event itself. A level
+;   (re)loads in 8 frames, two map rows per VBlank, sprites hidden.
 ;
 ; MEMORY MAP (WRAM; RL environments may read these)
 ;   $C000-$C09F  shadow OAM (copied to OAM by DMA every VBlank)
@@ -146,7 +147,7 @@ MAP_STRIDE  EQU 32
 MAX_HAZARDS EQU 4
 PLAYER_SPEED EQU 2          ; pixels per frame; divides 8, so steps end on tiles
 HIT_DISTANCE EQU 6          ; sprite boxes closer than this on both axes touch
-LOAD_ROWS_PER_VBLANK EQU 4  ; 4 rows x 20 tiles fit in VBlank beside the DMA
+LOAD_ROWS_PER_VBLANK EQU 2  ; 2 rows x 20 tiles: the handler then ends by LY 149 (of 153)
 
 DYING_FRAMES    EQU 32
 GAMEOVER_FRAMES EQU 180

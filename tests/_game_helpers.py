@@ -92,16 +92,18 @@ def hazard_track(rows, hazards, frames):
     return track
 
 
-def plan_clear(rows, player, hazards, *, margin=3, horizon=400, max_frames=6000):
+def plan_clear(rows, player, hazards, *, margin=3, horizon=400, survive=120, max_frames=6000):
     """Button runs [(mask, frames), ...] that eat every seed from this state.
 
-    Earliest-arrival search over (tile, frame) with two actions: wait one
+    Earliest-arrival search over (frame, tile) with two actions: wait one
     frame, or step to a neighbouring tile (the direction held 4 frames). A
     frame is safe when no beetle, shifted by up to `margin` frames either way,
     is within the touch distance (+1 px). Greedy: the earliest-reachable seed
-    next. Raises RuntimeError if no seed can be reached safely.
+    from which the player can still stay safe for `survive` frames (so a
+    route does not end in a dead end a beetle is about to sweep). Raises
+    RuntimeError if no such seed is reachable within `horizon` frames.
     """
-    track = hazard_track(rows, hazards, max_frames + horizon + margin + 8)
+    track = hazard_track(rows, hazards, max_frames + horizon + survive + margin + 8)
     danger = [[p for s in range(max(0, t - margin), t + margin + 1) for p in track[s]]
               for t in range(len(track) - margin)]
     rows = [list(r) for r in rows]
@@ -109,45 +111,62 @@ def plan_clear(rows, player, hazards, *, margin=3, horizon=400, max_frames=6000)
     def safe(t, px, py):
         return all(abs(px - hx) > HIT_DISTANCE or abs(py - hy) > HIT_DISTANCE for hx, hy in danger[t])
 
+    def successors(node):
+        """(next node, direction held or 0 for a wait) for every safe action."""
+        tt, x, y = node
+        if safe(tt, 8 * x, 8 * y):
+            yield (tt + 1, x, y), 0
+        for d, (dx, dy) in STEP.items():
+            if rows[y + dy][x + dx] != "#" and all(
+                    safe(tt + k, 8 * x + 2 * (k + 1) * dx, 8 * y + 2 * (k + 1) * dy) for k in range(4)):
+                yield (tt + 4, x + dx, y + dy), d
+
+    def survives(node):
+        """Depth first: some sequence of safe actions lasts `survive` frames from `node`."""
+        stack, seen = [node], {node}
+        while stack:
+            n = stack.pop()
+            if n[0] >= node[0] + survive:
+                return True
+            for nxt, _ in successors(n):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return False
+
     moves = []      # pad mask per frame
-    t = 0
-    tx, ty = player[0] // 8, player[1] // 8
+    node = (0, player[0] // 8, player[1] // 8)
     while any("*" in r for r in rows):
-        start = (t, tx, ty)
-        parent = {start: None}
-        heap = [start]
-        goal = None
+        parent = {node: None}
+        heap = [node]
+        goal, rejected = None, set()
         while heap:
-            node = heapq.heappop(heap)
-            tt, x, y = node
-            if rows[y][x] == "*" and node != start:
-                goal = node
-                break
-            if tt - t > horizon:
+            cand = heapq.heappop(heap)
+            _, x, y = cand
+            if rows[y][x] == "*" and (x, y) not in rejected:
+                if survives(cand):
+                    goal = cand
+                    break
+                rejected.add((x, y))
+            if cand[0] - node[0] > horizon:
                 continue
-            if safe(tt, 8 * x, 8 * y) and (tt + 1, x, y) not in parent:
-                parent[(tt + 1, x, y)] = (node, 0)
-                heapq.heappush(heap, (tt + 1, x, y))
-            for d, (dx, dy) in STEP.items():
-                nxt = (tt + 4, x + dx, y + dy)
-                if rows[y + dy][x + dx] == "#" or nxt in parent:
-                    continue
-                if all(safe(tt + k, 8 * x + 2 * (k + 1) * dx, 8 * y + 2 * (k + 1) * dy) for k in range(4)):
-                    parent[nxt] = (node, d)
+            for nxt, d in successors(cand):
+                if nxt not in parent:
+                    parent[nxt] = (cand, d)
                     heapq.heappush(heap, nxt)
         if goal is None:
-            raise RuntimeError(f"no safe route to a seed from tile {(tx, ty)} at frame {t}")
+            raise RuntimeError(f"no safe route to a seed from tile {node[1:]} at frame {node[0]}")
         path = []
+        n = goal
+        while parent[n] is not None:
+            prev, d = parent[n]
+            path.append((d, n[0] - prev[0]))
+            n = prev
+        for d, k in reversed(path):
+            moves.extend([d] * k)
         node = goal
-        while parent[node] is not None:
-            prev, d = parent[node]
-            path.append((d, node[0] - prev[0]))
-            node = prev
-        for d, n in reversed(path):
-            moves.extend([d] * n)
-        t, tx, ty = goal
-        rows[ty][tx] = "."
-        if t > max_frames:
+        rows[goal[2]][goal[1]] = "."
+        if goal[0] > max_frames:
             raise RuntimeError(f"route longer than max_frames={max_frames}")
     runs = []
     for m in moves:

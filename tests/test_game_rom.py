@@ -104,6 +104,9 @@ def test_levels_are_closed_connected_mazes(rom, symbols):
         assert 1 <= len(lv["hazards"]) <= 4
         for hx, hy, d in lv["hazards"]:
             assert rows[hy][hx] != "#" and d in (1, 2, 4, 8), (n, hx, hy, d)
+            # a beetle walled in both ways would stand still (on a seed: unwinnable)
+            dx, dy = {1: (1, 0), 2: (-1, 0), 4: (0, -1), 8: (0, 1)}[d]
+            assert rows[hy + dy][hx + dx] != "#" or rows[hy - dy][hx - dx] != "#", (n, hx, hy)
         # every non-wall tile (so every seed) is reachable from the start
         seen, todo = {(sx, sy)}, deque([(sx, sy)])
         while todo:
@@ -540,3 +543,18 @@ def test_batched_envs_are_independent_and_deterministic(rom, symbols):
     assert gb.read_memory(2, x, 2) == bytes([64, 8])
     assert gb.read_memory(2, symbols["wSeedsEaten"], 1)[0] == 3
     assert gb.read_memory(0, x, 2) == gb.read_memory(1, x, 2) == bytes([56, 8])
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_every_level_can_be_cleared(rom, symbols, level):
+    """Under the rules model, a route from the level's start eats every seed untouched."""
+    lv = read_levels(rom, symbols)[level]
+    start = (8 * lv["start"][0], 8 * lv["start"][1])
+    hazards = [[8 * x, 8 * y, d] for x, y, d in lv["hazards"]]
+    runs = plan_clear(lv["rows"], start, hazards, margin=1)
+    model = OrchardModel(lv["rows"], start, hazards)
+    for mask, n in runs:
+        for _ in range(n):
+            assert not model.step(mask)
+    assert model.seeds_left == 0
+    assert len(model.seeds_eaten) == sum(r.count("*") for r in lv["rows"])

@@ -31,7 +31,7 @@ import pytest
 from gbx_lightning.roms import asm, build_rom, rom_source_path
 
 from tests._game_helpers import (
-    GAME_INPUT_TRACE, GAME_ROM_NAME, LEVEL1_CLEAR_ROUTE, RIGHT,
+    GAME_INPUT_TRACE, GAME_ROM_NAME, LEFT, LEVEL1_CLEAR_ROUTE, RIGHT, UP,
     OrchardModel, game_buttons, plan_clear,
 )
 
@@ -130,6 +130,7 @@ class Wram:
         self.b = read(base, 0x40)
         self.base = base
         self.map = read(symbols["wMap"], 0x200)
+        self.oam = read(symbols["wShadowOAM"], 0xA0)
 
     def __getitem__(self, name):
         return self.b[self.s[name] - self.base]
@@ -273,6 +274,18 @@ def test_trace_game_logic(played, rom, symbols):
     assert m.tile(5, 1) == m.tile(7, 1) == "."
     m = w[105]     # one step left and back: same place, facing right again
     assert m.player == (56, 8) and m["wFacing"] == RIGHT and m.score == 3
+    # shadow OAM: player in slot 0 (OAM y = y + 16, x = x + 8), side view, no flip;
+    # beetles in slots 1-2 with palette OBP1, X-flipped when walking left; rest hidden
+    s = m.s
+    assert list(m.oam[0:4]) == [8 + 16, 56 + 8, s["T_PLAYER_SIDE_A"], 0], name
+    for k, (hx, hy, d) in enumerate(hazards_of(m), 1):
+        y, x, tile, attr = m.oam[4 * k: 4 * k + 4]
+        assert tile in (s["T_BEETLE_A"], s["T_BEETLE_B"])
+        # (PyBoy's frame ends inside the game's VBlank-time update, so its memory can
+        # hold a beetle already moved but not yet copied to the sprite table)
+        assert (y, x) == (hy + 16, hx + 8) or name == "pyboy", (name, k)
+        assert attr == s["OAM_PAL1"] | (s["OAM_XFLIP"] if d == LEFT else 0) | (s["OAM_YFLIP"] if d == UP else 0)
+    assert not any(m.oam[12::4]), name
 
     # the fruit: on a floor tile of the layout, drawn in the map, worth nothing yet
     m = w[229]
@@ -285,6 +298,8 @@ def test_trace_game_logic(played, rom, symbols):
 
     m = w[330]
     assert m.player == (64, 24) and m["wGameOver"] == 0, name
+    # facing down: the up view, Y-flipped
+    assert list(m.oam[0:4]) == [24 + 16, 64 + 8, symbols["T_PLAYER_UP_A"], symbols["OAM_YFLIP"]], name
 
     # (8,4) is on beetle 1's row: it arrives and the game is over
     m = w[450]
@@ -292,6 +307,7 @@ def test_trace_game_logic(played, rom, symbols):
     assert m.player == (64, 32)
     m = w[490]
     assert (m["wGameState"], m["wGameOver"]) == (2, 1), name
+    assert not any(m.oam[0::4]), name                 # every sprite hidden under the banner
     assert m.score in (0x0003, 0x0008)        # 0x0008: the fruit lay on the path (other seeds)
 
     # START: level 1 again from scratch

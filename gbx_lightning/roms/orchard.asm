@@ -4,7 +4,9 @@
 ; Written for this project as the default reinforcement-learning task: a new
 ; user needs no ROM of their own. Build:
 ;     python -m gbx_lightning.roms.asm gbx_lightning/roms/orchard.asm -o orchard.gb
-; or gbx_lightning.roms.build_rom("orchard").
+; or gbx_lightning.roms.build_rom("orchard"). Tests: tests/test_game_rom.py;
+; a scripted 1500-frame input trace and a Python model of the rules below:
+; tests/_game_helpers.py.
 ;
 ; GAME
 ;   A maze of 20x16 tiles fills the screen above a two-row status bar. You

@@ -1,7 +1,16 @@
-"""python -m gbx_lightning.emu run ROM [--frames N] [--print-serial] [--screenshot PNG] [--bench]
+"""python -m gbx_lightning.emu run ROM [--frames N] [--print-serial] [--screenshot PNG] [--buttons TRACE] [--bench]
 
 Runs a ROM on VecGameBoy (post-boot DMG state) and reports what it did: the serial output
-(how test ROMs report), a PNG of the last frame, or frames/s.
+(how test ROMs report), a PNG of the last frame, or frames/s. ROM is a file, or the name of
+a ROM built into the package (e.g. ``orchard``, the project's homebrew game).
+
+``--buttons`` is either buttons held for the whole run (``right+a``) or a TRACE file: one
+``FRAME BUTTONS`` pair per line, meaning "from FRAME on, hold BUTTONS" (``-`` = none;
+``#`` starts a comment), e.g.::
+
+    0   -
+    40  right
+    48  right+a
 """
 from __future__ import annotations
 
@@ -22,16 +31,56 @@ def _parse_buttons(text: str | None) -> int:
     return mask
 
 
+def _parse_trace(spec: str | None, frames: int) -> list[tuple[int, int]]:
+    """(frames, mask) segments covering `frames` frames, from a button spec or a TRACE file."""
+    from pathlib import Path
+
+    if spec is None or not Path(spec).is_file():
+        return [(frames, _parse_buttons(spec))]
+    changes: list[tuple[int, int]] = []
+    for lineno, line in enumerate(Path(spec).read_text().splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2 or not words[0].isdigit():
+            raise SystemExit(f"--buttons {spec}:{lineno}: expected 'FRAME BUTTONS' (e.g. '40 right+a'), "
+                             f"got {line.strip()!r}")
+        frame = int(words[0])
+        if changes and frame <= changes[-1][0]:
+            raise SystemExit(f"--buttons {spec}:{lineno}: frames must increase, got {frame} after "
+                             f"{changes[-1][0]}")
+        changes.append((frame, 0 if words[1] == "-" else _parse_buttons(words[1])))
+    if not changes or changes[0][0] != 0:
+        changes.insert(0, (0, 0))
+    bounds = [f for f, _ in changes[1:]] + [frames]
+    return [(min(end, frames) - start, mask) for (start, mask), end in zip(changes, bounds)
+            if min(end, frames) > start]
+
+
+def _resolve_rom(spec: str):
+    """A ROM file path, or the name of a package ROM built from source (e.g. 'orchard')."""
+    from pathlib import Path
+
+    if Path(spec).exists():
+        return spec
+    from gbx_lightning.roms import available_roms, build_rom
+
+    if spec in available_roms():
+        return build_rom(spec)
+    return spec  # load_cartridge reports the missing file
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gbx_lightning.emu",
                                  description="Run a Game Boy ROM on the Warp emulator.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="run a ROM for some frames")
-    run.add_argument("rom", help="ROM file (.gb)")
+    run.add_argument("rom", help="ROM file (.gb), or a built-in ROM name (e.g. orchard)")
     run.add_argument("--frames", type=int, default=600, help="frames to run (70224 T-cycles each)")
     run.add_argument("--envs", type=int, default=1, help="parallel Game Boys (same ROM)")
     run.add_argument("--device", default="cpu", help='Warp device, e.g. "cpu" or "cuda:0"')
-    run.add_argument("--buttons", default=None, help="buttons held all run, e.g. right+a")
+    run.add_argument("--buttons", default=None, metavar="TRACE",
+                     help="buttons held all run (e.g. right+a), or a trace file of 'FRAME BUTTONS' lines")
     run.add_argument("--boot-rom", default=None, help="optional 256-byte DMG boot ROM")
     run.add_argument("--print-serial", action="store_true", help="print env 0's serial output")
     run.add_argument("--screenshot", default=None, metavar="PNG", help="write env 0's last frame")
@@ -47,12 +96,21 @@ def main(argv: list[str] | None = None) -> int:
     wp.config.quiet = True
     from gbx_lightning.emu import VecGameBoy
 
+    from gbx_lightning.emu.cartridge import RomError
+
     t0 = time.perf_counter()
-    gb = VecGameBoy(args.rom, args.envs, device=args.device, boot_rom=args.boot_rom)
-    buttons = np.full(args.envs, _parse_buttons(args.buttons), np.uint8)
+    try:
+        gb = VecGameBoy(_resolve_rom(args.rom), args.envs, device=args.device, boot_rom=args.boot_rom)
+    except RomError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     render = "full" if args.screenshot or not args.bench else "none"
-    gb.run_frames(0 if args.bench else args.frames, buttons=buttons, render=render)
-    if args.bench:
+    segments = _parse_trace(args.buttons, args.frames)
+    buttons = np.full(args.envs, segments[0][1], np.uint8)
+    if not args.bench:
+        for count, mask in segments:
+            gb.run_frames(count, buttons=np.full(args.envs, mask, np.uint8), render=render)
+    else:
         gb.run_frames(1, buttons=buttons, render=render)      # compile / load the kernels
         wp.synchronize_device(gb.device)
         t_ready = time.perf_counter() - t0

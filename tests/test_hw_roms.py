@@ -49,8 +49,6 @@ ROMS = {
 }
 # Known VecGameBoy deviations from the hardware (reported; strict: the xfail flips when fixed).
 VECGAMEBOY_KNOWN_FAILURES = {
-    "apu_regs": "NR52 bit 7 = 0 leaves the sound registers as they were and writable; the "
-                "hardware clears them (NR50 reads 00, NR11 3F) and ignores writes until NR52 bit 7 = 1",
 }
 # PyBoy passes mbc3_rtc too, but its RTC adds host wall-clock time when no emulated cycles
 # elapsed between ticks: not deterministic, so it is left out here.

@@ -252,7 +252,7 @@ N = N + 1
     endr
 """
 # (cart type, RAM left enabled at the save point?)
-CARTS = {"mbc1": ("$03", 1), "mbc5": ("$1B", 0)}
+CARTS = {"mbc1": ("$03", 1), "mbc5": ("$1B", 1), "mbc5_ram_off": ("$1B", 0)}
 
 
 @pytest.fixture(scope="module", params=sorted(CARTS))
@@ -260,8 +260,8 @@ def cart(request):
     cart_type, ram_on = CARTS[request.param]
     rom = assemble(BANKED_SOURCE.format(cart_type=cart_type, keep_ram_on="$FF" if ram_on else "0"))
     run = PyBoyRun(rom, sound=True)
-    for _ in range(90):                        # PyBoy's boot ROM, then ~30 game frames
-        run.step()
+    for _ in range(94):            # PyBoy's boot ROM, then 29 game frames: ROM bank 5, RAM
+        run.step()                 # bank 1 at the save (not the power-on banks)
     data = run.save()
     st = parse_pyboy_state(data, VecGameBoy(rom, 1).cart)
     at_save = {"regs": expected_registers(run, st),
@@ -285,6 +285,7 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
     gb = VecGameBoy(cart["rom"], 2)
     gb.load_pyboy_state(cart["data"], mask=np.array([0, 1]))
     assert st.cpu["halted"] == 1          # saved in the HALT of the main loop
+    assert (st.cart["rombank"], st.cart["rambank"] if cart["name"].startswith("mbc5") else st.cart["bank2"]) == (5, 1)
     regs = gb.registers(1)
     assert {k: regs[k] for k in at_save["regs"]} == at_save["regs"]
     assert regs["cycles"] == st.cpu["cycles"]

@@ -22,6 +22,7 @@ wp = pytest.importorskip("warp")
 from gbx_lightning.emu.machine import VecGameBoy  # noqa: E402
 from gbx_lightning.emu.pyboy_state import (PYBOY_STATE_VERSION, PyBoyStateError,  # noqa: E402
                                            parse_pyboy_state)
+from gbx_lightning.emu.mbc import REG_RTC_LATCHED, REG_RTC_S, REG_RTC_SUBSEC  # noqa: E402
 from gbx_lightning.roms.asm import assemble  # noqa: E402
 
 wp.config.quiet = True
@@ -252,7 +253,8 @@ N = N + 1
     endr
 """
 # (cart type, RAM left enabled at the save point?)
-CARTS = {"mbc1": ("$03", 1), "mbc5": ("$1B", 1), "mbc5_ram_off": ("$1B", 0)}
+CARTS = {"mbc1": ("$03", 1), "mbc5": ("$1B", 1), "mbc5_ram_off": ("$1B", 0),
+         "mbc3_rtc": ("$10", 1)}
 
 
 @pytest.fixture(scope="module", params=sorted(CARTS))
@@ -285,7 +287,7 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
     gb = VecGameBoy(cart["rom"], 2)
     gb.load_pyboy_state(cart["data"], mask=np.array([0, 1]))
     assert st.cpu["halted"] == 1          # saved in the HALT of the main loop
-    assert (st.cart["rombank"], st.cart["rambank"] if cart["name"].startswith("mbc5") else st.cart["bank2"]) == (5, 1)
+    assert (st.cart["rombank"], st.cart["rambank"] if not cart["name"].startswith("mbc1") else st.cart["bank2"]) == (5, 1)
     regs = gb.registers(1)
     assert {k: regs[k] for k in at_save["regs"]} == at_save["regs"]
     assert regs["cycles"] == st.cpu["cycles"]
@@ -297,6 +299,13 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
     for bank, want in enumerate(at_save["ram_banks"]):  # every RAM bank, not only the mapped one
         assert bytes(cart_ram[1, bank * 0x2000:(bank + 1) * 0x2000]) == want, bank
     assert cart_ram[1].any() and not cart_ram[0].any()    # env 0 was not in the mask
+    if "rtc" in st.cart:                  # MBC3 clock: live and latched = PyBoy's counters
+        rtc = st.cart["rtc"]
+        assert (rtc["s"], rtc["m"], rtc["h"], rtc["dl"], rtc["dh"]) == (1, 0, 0, 0, 0)
+        regs = gb._arrays["mbc"].numpy()[1]
+        assert list(regs[REG_RTC_S:REG_RTC_S + 5]) == [1, 0, 0, 0, 0]
+        assert list(regs[REG_RTC_LATCHED:REG_RTC_LATCHED + 5]) == [1, 0, 0, 0, 0]
+        assert regs[REG_RTC_SUBSEC] == rtc["cycles"] > 0
 
 
 def test_cart_continues_like_pyboy(cart):

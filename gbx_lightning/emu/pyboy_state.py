@@ -40,7 +40,9 @@ What PyBoy does not store, and the nearest consistent value chosen:
   mid-frame). The STAT interrupt line is recomputed from the imported registers. A state
   saved in the first frame after the LCD was switched on keeps that frame blank.
 - Frames: run_frames' frame windows are aligned with PyBoy's (a frame ends where line 0
-  starts), so the same inputs per frame land on the same emulated cycles in both.
+  starts), so the same inputs per frame land on the same emulated cycles in both. PyBoy
+  also ends a frame when the LCD is switched on; VecGameBoy keeps 70224-cycle frames, so
+  from a state saved with the LCD off the two cut frames at different places after it.
 - Timer: exact (PyBoy stores the 16-bit system counter and the reload countdown).
 - Serial: PyBoy does not keep SB during a transfer (it reads $FF) nor the bits shifted;
   a transfer in progress ends when PyBoy's would. serial_output() starts empty (the

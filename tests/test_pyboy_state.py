@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("pyboy")
 wp = pytest.importorskip("warp")
 
+from gbx_lightning.emu import state as S  # noqa: E402
 from gbx_lightning.emu.machine import VecGameBoy  # noqa: E402
 from gbx_lightning.emu.pyboy_state import (PYBOY_STATE_VERSION, PyBoyStateError,  # noqa: E402
                                            parse_pyboy_state)
@@ -383,3 +384,22 @@ def test_cgb_state_and_bad_arguments(cart, small_gb):
         small_gb.load_pyboy_state(12)
     with pytest.raises(ValueError, match=r"mask: expected bool/int array of shape \(2,\)"):
         small_gb.load_pyboy_state(cart["data"], mask=np.ones(3, bool))
+
+
+def test_oam_dma_in_progress_is_completed(cart):
+    """A state with an OAM DMA under way ($C000 -> OAM, byte 2 next): VecGameBoy copies
+    the rest at import and keeps PyBoy's bus-conflict window."""
+    data = bytearray(cart["data"])
+    st = cart["state"]
+    dma_at = 6 + 19 + 8                        # after the flags and the CPU block
+    data[dma_at:dma_at + 4] = bytes([1, 0, 0xC0, 2])
+    data[dma_at + 4:dma_at + 12] = (st.cpu["cycles"] - 4 * 2).to_bytes(8, "little")
+    gb = VecGameBoy(cart["rom"], 1)
+    gb.load_pyboy_state(bytes(data))
+    oam = gb._arrays["oam"].numpy()[0]
+    assert bytes(oam[:2]) == bytes(st.oam[:2])
+    assert bytes(oam[2:]) == bytes(st.wram[2:0xA0]) != bytes(st.oam[2:])
+    r64 = gb._arrays["r64"].numpy()[0]
+    t = st.cpu["cycles"]
+    assert (r64[S.T_DMA_START], r64[S.T_DMA_END]) == (t - 8, t - 8 + 640)
+    assert gb.read_memory(0, 0xFF46, 1) == b"\xc0"

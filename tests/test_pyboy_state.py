@@ -403,3 +403,22 @@ def test_oam_dma_in_progress_is_completed(cart):
     t = st.cpu["cycles"]
     assert (r64[S.T_DMA_START], r64[S.T_DMA_END]) == (t - 8, t - 8 + 640)
     assert gb.read_memory(0, 0xFF46, 1) == b"\xc0"
+
+
+def test_tima_reload_in_progress(cart):
+    """TIMA overflowed 2 T-cycles before the save (PyBoy: reload state 1, 2 cycles left):
+    TIMA reads 0 and the reload from TMA (with IF bit 2) is due 4 T-cycles after the overflow."""
+    if cart["name"] != "mbc1":
+        pytest.skip("one cartridge is enough")
+    data = bytearray(cart["data"])
+    st = cart["state"]
+    cart_block = 4 + 4 * 0x2000 + 2                 # MBC1: registers, 32 KiB RAM, 2 banks
+    timer_at = len(data) - (2 + 36 + 10379) - cart_block - 25
+    assert data[timer_at:timer_at + 2] == bytes([st.timer["div"], st.timer["tima"]])
+    data[timer_at + 4:timer_at + 9] = bytes([2, 0, 0x40, 0x05, 1])   # countdown, TMA, TAC, state
+    gb = VecGameBoy(cart["rom"], 1)
+    gb.load_pyboy_state(bytes(data))
+    t = st.cpu["cycles"]
+    r64 = gb._arrays["r64"].numpy()[0]
+    assert r64[S.T_TIMA_OVERFLOW] == t - 2 and r64[S.T_TIMER_EVENT] == t + 2
+    assert list(gb._arrays["io"].numpy()[0][5:8]) == [0, 0x40, 0x05]   # TIMA reads 0 now

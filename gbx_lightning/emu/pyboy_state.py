@@ -68,8 +68,8 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .cartridge import CART_TYPE_NAMES, MBC1, MBC3, MBC5, MBC_NONE
-from .mbc import (REG_RTC_DH, REG_RTC_DL, REG_RTC_H, REG_RTC_LATCHED, REG_RTC_M, REG_RTC_S,
+from .cartridge import CART_TYPE_NAMES, MBC1, MBC3, MBC5
+from .mbc import (REG_RAM_BASE, REG_ROMX_BASE, REG_RTC_DH, REG_RTC_LATCHED, REG_RTC_S,
                   REG_RTC_SUBSEC, REG_RTC_T_HI, REG_RTC_T_LO, mbc_regs_after_writes)
 from .ppu import (PH_LCD_ON_LINE0, PH_LINE0_START, PH_LINE_START, PH_LY153, PH_VBLANK_LINE,
                   PH_VBLANK_START, R_LCD_WARMUP)
@@ -528,7 +528,6 @@ def _mbc_row(st: PyBoyState, cart, spec, t_now: int, name: str) -> np.ndarray:
         regs[REG_RTC_SUBSEC] = rtc["cycles"]
         regs[REG_RTC_T_LO] = t_now & 0x7FFFFFFF
         regs[REG_RTC_T_HI] = t_now >> 31
-    assert REG_RTC_DL == REG_RTC_S + 3 and REG_RTC_H == REG_RTC_M + 1
     return regs
 
 
@@ -537,12 +536,10 @@ def _dma_source_byte(rows: dict, cart, addr: int) -> int:
     if addr < 0x4000:
         return int(cart.rom[addr])
     if addr < 0x8000:
-        from .mbc import REG_ROMX_BASE
         return int(cart.rom[(int(rows["mbc"][REG_ROMX_BASE]) + addr) % len(cart.rom)])
     if addr < 0xA000:
         return int(rows["vram"][addr - 0x8000])
     if addr < 0xC000:
-        from .mbc import REG_RAM_BASE
         base = int(rows["mbc"][REG_RAM_BASE])
         return int(rows["cart_ram"][base + addr - 0xA000]) if base >= 0 and cart.ram_bytes else 0xFF
     return int(rows["wram"][(addr - 0xC000) & 0x1FFF])

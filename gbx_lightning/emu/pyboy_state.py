@@ -443,7 +443,7 @@ def _ppu_rows(st: PyBoyState, t_now: int, io, r32, r64) -> int:
         phase, event = 1, ls + LINE
     r32[S.R_LY], r32[S.R_PPU_MODE] = ly, phase
     r64[S.T_LINE_START], r64[S.T_PPU_EVENT] = ls, event
-    r32[R_LCD_WARMUP] = int(bool(first))
+    r32[R_LCD_WARMUP] = int(bool(first) and ly < 144)    # the blank frame ends at VBlank
     wy, wx = int(io[0x4A]), int(io[0x4B])
     r32[S.R_WY_TRIGGERED] = int(bool(st.wy_activated))
     win_lines = 0

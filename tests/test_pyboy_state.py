@@ -351,6 +351,9 @@ def test_truncated_file_names_file_and_field(cart, small_gb, tmp_path):
                                                r"\d+ byte\(s\) of VRAM"):
         small_gb.load_pyboy_state(path)
     assert small_gb.registers(0) == before          # nothing loaded
+    path.write_bytes(cart["data"])                  # the whole file loads from its path
+    small_gb.load_pyboy_state(str(path))
+    assert small_gb.registers(0)["cycles"] == cart["state"].cpu["cycles"]
     with pytest.raises(PyBoyStateError, match="empty file"):
         small_gb.load_pyboy_state(b"")
 

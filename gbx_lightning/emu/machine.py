@@ -178,6 +178,12 @@ class VecGameBoy:
         for name, arr in self._arrays.items():
             masked_copy(snapshot.arrays[name], arr, m, broadcast=False)
 
+    def load_pyboy_state(self, path_or_bytes, mask=None) -> None:
+        """Import a PyBoy 2.8.x savestate (path, bytes or binary file) into every env (or
+        those in mask); checked against this cartridge first (emu/pyboy_state.py)."""
+        from .pyboy_state import load_pyboy_state
+        load_pyboy_state(self, path_or_bytes, mask)
+
     # -- running ---------------------------------------------------------------------------
     def run_frames(self, frames: int, buttons=None, release_after: int | None = None,
                    render: str = "full") -> None:

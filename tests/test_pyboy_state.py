@@ -1,0 +1,426 @@
+"""PyBoy savestate import (gbx_lightning/emu/pyboy_state.py, VecGameBoy.load_pyboy_state).
+
+A ROM runs in PyBoy 2.8.1 under scripted inputs; PyBoy saves its state; the state loads
+into some envs of a VecGameBoy. At the save point the machine must read back what PyBoy
+reads (registers, WRAM, HRAM, VRAM, OAM, I/O, the banked ROM and cart RAM, the screen);
+then both run on with the same inputs and must agree on the game's variables and the
+screen. The embedded game (orchard) covers the CPU/PPU/timer/joypad side, a small banked
+ROM written here (MBC1 and MBC5, 8 ROM banks, 4 RAM banks) the cartridge side.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyboy")
+wp = pytest.importorskip("warp")
+
+from gbx_lightning.emu import state as S  # noqa: E402
+from gbx_lightning.emu.machine import VecGameBoy  # noqa: E402
+from gbx_lightning.emu.pyboy_state import (PYBOY_STATE_VERSION, PyBoyStateError,  # noqa: E402
+                                           _cart_layout, parse_pyboy_state)
+from gbx_lightning.emu.mbc import REG_RTC_LATCHED, REG_RTC_S, REG_RTC_SUBSEC  # noqa: E402
+from gbx_lightning.roms.asm import assemble  # noqa: E402
+
+wp.config.quiet = True
+
+PALETTE = (0xFFFFFF, 0xAAAAAA, 0x555555, 0x000000)
+LEVEL_TO_SHADE = {0xFF: 0, 0xAA: 1, 0x55: 2, 0x00: 3}
+BUTTON_NAMES = ("right", "left", "up", "down", "a", "b", "select", "start")
+
+
+class PyBoyRun:
+    """One PyBoy DMG (its own boot ROM runs first), stepped a frame at a time."""
+
+    def __init__(self, rom: bytes, sound: bool):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pyboy import PyBoy
+        logging.getLogger("pyboy").setLevel(logging.ERROR)
+        self.pb = PyBoy(io.BytesIO(rom), window="null", sound_emulated=sound, cgb=False,
+                        color_palette=PALETTE, log_level="ERROR")
+        self.pb.set_emulation_speed(0)
+
+    def step(self, mask: int = 0, render: bool = False) -> None:
+        for bit, name in enumerate(BUTTON_NAMES):
+            (self.pb.button_press if mask >> bit & 1 else self.pb.button_release)(name)
+        self.pb.tick(1, render, False)
+
+    def save(self) -> bytes:
+        f = io.BytesIO()
+        self.pb.save_state(f)
+        return f.getvalue()
+
+    def read(self, addr: int, length: int) -> bytes:
+        return bytes(self.pb.memory[addr:addr + length])
+
+    def ram_bank(self, bank: int) -> bytes:
+        """All 8 KiB of cart RAM bank `bank` (PyBoy's slice end must lie inside the bank)."""
+        return bytes(self.pb.memory[bank, 0xA000:0xBFFF]) + bytes([self.pb.memory[bank, 0xBFFF]])
+
+    def shades(self) -> np.ndarray:
+        red = np.asarray(self.pb.screen.ndarray)[:, :, 0]
+        out = np.full(red.shape, 255, np.uint8)
+        for level, shade in LEVEL_TO_SHADE.items():
+            out[red == level] = shade
+        assert (out != 255).all(), "unexpected screen colour"
+        return out
+
+    def registers(self) -> dict:
+        rf = self.pb.register_file
+        return dict(a=rf.A, f=rf.F, b=rf.B, c=rf.C, d=rf.D, e=rf.E, h=rf.HL >> 8,
+                    l=rf.HL & 0xFF, sp=rf.SP, pc=rf.PC)
+
+    def close(self) -> None:
+        self.pb.stop(save=False)
+
+
+def expected_registers(run: PyBoyRun, state) -> dict:
+    """PyBoy's registers in VecGameBoy's convention: a halted CPU has fetched its HALT."""
+    regs = run.registers()
+    regs["pc"] = (regs["pc"] + state.cpu["halted"]) & 0xFFFF
+    regs["ime"] = state.cpu["ime"]
+    regs["halted"] = state.cpu["halted"]
+    return regs
+
+
+def expected_stat(pyboy_stat: int, state) -> int:
+    """STAT as VecGameBoy reads it at the save point: PyBoy's, except in the first M-cycle
+    of a visible line, where the DMG (and ppu.py, checked against gambatte) still shows
+    mode 0 while PyBoy already shows mode 2."""
+    line, dot = divmod(state.lcd["clock"] % 70224, 456)
+    if state.lcd["lcdc"] & 0x80 and line < 144 and dot < 4:
+        return pyboy_stat & 0xFC
+    return pyboy_stat
+
+
+# ------------------------------------------------------------------- the embedded game
+# Registers whose value both emulators define the same way (P1: PyBoy keeps the value of
+# the last write; sound: not emulated in this run, PyBoy reads 0 there).
+GAME_IO = [r for r in range(0x01, 0x10) if r != 0x03 and not 0x08 <= r <= 0x0E] + list(
+    range(0x40, 0x4C))
+# PyBoy frames from power-on (its boot ROM takes ~65), trace inputs by the same index: the
+# trace's steps right and down (230-241) fall inside the frames run after the load.
+SAVE_FRAME = 228
+ON_FRAMES = 40
+
+
+@pytest.fixture(scope="module")
+def game():
+    from gbx_lightning.roms import build_rom
+    from tests._game_helpers import game_buttons
+
+    rom = build_rom("orchard")
+    run = PyBoyRun(rom, sound=False)
+    for i in range(SAVE_FRAME):
+        run.step(game_buttons(i), render=i == SAVE_FRAME - 1)
+    data = run.save()
+    at_save = {"regs": run.registers(), "shades": run.shades(),
+               "mem": {a: run.read(a, n) for a, n in ((0x8000, 0x2000), (0xC000, 0x2000),
+                                                      (0xFE00, 0xA0), (0xFF80, 0x7F))},
+               "io": {r: run.pb.memory[0xFF00 + r] for r in GAME_IO},
+               "ie": run.pb.memory[0xFFFF]}
+    st = parse_pyboy_state(data, VecGameBoy(rom, 1).cart)
+    at_save["io"][0x41] = expected_stat(at_save["io"][0x41], st)
+    gb = VecGameBoy(rom, 3)
+    gb.run_frames(7, buttons=np.array([0, 1, 8], np.uint8))      # envs away from power-on
+    untouched = (gb.registers(1), gb.read_memory(1, 0x8000, 0x8000))
+    gb.load_pyboy_state(data, mask=np.array([True, False, True]))
+    yield dict(rom=rom, run=run, data=data, gb=gb, at_save=at_save, untouched=untouched,
+               state=st, buttons=game_buttons)
+    run.close()
+
+
+def test_game_state_matches_pyboy_at_save_point(game):
+    gb, at_save, st = game["gb"], game["at_save"], game["state"]
+    want = dict(at_save["regs"], pc=(at_save["regs"]["pc"] + st.cpu["halted"]) & 0xFFFF,
+                ime=st.cpu["ime"], halted=st.cpu["halted"])
+    for env in (0, 2):
+        regs = gb.registers(env)
+        assert {k: regs[k] for k in want} == want, env
+        assert regs["cycles"] == st.cpu["cycles"]
+        for addr, want_bytes in at_save["mem"].items():
+            got = gb.read_memory(env, addr, len(want_bytes))
+            assert got == want_bytes, (env, hex(addr))
+        assert gb.read_memory(env, 0xFFFF, 1)[0] == at_save["ie"]
+        got_io = {r: gb.read_memory(env, 0xFF00 + r, 1)[0] for r in GAME_IO}
+        assert got_io == at_save["io"], env
+        np.testing.assert_array_equal(gb.frame()[env], at_save["shades"])
+        np.testing.assert_array_equal(gb.obs().numpy()[env], at_save["shades"][::2, ::2])
+    # the env outside the mask kept its own state
+    assert (gb.registers(1), gb.read_memory(1, 0x8000, 0x8000)) == game["untouched"]
+
+
+def test_game_continues_like_pyboy(game):
+    """Same inputs after the load: the game's variables ($C100-$C11F, shadow OAM) agree
+    frame by frame, then the screen."""
+    gb, run, buttons = game["gb"], game["run"], game["buttons"]
+    gb.load_pyboy_state(game["data"])            # all envs this time
+    for k in range(ON_FRAMES):
+        mask = buttons(SAVE_FRAME + k)
+        run.step(mask, render=k == ON_FRAMES - 1)
+        gb.run_frames(1, buttons=np.full(3, mask, np.uint8), render="full")
+        want = run.read(0xC000, 0x120)
+        for env in range(3):
+            assert gb.read_memory(env, 0xC000, 0x120) == want, (k, env)
+    assert run.read(0xC107, 2) != game["at_save"]["mem"][0xC000][0x107:0x109]  # the player moved
+    shades = run.shades()
+    for env in range(3):
+        np.testing.assert_array_equal(gb.frame()[env], shades)
+
+
+# ------------------------------------------------------------------- banked cartridge
+BANKED_SOURCE = """
+    title "PBSTATE"
+    cart_type {cart_type}
+    rom_size $02                ; 128 KiB: 8 banks
+    ram_size $03                ; 32 KiB: 4 banks
+    org $0040
+    reti                        ; VBlank only wakes the main loop
+    org $0100
+    nop
+    jp Main
+    org $0150
+Main:
+    ld sp, $DFF0
+    ld a, $0A
+    ld [$0000], a
+    ld a, 1
+    ld [$6000], a               ; MBC1: mode 1 (RAM banked by $4000); MBC5: no register
+    ld a, $80
+    ldh [$26], a                ; APU on, and some sound registers set
+    ld a, $77
+    ldh [$24], a
+    ld a, $F3
+    ldh [$25], a
+    ld a, $A7
+    ldh [$12], a
+    ld a, $05
+    ldh [$07], a                ; timer on, 262144 Hz (TIMA +1 every 16 T-cycles)
+    ld a, $01
+    ldh [$FF], a                ; IE = VBlank
+    xor a
+    ld [$C000], a
+    ei
+Loop:
+    halt
+    nop
+    ldh a, [$05]
+    ld [$C003], a               ; TIMA and DIV as the VBlank wakes the loop: the timer
+    ldh a, [$04]
+    ld [$C004], a               ; phase must carry over to the T-cycle
+    ld a, $0A
+    ld [$0000], a               ; RAM on
+    ld a, [$C000]
+    inc a
+    ld [$C000], a               ; frame counter
+    ld b, a
+    and 7
+    ld [$2000], a               ; ROM bank = counter & 7
+    ld a, [$7FF0]               ; the bank's tag
+    ld hl, $C010
+    add l
+    ld l, a
+    inc [hl]                    ; count the tags seen
+    ld a, b
+    and 3
+    ld [$4000], a               ; RAM bank = counter & 3
+    ld a, [$A000]
+    add b
+    ld [$A000], a               ; every RAM bank accumulates
+    ld [$C001], a
+    ld a, [$BFFF]
+    xor b
+    ld [$BFFF], a
+    ld [$C002], a
+    ld a, b
+    and {keep_ram_on}           ; $FF: RAM stays on (counter != 0); 0: RAM off every frame
+    jr nz, Loop
+    xor a
+    ld [$0000], a               ; RAM off on the other frames
+    jr Loop
+
+    org $3FF0
+    db $E0                      ; bank 0's tag (MBC5 can map it at $4000)
+N = 1
+    rept 7
+    bank N
+    org $7FF0
+    db $E0 + N
+N = N + 1
+    endr
+"""
+# (cart type, RAM left enabled at the save point?)
+CARTS = {"mbc1": ("$03", 1), "mbc5": ("$1B", 1), "mbc5_ram_off": ("$1B", 0),
+         "mbc3_rtc": ("$10", 1)}
+
+
+@pytest.fixture(scope="module", params=sorted(CARTS))
+def cart(request):
+    cart_type, ram_on = CARTS[request.param]
+    rom = assemble(BANKED_SOURCE.format(cart_type=cart_type, keep_ram_on="$FF" if ram_on else "0"))
+    run = PyBoyRun(rom, sound=True)
+    for _ in range(94):            # PyBoy's boot ROM, then 29 game frames: ROM bank 5, RAM
+        run.step()                 # bank 1 at the save (not the power-on banks)
+    data = run.save()
+    st = parse_pyboy_state(data, VecGameBoy(rom, 1).cart)
+    at_save = {"regs": expected_registers(run, st),
+               "mem": {a: run.read(a, n) for a, n in CART_RANGES},
+               "ram_banks": [run.ram_bank(b) for b in range(4)]}
+    ppu = bytearray(at_save["mem"][0xFF40])
+    ppu[1] = expected_stat(ppu[1], st)
+    at_save["mem"][0xFF40] = bytes(ppu)
+    yield dict(name=request.param, ram_on=ram_on, rom=rom, run=run, data=data, state=st,
+               at_save=at_save)
+    run.close()
+
+
+# banked ROM, cart RAM window, WRAM, HRAM+IE, sound registers + wave RAM, timer, PPU regs
+CART_RANGES = ((0x4000, 0x4000), (0xA000, 0x2000), (0xC000, 0x2000), (0xFF80, 0x80),
+               (0xFF10, 0x30), (0xFF04, 4), (0xFF40, 12))
+
+
+def test_cart_state_matches_pyboy_at_save_point(cart):
+    st, at_save = cart["state"], cart["at_save"]
+    gb = VecGameBoy(cart["rom"], 2)
+    gb.load_pyboy_state(cart["data"], mask=np.array([0, 1]))
+    assert st.cpu["halted"] == 1          # saved in the HALT of the main loop
+    ram_bank = st.cart["bank2"] if cart["name"] == "mbc1" else st.cart["rambank"]
+    assert (st.cart["rombank"], ram_bank) == (5, 1)     # not the power-on banks
+    regs = gb.registers(1)
+    assert {k: regs[k] for k in at_save["regs"]} == at_save["regs"]
+    assert regs["cycles"] == st.cpu["cycles"]
+    for addr, want in at_save["mem"].items():
+        assert gb.read_memory(1, addr, len(want)) == want, hex(addr)
+    window = gb.read_memory(1, 0xA000, 0x2000)
+    assert (window == b"\xff" * 0x2000) != cart["ram_on"]      # RAM enable state carried over
+    cart_ram = gb._arrays["cart_ram"].numpy()
+    for bank, want in enumerate(at_save["ram_banks"]):  # every RAM bank, not only the mapped one
+        assert bytes(cart_ram[1, bank * 0x2000:(bank + 1) * 0x2000]) == want, bank
+    assert cart_ram[1].any() and not cart_ram[0].any()    # env 0 was not in the mask
+    if "rtc" in st.cart:                  # MBC3 clock: live and latched = PyBoy's counters
+        rtc = st.cart["rtc"]
+        assert (rtc["s"], rtc["m"], rtc["h"], rtc["dl"], rtc["dh"]) == (1, 0, 0, 0, 0)
+        regs = gb._arrays["mbc"].numpy()[1]
+        assert list(regs[REG_RTC_S:REG_RTC_S + 5]) == [1, 0, 0, 0, 0]
+        assert list(regs[REG_RTC_LATCHED:REG_RTC_LATCHED + 5]) == [1, 0, 0, 0, 0]
+        assert regs[REG_RTC_SUBSEC] == rtc["cycles"] > 0
+
+
+def test_cart_continues_like_pyboy(cart):
+    """Bank switching and cart RAM after the load: the per-bank counters in WRAM and every
+    RAM bank agree with PyBoy over 20 more frames."""
+    run = cart["run"]
+    gb = VecGameBoy(cart["rom"], 2)
+    gb.load_pyboy_state(io.BytesIO(cart["data"]))
+    for _ in range(20):
+        run.step()
+        gb.run_frames(1)
+        want = run.read(0xC000, 0x20)
+        assert gb.read_memory(0, 0xC000, 0x20) == want
+        assert gb.read_memory(1, 0xC000, 0x20) == want
+    cart_ram = gb._arrays["cart_ram"].numpy()
+    for bank in range(4):
+        assert bytes(cart_ram[0, bank * 0x2000:(bank + 1) * 0x2000]) == bytes(
+            run.ram_bank(bank)), bank
+
+
+# ------------------------------------------------------------------- bad files
+@pytest.fixture(scope="module")
+def small_gb(cart):
+    return VecGameBoy(cart["rom"], 2)
+
+
+def test_version_mismatch_names_both_versions(cart, small_gb):
+    data = bytearray(cart["data"])
+    data[0] = 28
+    with pytest.raises(PyBoyStateError, match=r"version 28 .*expected version 29"):
+        small_gb.load_pyboy_state(bytes(data))
+    assert PYBOY_STATE_VERSION == 29
+
+
+def test_truncated_file_names_file_and_field(cart, small_gb, tmp_path):
+    path = tmp_path / "cut.state"
+    path.write_bytes(cart["data"][:5000])
+    before = small_gb.registers(0)
+    with pytest.raises(PyBoyStateError, match=r"cut\.state: truncated PyBoy savestate: expected "
+                                               r"\d+ byte\(s\) of VRAM"):
+        small_gb.load_pyboy_state(path)
+    assert small_gb.registers(0) == before          # nothing loaded
+    path.write_bytes(cart["data"])                  # the whole file loads from its path
+    small_gb.load_pyboy_state(str(path))
+    assert small_gb.registers(0)["cycles"] == cart["state"].cpu["cycles"]
+    with pytest.raises(PyBoyStateError, match="empty file"):
+        small_gb.load_pyboy_state(b"")
+
+
+def test_garbage_is_refused(small_gb):
+    rng = np.random.default_rng(1)
+    garbage = bytes([PYBOY_STATE_VERSION]) + rng.integers(2, 256, 200_000, dtype=np.uint8).tobytes()
+    with pytest.raises(PyBoyStateError, match="not a PyBoy savestate: boot ROM flag at offset 1"):
+        small_gb.load_pyboy_state(garbage)
+    with pytest.raises(PyBoyStateError, match="version 137"):
+        small_gb.load_pyboy_state(b"\x89PNG\r\n\x1a\n" + bytes(100))
+
+
+def test_state_of_another_cartridge_is_refused(cart, game):
+    other = VecGameBoy(game["rom"], 1)         # orchard: ROM only, no RAM
+    with pytest.raises(PyBoyStateError, match=r"does not match the loaded ROM 'ORCHARD'.*"
+                                               r"different cartridge"):
+        other.load_pyboy_state(cart["data"])
+    gb = VecGameBoy(cart["rom"], 1)
+    with pytest.raises(PyBoyStateError, match="does not match the loaded ROM 'PBSTATE'"):
+        gb.load_pyboy_state(game["data"])
+
+
+def test_cgb_state_and_bad_arguments(cart, small_gb):
+    data = bytearray(cart["data"])
+    data[5] = 1                                 # the CGB flag
+    with pytest.raises(PyBoyStateError, match="CGB-mode PyBoy savestate"):
+        small_gb.load_pyboy_state(bytes(data))
+    with pytest.raises(FileNotFoundError, match="path_or_bytes: no PyBoy savestate file"):
+        small_gb.load_pyboy_state("/nonexistent/x.state")
+    with pytest.raises(TypeError, match="path_or_bytes: expected a path, bytes"):
+        small_gb.load_pyboy_state(12)
+    with pytest.raises(ValueError, match=r"mask: expected bool/int array of shape \(2,\)"):
+        small_gb.load_pyboy_state(cart["data"], mask=np.ones(3, bool))
+
+
+def test_oam_dma_in_progress_is_completed(cart):
+    """A state with an OAM DMA under way ($C000 -> OAM, byte 2 next): VecGameBoy copies
+    the rest at import and keeps PyBoy's bus-conflict window."""
+    data = bytearray(cart["data"])
+    st = cart["state"]
+    dma_at = 6 + 19 + 8                        # after the flags and the CPU block
+    data[dma_at:dma_at + 4] = bytes([1, 0, 0xC0, 2])
+    data[dma_at + 4:dma_at + 12] = (st.cpu["cycles"] - 4 * 2).to_bytes(8, "little")
+    gb = VecGameBoy(cart["rom"], 1)
+    gb.load_pyboy_state(bytes(data))
+    oam = gb._arrays["oam"].numpy()[0]
+    assert bytes(oam[:2]) == bytes(st.oam[:2])
+    assert bytes(oam[2:]) == bytes(st.wram[2:0xA0]) != bytes(st.oam[2:])
+    r64 = gb._arrays["r64"].numpy()[0]
+    t = st.cpu["cycles"]
+    assert (r64[S.T_DMA_START], r64[S.T_DMA_END]) == (t - 8, t - 8 + 640)
+    assert gb.read_memory(0, 0xFF46, 1) == b"\xc0"
+
+
+def test_tima_reload_in_progress(cart):
+    """TIMA overflowed 2 T-cycles before the save (PyBoy: reload state 1, 2 cycles left):
+    TIMA reads 0 and the reload from TMA (with IF bit 2) is due 4 T-cycles after the overflow."""
+    data = bytearray(cart["data"])
+    st = cart["state"]
+    gb = VecGameBoy(cart["rom"], 1)
+    cart_block = 4 + sum(_cart_layout(gb.cart))      # registers, RAM, RTC, MBC-specific
+    timer_at = len(data) - (2 + 36 + 10379) - cart_block - 25
+    assert data[timer_at:timer_at + 2] == bytes([st.timer["div"], st.timer["tima"]])
+    data[timer_at + 4:timer_at + 9] = bytes([2, 0, 0x40, 0x05, 1])   # countdown, TMA, TAC, state
+    gb.load_pyboy_state(bytes(data))
+    t = st.cpu["cycles"]
+    r64 = gb._arrays["r64"].numpy()[0]
+    assert r64[S.T_TIMA_OVERFLOW] == t - 2 and r64[S.T_TIMER_EVENT] == t + 2
+    assert list(gb._arrays["io"].numpy()[0][5:8]) == [0, 0x40, 0x05]   # TIMA reads 0 now

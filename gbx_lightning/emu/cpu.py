@@ -31,6 +31,10 @@ Documented behaviours:
 """
 import warp as wp
 
+# -O3 for this module: measured ~12% more frames/s than the CPU default -O2 on the
+# workload ROM (interleaved runs), at the same compile time.
+wp.set_module_options({"optimization_level": 3})
+
 from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sleep_until,
                   sync_all)
 from .interrupts import pending_irqs
@@ -297,9 +301,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     calls out-of-line functions that take the Machine struct. The arrays passed beside
     `m` are the same ones `m` holds.
 
-    Per step: due peripheral events; interrupt dispatch / HALT wake; then either sleep to
-    the next event (HALT, STOP, locked) or fetch + execute one instruction, decoded by
-    opcode bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
+    Outer loop (scheduler): due peripheral events; interrupt dispatch / HALT wake; reload
+    the locals the fast paths cache; then either sleep to the next event (HALT, STOP,
+    locked) or run the inner loop: fetch + execute instructions until the next event, or
+    until one needed an out-of-line call or changed what the scheduler decides. Opcodes
+    are decoded by bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
     env = wp.tid()
     flat = m.flat_mode
     hram_fast = flat == 0
@@ -332,7 +338,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
         while c.t < t_end:
             # ---- scheduler: due events, interrupts, sleep ----
             if flat == 0:
-                if c.t >= next_ev:
+                if c.t >= r64[env, T_NEXT_EVENT]:     # (fresh: an I/O write may have moved it)
                     events_sync(m, env, c.t)
                     slow = 1
                 if (c.ime != 0 or c.halted != 0) and c.locked == 0:

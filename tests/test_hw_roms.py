@@ -51,8 +51,6 @@ ROMS = {
 # Known VecGameBoy deviations from the hardware (reported).  Not strict, so a fix landing from another
 # branch does not break the suite (it shows as XPASS): then delete the entry.
 VECGAMEBOY_KNOWN_FAILURES = {
-    "lcd_off_stat": "with the LCD off STAT bit 2 is recomputed from LY=0 vs LYC; on DMG the comparator "
-                    "stops and the flag keeps its value from when the LCD went off (emu/ppu.py)",
 }
 # PyBoy passes mbc3_rtc too, but its RTC adds host wall-clock time when no emulated cycles
 # elapsed between ticks: not deterministic, so it is left out here.

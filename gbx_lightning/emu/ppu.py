@@ -48,7 +48,7 @@ import warp as wp
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, render_scanline, window_visible)
-from .state import (NEVER, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
+from .state import (NEVER, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
                     R_WY_TRIGGERED, T_LINE_START, T_PPU_EVENT, Machine)
 
 LINE_CYCLES = wp.constant(456)
@@ -244,8 +244,12 @@ def ppu_sync(m: Machine, env: int, now: wp.int64):
 def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
     ppu_sync(m, env, t)
     old = int(m.io[env, 0x40])
+    # The LY=LYC comparator stops with the LCD: STAT bit 2 keeps the value it had as the
+    # LCD went off (DMG; gambatte agrees, and games such as Mr. Do! rely on it).
+    coincidence = (stat_value(m, env, t) >> 2) & 1
     m.io[env, 0x40] = wp.uint8(value)
     if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off: blank screen
+        m.r32[env, R_LCD_OFF_COINCIDENCE] = coincidence
         m.r32[env, R_LY] = 0
         m.r32[env, R_PPU_MODE] = 0
         m.r64[env, T_PPU_EVENT] = NEVER
@@ -283,8 +287,8 @@ def stat_value(m: Machine, env: int, t: wp.int64) -> int:
         v = v | stat_mode_bits(m.r32[env, R_PPU_MODE])
         if ly_compared(m, env) == int(m.io[env, 0x45]):
             v = v | 4
-    elif int(m.io[env, 0x45]) == 0:
-        v = v | 4  # LCD off: LY holds 0
+    elif m.r32[env, R_LCD_OFF_COINCIDENCE] != 0:
+        v = v | 4  # LCD off: the flag as it was when the LCD went off
     return v
 
 

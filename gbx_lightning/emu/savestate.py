@@ -1,11 +1,14 @@
 """Masked per-env copies between machine states (reset from the power-on template, restore
 from a snapshot) done in kernels, never in a Python loop over envs."""
+from typing import Any
+
 import warp as wp
 
 
 @wp.kernel(enable_backward=False)
-def masked_copy_u8(src: wp.array2d(dtype=wp.uint8), dst: wp.array2d(dtype=wp.uint8),
-                   mask: wp.array(dtype=wp.int32), broadcast: int):
+def masked_copy_rows(src: wp.array2d(dtype=Any), dst: wp.array2d(dtype=Any),
+                     mask: wp.array(dtype=wp.int32), broadcast: int):
+    """dst[env, k] = src[env or 0, k] where mask[env] != 0 (generic over the element type)."""
     env, k = wp.tid()
     if mask[env] != 0:
         s = env
@@ -14,29 +17,10 @@ def masked_copy_u8(src: wp.array2d(dtype=wp.uint8), dst: wp.array2d(dtype=wp.uin
         dst[env, k] = src[s, k]
 
 
-@wp.kernel(enable_backward=False)
-def masked_copy_i32(src: wp.array2d(dtype=wp.int32), dst: wp.array2d(dtype=wp.int32),
-                    mask: wp.array(dtype=wp.int32), broadcast: int):
-    env, k = wp.tid()
-    if mask[env] != 0:
-        s = env
-        if broadcast != 0:
-            s = 0
-        dst[env, k] = src[s, k]
-
-
-@wp.kernel(enable_backward=False)
-def masked_copy_i64(src: wp.array2d(dtype=wp.int64), dst: wp.array2d(dtype=wp.int64),
-                    mask: wp.array(dtype=wp.int32), broadcast: int):
-    env, k = wp.tid()
-    if mask[env] != 0:
-        s = env
-        if broadcast != 0:
-            s = 0
-        dst[env, k] = src[s, k]
-
-
-_KERNELS = {wp.uint8: masked_copy_u8, wp.int32: masked_copy_i32, wp.int64: masked_copy_i64}
+# Concrete instances for the element types the machine state uses (compiled with the module).
+_KERNELS = {dt: wp.overload(masked_copy_rows, [wp.array2d(dtype=dt), wp.array2d(dtype=dt),
+                                                wp.array(dtype=wp.int32), int])
+            for dt in (wp.uint8, wp.int32, wp.int64)}
 
 
 def masked_copy(src: wp.array, dst: wp.array, mask: wp.array, broadcast: bool) -> None:

@@ -6,9 +6,9 @@ with the slow pixel-by-pixel reference (tests/_ppu_helpers.py, written from Pan
 Docs) and checks three things agree: the reference picture of gambatte's state
 equals gambatte's own frame; the reference picture of VecGameBoy's state at the
 matching moment is the same picture; and its sha256 is the golden hash below.
-VecGameBoy's frame boundary falls at line 88-128 of the frame in progress, two
-gambatte frames ahead (established by test_ppu_gambatte), so our state after
-K - 2 frames is the state gambatte's frame K was drawn from.
+Both end a frame as VBlank starts, ours one frame behind gambatte's count
+(test_ppu_gambatte.OFFSET), so our state after K - 1 frames is the state
+gambatte's frame K was drawn from.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ import pytest
 
 from tests import oracles
 from tests._ppu_helpers import Scene, frame_sha256, reference_frame
-from tests.test_ppu_gambatte import build
+from tests.test_ppu_gambatte import OFFSET, build
 
 pytestmark = pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
 
-FRAME_OFFSET = 2
 GOLDEN = {  # name: (gambatte frame K, sha256 of the 144x160 shade frame)
     "ppu_bg_scroll": (300, "d7538a58dbc98372d771babd75d6dec15bff383acdbdd8404b58ffa6b429f616"),
     "ppu_obj16": (300, "4575f193118516b618a73d6b223e31f86775c77014d700fb17b828e4c2db4c95"),
@@ -59,7 +58,7 @@ def test_rom_frame_matches_reference_and_golden_hash(name):
     np.testing.assert_array_equal(ref_g, shown, err_msg=f"{name}: reference vs gambatte frame {k}")
 
     gb = VecGameBoy(rom, 1)
-    gb.run_frames(k - FRAME_OFFSET)
+    gb.run_frames(k - OFFSET)
     ref_o, _ = reference_frame(scene_from(gb.read_memory(0, 0x8000, 0x2000), gb.read_memory(0, 0xFE00, 0xA0),
                                           gb.read_memory(0, 0xFF40, 12)))
     np.testing.assert_array_equal(ref_o, shown, err_msg=f"{name}: reference of VecGameBoy's state")

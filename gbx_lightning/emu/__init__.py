@@ -16,7 +16,8 @@ dma.py, ppu.py (PPU timing), render.py (scanline renderer), cartridge.py / mbc.p
 
 Timing model: a T-cycle counter per env (int64); every CPU bus access is one M-cycle at
 its place in the instruction; peripherals catch up lazily when their registers are touched
-and at scheduled events; a frame is 70224 T-cycles; HALT/STOP sleep straight to events.
+and at scheduled events; a frame ends at VBlank (70224 T-cycles; see run_frames);
+HALT/STOP sleep straight to events.
 """
 from .machine import Snapshot, VecGameBoy
 

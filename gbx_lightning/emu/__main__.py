@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="run a ROM for some frames")
     run.add_argument("rom", help="ROM file (.gb), or a built-in ROM name (e.g. orchard)")
-    run.add_argument("--frames", type=int, default=600, help="frames to run (70224 T-cycles each)")
+    run.add_argument("--frames", type=int, default=600,
+                     help="frames to run (each ends at VBlank; 70224 T-cycles with the LCD off)")
     run.add_argument("--envs", type=int, default=1, help="parallel Game Boys (same ROM)")
     run.add_argument("--device", default="cpu", help='Warp device, e.g. "cpu" or "cuda:0"')
     run.add_argument("--buttons", default=None, metavar="TRACE",

@@ -40,7 +40,8 @@ from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_syn
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .state import R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
+from .ppu import LINE_CYCLES
+from .state import R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -293,8 +294,8 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
                    r64: wp.array2d(dtype=wp.int64), frames: int,
                    buttons: wp.array(dtype=wp.uint8), set_flag: int, release_after: int):
-    """Run `frames` x 70224 T-cycles of one Game Boy per thread (flat mode: exactly one
-    instruction, for the SM83 cases).
+    """Run `frames` frames of one Game Boy per thread (frame boundaries: see
+    VecGameBoy.run_frames; flat mode: exactly one instruction, for the SM83 cases).
 
     The whole hot loop lives in this kernel body: registers in the local `c`, memory via
     the plain-array fast paths; only rare work (I/O registers, events, interrupt dispatch)
@@ -322,6 +323,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     vram_until = wp.int64(0)
     ly_until = wp.int64(0)
     ly_value = int(0)
+    frame_deadline = wp.int64(0)
     while fi < nf:
         t_end = c.t + wp.int64(1)
         if flat == 0:
@@ -334,7 +336,8 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     set_buttons(m, env, 0)
                 c.stopped = m.r32[env, R_STOPPED]
             slow = 1
-            t_end = r64[env, T_FRAME_START] + FRAME_CYCLES
+            frame_deadline = r64[env, T_FRAME_START] + FRAME_CYCLES
+            t_end = frame_deadline         # lowered to the next VBlank in the reload below
         while c.t < t_end:
             # ---- scheduler: due events, interrupts, sleep ----
             if flat == 0:
@@ -375,6 +378,16 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     ly_until = ppu_ev
                     if ly_value == 153:
                         ly_until = wp.int64(0)
+                    # the frame ends as the PPU enters VBlank (line 144 starts), or 70224 T
+                    # after the previous frame ended if that comes first (LCD off, or
+                    # switched on during this frame); see VecGameBoy.run_frames
+                    t_end = frame_deadline
+                    if (int(io[env, 0x40]) & 0x80) != 0:
+                        lines_left = 144 - ly_value
+                        if ly_value >= 144:
+                            lines_left = 298 - ly_value
+                        t_end = wp.min(frame_deadline,
+                                       r64[env, T_LINE_START] + wp.int64(lines_left * LINE_CYCLES))
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
                 wake = int(0)
                 if c.halted != 0 and c.locked == 0:
@@ -910,7 +923,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     slow = 1
                 running = slow == 0 and c.t < limit
         if flat == 0:
-            r64[env, T_FRAME_START] = r64[env, T_FRAME_START] + FRAME_CYCLES
+            r64[env, T_FRAME_START] = t_end
         fi = fi + 1
     if flat == 0:
         sync_all(m, env, c.t)

@@ -187,7 +187,16 @@ class VecGameBoy:
     # -- running ---------------------------------------------------------------------------
     def run_frames(self, frames: int, buttons=None, release_after: int | None = None,
                    render: str = "full") -> None:
-        """Run `frames` frames (70224 T-cycles each) in every env, in one kernel launch.
+        """Run `frames` frames in every env, in one kernel launch.
+
+        Frame boundary: while the LCD is on, a frame ends when the PPU enters VBlank (LY
+        becomes 144, the moment the VBlank interrupt is requested), so afterwards frame()
+        and obs() hold one whole, just-completed frame, and frames line up with gambatte's.
+        While the LCD is off a frame is 70224 T-cycles. In general a frame ends at the
+        first of: VBlank start, or 70224 T after the previous frame ended (which only
+        comes first with the LCD off or in the frame the LCD is switched on in). Ends fall
+        on instruction boundaries (the instruction in progress completes). The first
+        frame after reset ends at the first VBlank, 65720 T-cycles after power-on.
 
         buttons: uint8[num_envs] (bit0 Right, 1 Left, 2 Up, 3 Down, 4 A, 5 B, 6 Select,
         7 Start), pressed from frame 0 and released at frame `release_after` (held through
@@ -224,7 +233,8 @@ class VecGameBoy:
 
     # -- outputs ---------------------------------------------------------------------------
     def frame(self) -> np.ndarray:
-        """uint8[num_envs, 144, 160] shades 0..3 (as of the last line drawn)."""
+        """uint8[num_envs, 144, 160] shades 0..3: after run_frames, the frame that just
+        completed (blank while the LCD is off and in the first frame after it is switched on)."""
         return self._arrays["frame"].numpy()
 
     def obs(self) -> wp.array:

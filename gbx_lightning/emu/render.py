@@ -26,10 +26,12 @@ In RENDER_OBS mode only those pixels are computed (odd lines return at once);
 the window flag is computed in every mode because it is machine state.
 
 Cost: BG and window are drawn in spans of whole tiles — one map read and one
-tile-row fetch (two VRAM bytes) per 8 pixels, the 8 pixels unrolled.  Objects
-are drawn first into the output row itself (flag byte 0x80 | behind<<2 |
-shade), lowest priority first, so the BG pass that follows resolves each pixel
-with one read; lines without objects skip that entirely.
+tile-row fetch (two VRAM bytes) per 8 pixels, the 8 pixels unrolled, always on
+that plain path.  Objects are drawn afterwards over the finished row, highest
+priority first: the first opaque object pixel claims its position (flag 0x80 in
+the row, cleared at the end), and only under a behind-BG object pixel is the BG
+colour number recomputed; transparent object rows and lines without objects
+cost only the OAM scan.
 
 Limits (documented hardware behaviour not modelled): a line is drawn at once
 with the registers as mode 3 ends, so a write that lands inside mode 3 affects
@@ -56,9 +58,8 @@ _vec10i = wp.types.vector(length=10, dtype=wp.int32)
 # VRAM array index = CPU address - $8000.
 _MAP_9800 = wp.constant(0x1800)
 _MAP_9C00 = wp.constant(0x1C00)
-# Object pixel staged in the output row: present flag, behind-BG flag, shade.
+# Object pixel drawn on this line: claim flag in the output row (cleared after the pass).
 _OBJ_PRESENT = wp.constant(0x80)
-_OBJ_BEHIND = wp.constant(0x04)
 
 
 @wp.func
@@ -119,90 +120,107 @@ def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: in
 
 
 @wp.func
-def _stage_object(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
-                  lcdc: int, i: int, obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8),
-                  obs: wp.array3d(dtype=wp.uint8), full: int):
-    """Write object i's opaque pixels on line ly into the output row (later calls overwrite)."""
-    base = i * 4
-    top = int(oam[env, base]) - 16
-    left = int(oam[env, base + 1]) - 8
-    tile = int(oam[env, base + 2])
-    attr = int(oam[env, base + 3])
-    h = _obj_height(lcdc)
-    row = ly - top
-    if (attr & 0x40) != 0:
-        row = h - 1 - row
-    if h == 16:
-        tile = tile & 0xFE
-    addr = tile * 16 + row * 2
-    lo = int(vram[env, addr])
-    hi = int(vram[env, addr + 1])
-    pal = obp0
-    if (attr & 0x10) != 0:
-        pal = obp1
-    behind = 0
-    if (attr & 0x80) != 0:
-        behind = _OBJ_BEHIND
-    xflip = (attr & 0x20) != 0
-    for px in range(8):
-        sx = left + px
-        if sx >= 0 and sx < 160:
-            bit = 7 - px
-            if xflip:
-                bit = px
-            c = _pixel_colour(lo, hi, bit)
-            if c != 0:
-                staged = wp.uint8(_OBJ_PRESENT | behind | _pal_shade(pal, c))
-                if full != 0:
-                    frame[env, ly, sx] = staged
-                elif (sx & 1) == 0:
-                    obs[env, ly >> 1, sx >> 1] = staged
+def _bg_colour_at(vram: wp.array2d(dtype=wp.uint8), env: int, lcdc: int, x: int, bg_map_row: int, bg_tile_row: int,
+                  scx: int, win_start: int, win_map_row: int, win_tile_row: int) -> int:
+    """BG/window colour number at screen x (only needed under a behind-BG object pixel)."""
+    map_row = bg_map_row
+    tile_row = bg_tile_row
+    mx = (x + scx) & 255
+    if x >= win_start:
+        map_row = win_map_row
+        tile_row = win_tile_row
+        mx = x - win_start
+    addr = _bg_tile_row(vram, env, map_row + ((mx >> 3) & 31), lcdc, tile_row)
+    return _pixel_colour(int(vram[env, addr]), int(vram[env, addr + 1]), 7 - (mx & 7))
 
 
 @wp.func
-def _stage_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
-                   lcdc: int, obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8),
-                   obs: wp.array3d(dtype=wp.uint8), full: int) -> int:
-    """Select this line's objects and stage them lowest priority first.
+def _draw_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
+                  lcdc: int, obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8),
+                  obs: wp.array3d(dtype=wp.uint8), full: int, write_obs: int, bg_on: int, bg_map_row: int,
+                  bg_tile_row: int, scx: int, win_start: int, win_map_row: int, win_tile_row: int):
+    """Draw this line's objects over the BG already in the output row.
 
-    Returns the screen span they cover, x0 | x1 << 16 (x0 < x1), or 0 if none is
-    visible; only that span of the row is staged, the rest is left to the BG pass.
+    Objects go highest priority first; the first opaque object pixel at a position
+    claims it (flag _OBJ_PRESENT in the row, cleared afterwards), so lower-priority
+    objects cannot show there even where the winner hides behind BG colours 1-3.
     """
     h = _obj_height(lcdc)
     keys = _vec10i()
     n = int(0)
-    x0 = int(160)
-    x1 = int(0)
     for i in range(40):
         top = int(oam[env, i * 4]) - 16
         if ly >= top and ly < top + h:
             # priority key: smaller X first, then smaller OAM index (unique per object)
-            ox = int(oam[env, i * 4 + 1])
-            keys[n] = ox * 64 + i
-            x0 = wp.min(x0, wp.max(ox - 8, 0))
-            x1 = wp.max(x1, wp.min(ox, 160))
+            keys[n] = int(oam[env, i * 4 + 1]) * 64 + i
             n += 1
             if n == 10:
                 break
-    if x0 >= x1:
-        return 0
-    if full != 0:
-        for x in range(x0, x1):
-            frame[env, ly, x] = wp.uint8(0)
-    else:
-        for x in range(x0 >> 1, (x1 + 1) >> 1):
-            obs[env, ly >> 1, x] = wp.uint8(0)
-    # painter's order: largest key (lowest priority) first, so winners overwrite
-    upper = int(1 << 30)
+    x0 = int(160)
+    x1 = int(0)
+    lower = int(-1)
     for r in range(n):
-        best = int(-1)
+        best = int(1 << 30)
         for j in range(n):
             k = keys[j]
-            if k < upper and k > best:
+            if k > lower and k < best:
                 best = k
-        upper = best
-        _stage_object(vram, oam, env, ly, lcdc, best & 63, obp0, obp1, frame, obs, full)
-    return x0 | (x1 << 16)
+        lower = best
+        base = (best & 63) * 4
+        top = int(oam[env, base]) - 16
+        left = int(oam[env, base + 1]) - 8
+        tile = int(oam[env, base + 2])
+        attr = int(oam[env, base + 3])
+        if left < 160 and left > -8:
+            row = ly - top
+            if (attr & 0x40) != 0:
+                row = h - 1 - row
+            if h == 16:
+                tile = tile & 0xFE
+            addr = tile * 16 + row * 2
+            lo = int(vram[env, addr])
+            hi = int(vram[env, addr + 1])
+            pal = obp0
+            if (attr & 0x10) != 0:
+                pal = obp1
+            behind = (attr & 0x80) != 0 and bg_on != 0
+            xflip = (attr & 0x20) != 0
+            if (lo | hi) == 0:  # a transparent row draws nothing
+                left = 160
+            for px in range(8):
+                sx = left + px
+                if sx >= 0 and sx < 160 and (full != 0 or (sx & 1) == 0):
+                    bit = 7 - px
+                    if xflip:
+                        bit = px
+                    c = _pixel_colour(lo, hi, bit)
+                    if c != 0:
+                        cur = int(0)
+                        if full != 0:
+                            cur = int(frame[env, ly, sx])
+                        else:
+                            cur = int(obs[env, ly >> 1, sx >> 1])
+                        if (cur & _OBJ_PRESENT) == 0:
+                            shade = _pal_shade(pal, c)
+                            if behind:
+                                if _bg_colour_at(vram, env, lcdc, sx, bg_map_row, bg_tile_row, scx, win_start,
+                                                 win_map_row, win_tile_row) != 0:
+                                    shade = cur
+                            if full != 0:
+                                frame[env, ly, sx] = wp.uint8(_OBJ_PRESENT | shade)
+                            else:
+                                obs[env, ly >> 1, sx >> 1] = wp.uint8(_OBJ_PRESENT | shade)
+                            x0 = wp.min(x0, sx)
+                            x1 = wp.max(x1, sx + 1)
+    # clear the claim flags (and refresh obs from the finished full row)
+    for x in range(x0, x1):
+        if full != 0:
+            v = int(frame[env, ly, x]) & 3
+            frame[env, ly, x] = wp.uint8(v)
+            if write_obs != 0 and (x & 1) == 0:
+                obs[env, ly >> 1, x >> 1] = wp.uint8(v)
+        elif (x & 1) == 0:
+            obs[env, ly >> 1, x >> 1] = wp.uint8(int(obs[env, ly >> 1, x >> 1]) & 3)
 
 
 @wp.func
@@ -226,22 +244,8 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     elif (ly & 1) != 0:
         return win
     write_obs = 1 - (ly & 1)
-    oy = ly >> 1
 
-    staged = int(0)
-    if (lcdc & 0x02) != 0:
-        staged = _stage_objects(vram, oam, env, ly, lcdc, obp0, obp1, frame, obs, full)
-
-    bg_on = (lcdc & 0x01) != 0
-    if not bg_on:  # DMG: BG and window blank (colour 0); objects still drawn
-        x = int(0)
-        while x < 160:
-            in_span = int(0)
-            if x >= (staged & 0xFFFF) and x < (staged >> 16):
-                in_span = 1
-            _emit_pixel(env, ly, x, 0, bgp, in_span, full, write_obs, frame, obs)
-            x += step
-        return win
+    bg_on = lcdc & 0x01
     win_start = int(1 << 20)
     if win != 0:
         win_start = wx - 7
@@ -249,32 +253,34 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if (lcdc & 0x08) != 0:
         bg_map_row = _MAP_9C00
     bg_y = (ly + scy) & 255
-    bg_end = wp.min(160, wp.max(win_start, 0))
-    if bg_end > 0:
-        _draw_span(vram, env, ly, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, bg_end, scx, bgp, staged,
-                   full, write_obs, frame, obs)
-    if bg_end < 160:
-        win_map_row = _MAP_9800
-        if (lcdc & 0x40) != 0:
-            win_map_row = _MAP_9C00
-        _draw_span(vram, env, ly, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, bg_end, 160,
-                   bg_end - win_start, bgp, staged, full, write_obs, frame, obs)
+    win_map_row = _MAP_9800
+    if (lcdc & 0x40) != 0:
+        win_map_row = _MAP_9C00
+    if bg_on == 0:  # DMG: BG and window blank (colour 0); objects still drawn
+        x = int(0)
+        while x < 160:
+            _emit_pixel(env, ly, x, 0, bgp, full, write_obs, frame, obs)
+            x += step
+    else:
+        bg_end = wp.min(160, wp.max(win_start, 0))
+        if bg_end > 0:
+            _draw_span(vram, env, ly, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, bg_end, scx, bgp,
+                       full, write_obs, frame, obs)
+        if bg_end < 160:
+            _draw_span(vram, env, ly, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, bg_end, 160,
+                       bg_end - win_start, bgp, full, write_obs, frame, obs)
+    if (lcdc & 0x02) != 0:
+        _draw_objects(vram, oam, env, ly, lcdc, obp0, obp1, frame, obs, full, write_obs, bg_on,
+                      bg_map_row + (bg_y >> 3) * 32, bg_y & 7, scx, win_start,
+                      win_map_row + (window_line >> 3) * 32, window_line & 7)
     return win
 
 
 @wp.func
-def _emit_pixel(env: int, ly: int, x: int, c: int, bgp: int, staged: int, full: int, write_obs: int,
+def _emit_pixel(env: int, ly: int, x: int, c: int, bgp: int, full: int, write_obs: int,
                 frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
-    """Resolve BG colour c against the staged object pixel at x and write the shade."""
+    """Write the shade of BG colour c at x."""
     shade = _pal_shade(bgp, c)
-    if staged != 0:
-        s = int(0)
-        if full != 0:
-            s = int(frame[env, ly, x])
-        else:
-            s = int(obs[env, ly >> 1, x >> 1])
-        if (s & _OBJ_PRESENT) != 0 and ((s & _OBJ_BEHIND) == 0 or c == 0):
-            shade = s & 3
     if full != 0:
         frame[env, ly, x] = wp.uint8(shade)
         if write_obs != 0 and (x & 1) == 0:
@@ -285,7 +291,7 @@ def _emit_pixel(env: int, ly: int, x: int, c: int, bgp: int, staged: int, full: 
 
 @wp.func
 def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, map_row: int, tile_row: int,
-               x_begin: int, x_end: int, map_x: int, bgp: int, staged: int, full: int, write_obs: int,
+               x_begin: int, x_end: int, map_x: int, bgp: int, full: int, write_obs: int,
                frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
     """Screen pixels [x_begin, x_end) from one 32-tile map row, starting at map pixel map_x
     (wrapping at 256): one tile-row fetch per 8 pixels; in obs mode only even x."""
@@ -299,17 +305,7 @@ def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, m
         n = wp.min(8 - first, x_end - x)
         base = x - first  # screen x of the tile's pixel 0
         last = first + n
-        if staged != 0 and base < (staged >> 16) and base + 8 > (staged & 0xFFFF):
-            for p in range(8):
-                if p >= first and p < last:
-                    px = base + p
-                    if full != 0 or (px & 1) == 0:
-                        in_span = int(0)
-                        if px >= (staged & 0xFFFF) and px < (staged >> 16):
-                            in_span = 1
-                        _emit_pixel(env, ly, px, _pixel_colour(lo, hi, 7 - p), bgp, in_span, full, write_obs,
-                                    frame, obs)
-        elif full != 0:
+        if full != 0:
             if n == 8:  # a whole tile: no bounds to test
                 for p in range(8):
                     frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))

@@ -216,7 +216,7 @@ class EnvStepsProgressBar(RichProgressBar):
     """Lightning's Rich bar counting training batches of the whole run, with env steps, env steps/s, return.
 
     One bar for the run: the stream is a single epoch whose length is the run's batch budget
-    (A2C: max_steps * update_every transitions; PPO: max_steps minibatches), so the bar's total
+    (max_steps batches: one per optimizer step), so the bar's total
     is that budget rather than Lightning's max_steps-based guess, and a resumed run continues it.
     """
 

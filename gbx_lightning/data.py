@@ -4,8 +4,13 @@
 the policy live in the training process, on the training device). Each item is one
 batch for one ``training_step``:
 
-* A2C (``rollout_steps=None``): one transition of all N envs
-  ``{obs, actions, rewards, final_obs, terminated, truncated}`` (T = 1).
+* A2C (``rollout_steps=None``): ``steps_per_batch`` consecutive transitions of all N envs
+  (the A2C module's ``update_every``), flattened to ``steps_per_batch * N`` rows
+  ``{obs, actions, rewards, final_obs, terminated, truncated}``. Each row is one T = 1
+  transition with its own TD(0) target. All of them are acted with the same parameters:
+  the optimizer steps only between batches, so acting the window here and updating once
+  is the same computation as one batch per env step with gradient accumulation, and it
+  pays Lightning's per-batch bookkeeping once per update instead of once per env step.
 * PPO (``rollout_steps=T``): a T-step rollout is collected, GAE advantages and
   returns are computed with ``rl.gae`` (``next_values = V(final_obs)``), and the
   flattened T*N samples are served as ``minibatches`` shuffled minibatches per
@@ -127,17 +132,21 @@ class RolloutStream(IterableDataset):
         policy: actor-critic ``nn.Module`` (``forward(obs) -> (logits, value)``), the module's own.
         seed: seeds the first ``env.reset`` and the action-sampling generator.
         num_batches: batches to report as length (one Lightning epoch); ``None`` = unbounded.
+        steps_per_batch: A2C mode: env steps (of all N envs) per batch.
         rollout_steps, epochs, minibatches, gamma, gae_lambda: PPO mode when ``rollout_steps`` is set.
     """
 
     def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, *,
-                 rollout_steps: int | None = None, epochs: int = 1, minibatches: int = 1,
+                 steps_per_batch: int = 1, rollout_steps: int | None = None, epochs: int = 1, minibatches: int = 1,
                  gamma: float = 0.99, gae_lambda: float = 0.95):
         super().__init__()
         self.env = env
         self.policy = policy
         self.seed = int(seed)
         self.num_batches = num_batches
+        self.steps_per_batch = int(steps_per_batch)
+        if self.steps_per_batch < 1:
+            raise ValueError(f"RolloutStream: steps_per_batch must be an int >= 1, got {steps_per_batch!r}")
         self.rollout_steps = rollout_steps
         self.epochs = int(epochs)
         self.minibatches = int(minibatches)
@@ -207,44 +216,44 @@ class RolloutStream(IterableDataset):
         self.env_steps += rewards.shape[0]
         return out
 
-    def _transitions(self) -> Iterator[dict[str, torch.Tensor]]:
-        """A2C: one transition of all N envs per batch."""
-        while True:
-            t = time.perf_counter()
-            # clone: an env may write its next observation into the same buffer in step()
-            obs = self.obs.clone()
-            actions, _, _ = self._act(obs, logprobs=False)
-            self.time_act_s += time.perf_counter() - t
+    @torch.no_grad()
+    def _collect(self, steps: int, logprobs: bool) -> dict[str, torch.Tensor]:
+        """Act and step ``steps`` times with the current policy; each field stacked once to [steps, N, ...]."""
+        keys = ("obs", "final_obs", "actions", "rewards", "terminated", "truncated")
+        if logprobs:
+            keys += ("logprobs", "values")
+        # per-step tensors are kept by reference and stacked once: one copy per field per batch
+        cols: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            obs = self.obs
+            actions, lp, values = self._act(obs, logprobs=logprobs)
+            self.time_act_s += time.perf_counter() - t0
             next_obs, rewards, terminated, truncated, info = self._env_step(actions)
+            if next_obs.data_ptr() == obs.data_ptr() or info["final_obs"].data_ptr() == obs.data_ptr():
+                raise RuntimeError("env.step returned an observation in the same memory as the previous one; "
+                                   "RolloutStream keeps observations by reference until the batch is built and "
+                                   "needs fresh tensors from step() (clone inside the env)")
+            step = {"obs": obs, "final_obs": info["final_obs"], "actions": actions, "rewards": rewards,
+                    "terminated": terminated, "truncated": truncated, "logprobs": lp, "values": values}
+            for k in keys:
+                cols[k].append(step[k])
             self.obs = next_obs
-            yield {"obs": obs, "actions": actions, "rewards": rewards, "final_obs": info["final_obs"],
-                   "terminated": terminated, "truncated": truncated}
+        return {k: torch.stack(v) for k, v in cols.items()}
+
+    def _transitions(self) -> Iterator[dict[str, torch.Tensor]]:
+        """A2C: ``steps_per_batch`` transitions of all N envs per batch, rows flattened to [steps_per_batch * N]."""
+        while True:
+            window = self._collect(self.steps_per_batch, logprobs=False)
+            yield {k: v.flatten(0, 1) for k, v in window.items()}
 
     @torch.no_grad()
     def _collect_rollout(self) -> dict[str, torch.Tensor]:
         from gbx_lightning.rl import gae
 
         T, n = self.rollout_steps, self.env.num_envs
-        # per-step tensors are kept by reference and stacked once: one copy per field per rollout
-        cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "final_obs", "actions", "logprobs", "values",
-                                                                "rewards", "terminated", "truncated")}
-        for _ in range(T):
-            t0 = time.perf_counter()
-            obs = self.obs
-            actions, logprobs, values = self._act(obs)
-            self.time_act_s += time.perf_counter() - t0
-            next_obs, rewards, terminated, truncated, info = self._env_step(actions)
-            if next_obs.data_ptr() == obs.data_ptr() or info["final_obs"].data_ptr() == obs.data_ptr():
-                raise RuntimeError("env.step returned an observation in the same memory as the previous one; "
-                                   "RolloutStream keeps a rollout's observations by reference and needs fresh "
-                                   "tensors from step() (clone inside the env)")
-            for k, v in (("obs", obs), ("final_obs", info["final_obs"]), ("actions", actions),
-                         ("logprobs", logprobs), ("values", values), ("rewards", rewards),
-                         ("terminated", terminated), ("truncated", truncated)):
-                cols[k].append(v)
-            self.obs = next_obs
+        buf = self._collect(T, logprobs=True)  # [T, N, ...]
         t0 = time.perf_counter()
-        buf = {k: torch.stack(v) for k, v in cols.items()}  # [T, N, ...]
         # V(s') for every transition in one batched forward: bootstraps truncations and the rollout's end.
         _, next_values = self.policy(buf["final_obs"].flatten(0, 1))
         advantages, returns = gae(buf["rewards"], buf["values"], next_values.view(T, n), buf["terminated"],

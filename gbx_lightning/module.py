@@ -1,9 +1,10 @@
 """LightningModules for streaming A2C (TD(0)) and PPO on a vector env.
 
-Why manual optimisation: an RL update is not "one batch -> one loss -> one step".
-A2C accumulates gradients over ``update_every`` env steps (a hyper-parameter of the
-algorithm, not of the Trainer) and PPO steps once per minibatch; both clip the
-gradient norm and log it. With ``automatic_optimization = False`` each
+One batch = one optimizer step: A2C updates once per ``update_every`` env steps
+(a hyper-parameter of the algorithm, not of the Trainer; the stream delivers those
+transitions as one batch) and PPO once per minibatch. Why manual optimisation: both
+clip the gradient norm and log the pre-clip norm without a host sync, and with
+``automatic_optimization = False`` each
 ``training_step`` reads as the algorithm: forward, loss (from ``gbx_lightning.rl``),
 backward, clip, step. Lightning still owns the loop, devices, checkpoints,
 callbacks and logging, and ``trainer.global_step`` counts optimizer steps
@@ -193,13 +194,12 @@ class RLModule(LightningModule):
     def train_dataloader(self):
         num_batches = UNBOUNDED
         if self._trainer is not None and self.trainer.max_steps > 0:
-            num_batches = self.trainer.max_steps * self.batches_per_opt_step
+            num_batches = self.trainer.max_steps  # one batch per optimizer step
         self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, **self._stream_kwargs())
         self.stream.env_steps = self._restored_env_steps
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
     # ---- step counters and checkpoint -----------------------------------------------------------
-    batches_per_opt_step = 1
     opt_steps_per_cycle = 1  # optimizer steps between points where a checkpoint captures all state
 
     @property
@@ -305,9 +305,17 @@ class RLModule(LightningModule):
 class A2CModule(RLModule):
     """Streaming advantage actor-critic with one-step TD(0) targets.
 
-    Every batch is one transition of all N envs; gradients of ``update_every``
-    consecutive transitions are accumulated (mean), then clipped and applied.
-    So ``opt_steps = env_steps / (num_envs * update_every)``.
+    One optimizer step per ``update_every`` env steps of all N envs: the gradient of the mean
+    TD(0) loss over those ``update_every * N`` transitions, clipped and applied. So
+    ``opt_steps = env_steps / (num_envs * update_every)``.
+
+    The stream delivers the ``update_every`` transitions as one batch (flattened to
+    ``update_every * N`` rows). That is gradient accumulation over ``update_every`` env steps,
+    done in one pass: the parameters do not change inside the window, every row keeps its own
+    one-step target r + gamma * (1 - terminated) * V(s'), and the mean over all rows is the mean
+    of the per-step mean losses (each step has N rows), so the gradient is the sum of the
+    per-step gradients / ``update_every`` (tests/test_trainer.py checks it). Lightning's per-batch
+    work then happens once per update rather than once per env step.
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
@@ -320,9 +328,6 @@ class A2CModule(RLModule):
                          policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
                          value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
                          eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
-        self.batches_per_opt_step = update_every
-        self._accumulated = 0
-        self._window_loss = None
 
     @classmethod
     def check_config(cls, **hp: Any) -> None:
@@ -332,27 +337,22 @@ class A2CModule(RLModule):
                      hp["update_every"])
 
     def _stream_kwargs(self) -> dict:
-        return {}
+        return {"steps_per_batch": self.hparams.update_every}
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        """One update from ``update_every`` transitions of all N envs (rows of ``batch``), acted with these weights."""
         t0 = time.perf_counter()
         # 1. V(s') of the true next states, no gradient (bootstraps through truncation; rl.a2c_td0 masks termination)
         with torch.no_grad():
             _, next_values = self.policy(batch["final_obs"])
-        # 2. pi(.|s), V(s) with gradient, and the TD(0) actor-critic loss
+        # 2. pi(.|s), V(s) with gradient, and the TD(0) actor-critic loss, averaged over all rows of the window
         logits, values = self.policy(batch["obs"])
         out = a2c_td0(logits, values, batch["actions"], batch["rewards"], next_values, batch["terminated"],
                       gamma=self.hparams.gamma, value_coef=self.hparams.value_coef,
                       entropy_coef=self.hparams.entropy_coef)
-        # 3. mean loss over `update_every` transitions; one backward, clip and step at the end of the window
-        #    (the same gradient as accumulating per transition, with one backward pass instead of update_every)
-        scaled = out["loss"] / self.hparams.update_every
-        self._window_loss = scaled if self._window_loss is None else self._window_loss + scaled
-        self._accumulated += 1
-        if self._accumulated == self.hparams.update_every:
-            self.manual_backward(self._window_loss)
-            self._clip_and_step(self.optimizers())
-            self._window_loss, self._accumulated = None, 0
+        # 3. backward, clip, step
+        self.manual_backward(out["loss"])
+        self._clip_and_step(self.optimizers())
         self._track(out)
         self.time_update_s += time.perf_counter() - t0
 

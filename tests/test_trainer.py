@@ -16,6 +16,7 @@ from gbx_lightning.data import RolloutStream
 from gbx_lightning.envs import make_env
 from gbx_lightning.models import make_policy
 from gbx_lightning.module import A2CModule, PPOModule
+from gbx_lightning.rl import a2c_td0
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5,
               "food_range": [2, 3], "poison_range": [1, 2], "start_energy": 3.0, "step_cost": 0.5}
@@ -26,7 +27,7 @@ trainer:
   max_steps: 4
   accelerator: cpu
   devices: 1
-  val_check_interval: 12
+  val_check_interval: 4
   check_val_every_n_epoch: null
 model:
   class_path: gbx_lightning.module.A2CModule
@@ -75,11 +76,13 @@ def _take(it, k):
     return [next(it) for _ in range(k)]
 
 
-def test_a2c_stream_state_dict_round_trip_continues_identically():
+@pytest.mark.parametrize("steps_per_batch", [1, 2])
+def test_a2c_stream_state_dict_round_trip_continues_identically(steps_per_batch):
     def fresh():
         torch.manual_seed(0)
         env = make_env("foraging", num_envs=3, **ENV_KWARGS)
-        return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7)
+        return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7,
+                             steps_per_batch=steps_per_batch)
 
     a = fresh()
     it = iter(a)
@@ -88,13 +91,73 @@ def test_a2c_stream_state_dict_round_trip_continues_identically():
     expected = _take(it, 6)  # crosses episode ends (max_steps 12, start_energy 3)
     b = fresh()
     b.load_state_dict(state)
-    assert b.env_steps == 7 * 3
+    assert b.env_steps == 7 * 3 * steps_per_batch
     got = _take(iter(b), 6)
-    assert b.env_steps == a.env_steps == 13 * 3
+    assert b.env_steps == a.env_steps == 13 * 3 * steps_per_batch
+    assert expected[0]["obs"].shape[0] == 3 * steps_per_batch
     assert any(bool((e["terminated"] | e["truncated"]).any()) for e in expected)
     for e, g in zip(expected, got):
         for k in e:
             torch.testing.assert_close(g[k], e[k], msg=k)
+
+
+def _a2c_stream(num_envs, seed, steps_per_batch, policy_state=None):
+    env = make_env("foraging", num_envs=num_envs, **ENV_KWARGS)
+    policy = make_policy("mlp", env.obs_shape, env.num_actions, hidden=[16])
+    if policy_state is not None:
+        policy.load_state_dict(policy_state)
+    return RolloutStream(env, policy, seed=seed, steps_per_batch=steps_per_batch)
+
+
+def test_a2c_window_batch_is_the_per_step_transitions_stacked():
+    torch.manual_seed(0)
+    window = _a2c_stream(4, 5, steps_per_batch=3)
+    per_step = _a2c_stream(4, 5, steps_per_batch=1, policy_state=window.policy.state_dict())
+    w_it, s_it = iter(window), iter(per_step)
+    for _ in range(4):  # 12 env steps: crosses episode ends (max_steps 12, start_energy 3)
+        batch = next(w_it)
+        steps = _take(s_it, 3)
+        for k in batch:
+            torch.testing.assert_close(batch[k], torch.cat([s[k] for s in steps]), msg=k)
+    assert window.env_steps == per_step.env_steps == 12 * 4
+
+
+class _GradsBeforeStep(Callback):
+    """Keeps the policy's initial weights and the gradient handed to the first optimizer step."""
+
+    def on_train_start(self, trainer, pl_module):
+        self.initial = {k: v.clone() for k, v in pl_module.policy.state_dict().items()}
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+        if not hasattr(self, "grads"):
+            self.grads = {n: p.grad.clone() for n, p in pl_module.policy.named_parameters()}
+
+
+def test_a2c_update_gradient_equals_accumulated_per_step_gradients():
+    """One A2C update from an update_every-step window == accumulating update_every per-step TD(0) gradients
+    (1/update_every each) on the same transitions with the same weights: what the module's docstring claims."""
+    k, n, seed = 3, 4, 11
+    torch.manual_seed(0)
+    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=n, policy="mlp",
+                       policy_kwargs={"hidden": [16]}, update_every=k, max_grad_norm=None, entropy_coef=0.01,
+                       seed=seed)
+    spy = _GradsBeforeStep()
+    _tiny_trainer(1, callbacks=[spy]).fit(module)
+    assert module.env_steps == k * n
+
+    stream = _a2c_stream(n, seed, steps_per_batch=1, policy_state=spy.initial)
+    policy = stream.policy
+    policy.zero_grad()
+    for step in _take(iter(stream), k):  # the same k transitions of all n envs, acted with the same weights
+        with torch.no_grad():
+            _, next_values = policy(step["final_obs"])
+        logits, values = policy(step["obs"])
+        out = a2c_td0(logits, values, step["actions"], step["rewards"], next_values, step["terminated"],
+                      gamma=0.99, value_coef=0.5, entropy_coef=0.01)
+        (out["loss"] / k).backward()
+    for name, p in policy.named_parameters():
+        assert p.grad.abs().sum() > 0, name
+        torch.testing.assert_close(spy.grads[name], p.grad, msg=name)
 
 
 def test_ppo_stream_round_trip_between_rollouts():
@@ -157,7 +220,7 @@ def test_fit_then_resume_continues_counters_logs_and_matches_uninterrupted_run(t
                 "loss_policy", "loss_value", "entropy", "value_mean", "grad_norm", "lr", "time_env_s",
                 "time_act_s", "time_update_s", "episode_poison_eaten_mean"):
         assert key in steps[-1], key
-    # eval ran at batch 12 and 24 (= opt steps 4 and 8): 3 episodes each
+    # eval ran at batch 4 and 8 (= opt steps 4 and 8): 3 episodes each
     assert [(e["eval"]["opt_steps"], e["eval"]["eval/episodes"]) for e in evals] == [(4, 3.0), (8, 3.0)]
     # TensorBoard continues in the same run directory (two event files, no version_N)
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2
@@ -197,7 +260,7 @@ def test_validate_reports_mean_return_and_success_rate(tmp_path, capsys):
 
 class _Boom(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if batch_idx == 4:
+        if batch_idx == 2:
             raise RuntimeError("env exploded")
 
 
@@ -213,11 +276,11 @@ def test_a_dying_run_writes_an_error_record_and_a_checkpoint(tmp_path):
         trainer.fit(module)
     lines = [json.loads(x) for x in (tmp_path / "train.jsonl").read_text().splitlines()]
     assert "meta" in lines[0]
-    assert [r["opt_steps"] for r in lines[1:-1]] == [1, 2]
-    assert lines[-1] == {"error": {"type": "RuntimeError", "message": "env exploded", "env_steps": 10,
-                                   "opt_steps": 2, "wall_time_s": lines[-1]["error"]["wall_time_s"]}}
+    assert [r["opt_steps"] for r in lines[1:-1]] == [1, 2, 3]
+    assert lines[-1] == {"error": {"type": "RuntimeError", "message": "env exploded", "env_steps": 12,
+                                   "opt_steps": 3, "wall_time_s": lines[-1]["error"]["wall_time_s"]}}
     saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
-    assert saved["gbx"] == {"env_steps": 10, "opt_steps": 2}
+    assert saved["gbx"] == {"env_steps": 12, "opt_steps": 3}
 
 
 class _Unpicklable:

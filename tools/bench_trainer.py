@@ -1,11 +1,12 @@
 """Lightning's overhead: env steps/s of `fit` against a plain PyTorch loop doing the same work.
 
 Both paths use the same env (ForagingEnv), policy, loss (rl.a2c_td0 or rl.ppo_loss), batch and
-update schedule; they differ only in who runs the loop. `fit` runs as the CLI runs it (A2CModule /
-PPOModule, RolloutStream, the JSONL + TensorBoard TrainingLog), minus checkpoints and the progress
-bar. Each repeat times the steady state: the first `--warmup` optimizer steps (env/kernel set-up,
-first allocations) are excluded from both. Repeats are interleaved (plain, fit, plain, fit, ...)
-because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
+update schedule (A2C: one update per `update_every` env steps of all N envs, computed on the whole
+window at once, as A2CModule does); they differ only in who runs the loop (see run_plain). `fit`
+runs as the CLI runs it (A2CModule / PPOModule, RolloutStream, the JSONL + TensorBoard TrainingLog),
+minus checkpoints and the progress bar. Each repeat times the steady state: the first `--warmup`
+optimizer steps (env/kernel set-up, first allocations) are excluded from both. Repeats are
+interleaved (plain, fit, plain, fit, ...) because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
 wall time and for this process's CPU time (robust when other processes share the cores).
 
     python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 128 envs, update_every 2)
@@ -84,7 +85,14 @@ def run_fit(args, seed: int) -> tuple[float, float]:
 
 
 def run_plain(args, seed: int) -> tuple[float, float]:
-    """The same algorithm as a hand-written loop: no Lightning, no logging."""
+    """The same algorithm as a hand-written loop: no Lightning, no logging.
+
+    Per optimizer step it does what fit does: A2C acts `update_every` env steps of all N envs with the
+    current weights (Gumbel-max sampling), keeps the transitions, then one V(s') forward under no_grad,
+    one forward + rl.a2c_td0 over all `update_every * N` rows, backward, clip_grad_norm_, Adam step;
+    PPO collects a T-step rollout, GAE, and steps once per shuffled minibatch. Not included (fit does
+    them): the episode statistics, phase timers, JSONL/TensorBoard records and Lightning's loop.
+    """
     torch.manual_seed(seed)
     env = make_env("foraging", num_envs=args.num_envs, **ENV_KWARGS)
     policy = make_policy(args.policy, env.obs_shape, env.num_actions, **_policy_kwargs(args))
@@ -103,20 +111,23 @@ def run_plain(args, seed: int) -> tuple[float, float]:
         if opt_step == args.warmup:
             t0, env0 = _now(), env_steps
         if args.algo == "a2c":
-            window_loss = 0.0
-            for _ in range(args.update_every):
-                with torch.no_grad():
+            # update_every env steps of all N envs with the current weights, then one update on all rows
+            cols = {k: [] for k in ("obs", "final", "act", "rew", "term")}
+            with torch.no_grad():
+                for _ in range(args.update_every):
                     logits, _ = policy(obs)
                     actions = sample_actions(logits, gen)
-                cur = obs.clone()
-                obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
-                env_steps += args.num_envs
-                with torch.no_grad():
-                    _, next_values = policy(info["final_obs"])
-                logits, values = policy(cur)
-                out = a2c_td0(logits, values, actions, rewards, next_values, terminated, gamma=0.99)
-                window_loss = window_loss + out["loss"] / args.update_every
-            update(window_loss)
+                    cols["obs"].append(obs)
+                    obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
+                    env_steps += args.num_envs
+                    for k, v in (("final", info["final_obs"]), ("act", actions), ("rew", rewards),
+                                 ("term", terminated)):
+                        cols[k].append(v)
+                w = {k: torch.cat(v) for k, v in cols.items()}
+                _, next_values = policy(w["final"])
+            logits, values = policy(w["obs"])
+            out = a2c_td0(logits, values, w["act"], w["rew"], next_values, w["term"], gamma=0.99)
+            update(out["loss"])
         else:
             per_rollout = args.epochs * args.minibatches
             if opt_step % per_rollout == 0:

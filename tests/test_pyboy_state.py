@@ -155,22 +155,51 @@ def test_game_state_matches_pyboy_at_save_point(game):
     assert (gb.registers(1), gb.read_memory(1, 0x8000, 0x8000)) == game["untouched"]
 
 
+def _orchard_frame_done_addr() -> int:
+    """Address of MainLoop's `jr MainLoop` after `call UpdateGame`: the game's frame work
+    (VBlank handler, then UpdateGame) is done and it changes no WRAM until the next VBlank."""
+    from gbx_lightning.roms import ROM_DIR, build_rom, rom_source_path
+    from gbx_lightning.roms.asm import assemble_with_symbols
+
+    path = rom_source_path("orchard")
+    rom, symbols = assemble_with_symbols(path.read_text(), origin_file=str(path),
+                                         include_dirs=(str(ROM_DIR),))
+    assert rom == build_rom("orchard")
+    addr = symbols["MainLoop"] + 12
+    assert rom[addr - 3] == 0xCD and rom[addr] == 0x18      # call UpdateGame; jr MainLoop
+    return addr
+
+
 def test_game_continues_like_pyboy(game):
-    """Same inputs after the load: the game's variables ($C100-$C11F, shadow OAM) agree
-    frame by frame, then the screen."""
+    """Same inputs after the load: the game's variables ($C000-$C11F: shadow OAM, game
+    state) agree frame by frame, and so does the screen.
+
+    The two emulators cut frames at different places (pyboy_state.py, "Frames"): PyBoy's
+    tick ends where line 0 starts (the state was saved there), run_frames where VBlank
+    starts. So PyBoy's tick n (n = 1, 2, ...) and our call n run lines 0-143 of the same
+    frame and must show the same screen. Orchard's frame work (the VBlank handler, which
+    reads the joypad, then UpdateGame in the main loop) starts at VBlank and may run past
+    line 0, so PyBoy's WRAM at the end of a tick can be half updated; it is compared where
+    the work is done: a PyBoy hook after UpdateGame records WRAM there (the n-th time it
+    runs after the load), and our WRAM after call n must equal it, as the game then
+    halts until the next VBlank. Call n+1 runs the VBlank at the end of tick n, so it gets
+    tick n's buttons (call 1 runs no VBlank, its buttons are not read)."""
     gb, run, buttons = game["gb"], game["run"], game["buttons"]
+    done = []
+    run.pb.hook_register(0, _orchard_frame_done_addr(),
+                         lambda ctx: done.append(run.read(0xC000, 0x120)), None)
     gb.load_pyboy_state(game["data"])            # all envs this time
     for k in range(ON_FRAMES):
         mask = buttons(SAVE_FRAME + k)
-        run.step(mask, render=k == ON_FRAMES - 1)
-        gb.run_frames(1, buttons=np.full(3, mask, np.uint8), render="full")
-        want = run.read(0xC000, 0x120)
+        gb.run_frames(1, buttons=np.full(3, buttons(SAVE_FRAME + max(k - 1, 0)), np.uint8),
+                      render="full")             # call k+1: lines 0-143 of tick k+1's frame
+        run.step(mask, render=True)              # tick k+1
+        shades = run.shades()
         for env in range(3):
-            assert gb.read_memory(env, 0xC000, 0x120) == want, (k, env)
-    assert run.read(0xC107, 2) != game["at_save"]["mem"][0xC000][0x107:0x109]  # the player moved
-    shades = run.shades()
-    for env in range(3):
-        np.testing.assert_array_equal(gb.frame()[env], shades)
+            np.testing.assert_array_equal(gb.frame()[env], shades, err_msg=f"frame {k}")
+            assert gb.read_memory(env, 0xC000, 0x120) == done[k], (k, env)
+    assert len(done) in (ON_FRAMES, ON_FRAMES + 1)
+    assert done[-1][0x107:0x109] != game["at_save"]["mem"][0xC000][0x107:0x109]  # player moved
 
 
 # ------------------------------------------------------------------- banked cartridge
@@ -313,20 +342,62 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
 
 def test_cart_continues_like_pyboy(cart):
     """Bank switching and cart RAM after the load: the per-bank counters in WRAM and every
-    RAM bank agree with PyBoy over 20 more frames."""
-    run = cart["run"]
+    RAM bank agree with PyBoy over 20 more frames.
+
+    The main loop sits in HALT and runs once per VBlank interrupt, a few dozen
+    instructions that end inside VBlank, so both frame ends (PyBoy's at line 0,
+    run_frames' at line 144) fall where it is halted and WRAM/cart RAM compare directly:
+    after our first call (lines 0-143 of the frame PyBoy saved at the start of) nothing
+    has changed, and after our call n+1 (which runs the VBlank at the end of PyBoy's tick
+    n) they equal PyBoy's after tick n, including the TIMA/DIV values the loop samples as
+    the VBlank wakes it. Our clock must stop at VBlank: 144 lines after PyBoy's line 0
+    (plus the instruction in progress).
+    """
+    run, st = cart["run"], cart["state"]
     gb = VecGameBoy(cart["rom"], 2)
     gb.load_pyboy_state(io.BytesIO(cart["data"]))
-    for _ in range(20):
+    line0 = st.cpu["cycles"] - st.lcd["clock"] % 70224         # PyBoy's frame starts here
+    vblank = range(144 * 456, 144 * 456 + 24)
+    gb.run_frames(1)
+    assert gb.registers(0)["cycles"] - line0 in vblank
+    assert gb.read_memory(0, 0xC000, 0x20) == cart["at_save"]["mem"][0xC000][:0x20]
+    for n in range(20):
         run.step()
         gb.run_frames(1)
         want = run.read(0xC000, 0x20)
-        assert gb.read_memory(0, 0xC000, 0x20) == want
-        assert gb.read_memory(1, 0xC000, 0x20) == want
+        assert gb.read_memory(0, 0xC000, 0x20) == want, n
+        assert gb.read_memory(1, 0xC000, 0x20) == want, n
+        assert gb.registers(0)["cycles"] - (line0 + (n + 1) * 70224) in vblank, n
     cart_ram = gb._arrays["cart_ram"].numpy()
     for bank in range(4):
         assert bytes(cart_ram[0, bank * 0x2000:(bank + 1) * 0x2000]) == bytes(
             run.ram_bank(bank)), bank
+
+
+@pytest.mark.parametrize("line", [150, 20])
+def test_first_frame_after_load_ends_at_vblank(cart, monkeypatch, line):
+    """Wherever PyBoy was in its frame (here moved to line 150, inside VBlank, and to line
+    20), the first run_frames call after the load ends where the next VBlank starts."""
+    import dataclasses
+
+    from gbx_lightning.emu import pyboy_state
+
+    st = cart["state"]
+    pos = line * 456 + 100
+    lcd = dict(st.lcd, clock=pos, last_cycles=st.cpu["cycles"], ly=line,
+               stat=(st.lcd["stat"] & ~3) | (1 if line >= 144 else 0),
+               clock_target=(line + 1) * 456)
+    moved = dataclasses.replace(st, lcd=lcd)
+    monkeypatch.setattr(pyboy_state, "parse_pyboy_state", lambda *a, **k: moved)
+    gb = VecGameBoy(cart["rom"], 1)
+    gb.load_pyboy_state(cart["data"])
+    t = st.cpu["cycles"]
+    assert gb.registers(0)["cycles"] == t and gb.read_memory(0, 0xFF44, 1)[0] == line
+    next_vblank = t - pos + (70224 if line >= 144 else 0) + 144 * 456
+    gb.run_frames(1)
+    assert gb.registers(0)["cycles"] - next_vblank in range(0, 24)
+    gb.run_frames(1)
+    assert gb.registers(0)["cycles"] - (next_vblank + 70224) in range(0, 24)
 
 
 # ------------------------------------------------------------------- bad files

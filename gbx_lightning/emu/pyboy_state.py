@@ -39,10 +39,19 @@ What PyBoy does not store, and the nearest consistent value chosen:
   lines from WY to the current line (exact unless the window was toggled or moved
   mid-frame). The STAT interrupt line is recomputed from the imported registers. A state
   saved in the first frame after the LCD was switched on keeps that frame blank.
-- Frames: run_frames' frame windows are aligned with PyBoy's (a frame ends where line 0
-  starts), so the same inputs per frame land on the same emulated cycles in both. PyBoy
-  also ends a frame when the LCD is switched on; VecGameBoy keeps 70224-cycle frames, so
-  from a state saved with the LCD off the two cut frames at different places after it.
+- Frames: the two cut frames at different places. PyBoy's tick() ends where line 0
+  starts (and when the LCD is switched on); VecGameBoy's run_frames ends a frame where
+  VBlank starts (line 144; the VBlank interrupt is then taken in the next call). The
+  import sets the frame window (T_FRAME_START, where the previous frame ended) to the
+  last VBlank start, so the first run_frames call after a load ends at the next VBlank
+  start, also for a state saved inside VBlank. From a state PyBoy saved at the end of a
+  tick, PyBoy's tick n (n = 1, 2, ...) and our call n run lines 0-143 of the same frame
+  (same screen after both), and our call n+1 runs the VBlank at the end of tick n: give
+  it tick n's buttons for a game that reads the joypad in VBlank. A game's RAM agrees
+  at the same emulated time, e.g. where its per-frame work is done (the cart loop and
+  orchard in tests/test_pyboy_state.py), not at the two frame ends. With the LCD off
+  both run 70224-cycle frames; the window then keeps PyBoy's alignment (T_FRAME_START =
+  PyBoy's line 0), so inputs per frame land on the same cycles until the LCD goes on.
 - Timer: exact (PyBoy stores the 16-bit system counter and the reload countdown).
 - Serial: PyBoy does not keep SB during a transfer (it reads $FF) nor the bits shifted;
   a transfer in progress ends when PyBoy's would. serial_output() starts empty (the
@@ -81,6 +90,7 @@ __all__ = ["PYBOY_STATE_VERSION", "PyBoyStateError", "PyBoyState", "parse_pyboy_
 PYBOY_STATE_VERSION = 29          # what PyBoy 2.8.1 writes (pyboy.utils.STATE_VERSION)
 FRAME = S.FRAME_CYCLES
 LINE = 456
+VBLANK_AT = 144 * LINE      # line 144 starts (VBlank), T-cycles into the frame
 NEVER_PY = 1 << 62
 RTC_SECOND = 4194304
 
@@ -403,20 +413,24 @@ def _stat_line(io: np.ndarray, phase: int, ly: int) -> int:
 
 
 def _ppu_rows(st: PyBoyState, t_now: int, io, r32, r64) -> int:
-    """PPU state at t_now from PyBoy's frame clock; returns the T_FRAME_START to use."""
+    """PPU state at t_now from PyBoy's frame clock; returns the T_FRAME_START to use.
+
+    T_FRAME_START is where run_frames' previous frame ended: with the LCD on, the last
+    VBlank start (line 144), so the next frame ends at the next one; with the LCD off,
+    PyBoy's line 0 (both then cut 70224-cycle frames, in step)."""
     lcd = st.lcd
     lag = max(0, st.cpu["cycles"] - lcd["last_cycles"])
     pos = (lcd["clock"] + lag) % FRAME
-    frame_start = t_now - pos
     if not io[0x40] & 0x80:
         r32[S.R_LY], r32[S.R_PPU_MODE] = 0, 0
         r64[S.T_LINE_START], r64[S.T_PPU_EVENT] = t_now, NEVER_PY
         io[0x44] = 0
-        return frame_start
+        return t_now - pos
     if lcd["reset"]:                 # LCD just switched on: PyBoy starts line 0 at its next tick
-        ly, dot, frame_start = 0, 0, t_now
+        ly, dot, frame_start = 0, 0, t_now   # (the first VBlank comes before t_now + FRAME)
     else:
         ly, dot = divmod(pos, LINE)
+        frame_start = t_now - (pos - VBLANK_AT) % FRAME
     ls = t_now - dot
     first = lcd["first_frame"] or lcd["reset"]
     if ly < 144:

@@ -157,6 +157,17 @@ class GbxCLI(LightningCLI):
         )
         return super().instantiate_trainer(**kwargs)
 
+    # ---- telling the user where things are ---------------------------------------------------------
+    def before_fit(self) -> None:
+        print(f"run directory: {self.run_dir}  (watch: tensorboard --logdir {self.run_dir.parent})",
+              file=sys.stderr, flush=True)
+
+    def after_fit(self) -> None:
+        last = self.run_dir / "checkpoints" / "last.ckpt"
+        if last.is_file():
+            print(f"saved {last}; to continue, run the same command with --ckpt_path last "
+                  f"(and a larger --trainer.max_steps)", file=sys.stderr, flush=True)
+
     def _config_dict(self) -> dict:
         import yaml
 

@@ -11,10 +11,12 @@ batch for one ``training_step``:
   the optimizer steps only between batches, so acting the window here and updating once
   is the same computation as one batch per env step with gradient accumulation, and it
   pays Lightning's per-batch bookkeeping once per update instead of once per env step.
-* PPO (``rollout_steps=T``): a T-step rollout is collected, GAE advantages and
-  returns are computed with ``rl.gae`` (``next_values = V(final_obs)``), and the
-  flattened T*N samples are served as ``minibatches`` shuffled minibatches per
-  epoch for ``epochs`` epochs ``{obs, actions, logprobs, values, advantages, returns}``.
+* PPO (``rollout_steps=T``): one batch per rollout. A T-step rollout is collected, GAE
+  advantages and returns are computed with ``rl.gae`` (``next_values = V(final_obs)``),
+  and the flattened T*N samples are yielded as one batch ``{obs, actions, logprobs,
+  values, advantages, returns}``. ``PPOModule.training_step`` runs the epochs x
+  minibatches update loop on it (shuffling with this stream's ``generator``), so
+  Lightning's per-batch work is paid once per rollout, not once per minibatch.
 
 Why the stream reports a length: Lightning pre-fetches one batch ahead from an
 iterable without ``__len__``; for on-policy RL that would act with parameters one
@@ -133,12 +135,11 @@ class RolloutStream(IterableDataset):
         seed: seeds the first ``env.reset`` and the action-sampling generator.
         num_batches: batches to report as length (one Lightning epoch); ``None`` = unbounded.
         steps_per_batch: A2C mode: env steps (of all N envs) per batch.
-        rollout_steps, epochs, minibatches, gamma, gae_lambda: PPO mode when ``rollout_steps`` is set.
+        rollout_steps, gamma, gae_lambda: PPO mode when ``rollout_steps`` is set (one batch per rollout).
     """
 
     def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, *,
-                 steps_per_batch: int = 1, rollout_steps: int | None = None, epochs: int = 1, minibatches: int = 1,
-                 gamma: float = 0.99, gae_lambda: float = 0.95):
+                 steps_per_batch: int = 1, rollout_steps: int | None = None, gamma: float = 0.99, gae_lambda: float = 0.95):
         super().__init__()
         self.env = env
         self.policy = policy
@@ -148,11 +149,10 @@ class RolloutStream(IterableDataset):
         if self.steps_per_batch < 1:
             raise ValueError(f"RolloutStream: steps_per_batch must be an int >= 1, got {steps_per_batch!r}")
         self.rollout_steps = rollout_steps
-        self.epochs = int(epochs)
-        self.minibatches = int(minibatches)
         self.gamma = float(gamma)
         self.gae_lambda = float(gae_lambda)
         self.device = torch.device(env.device)
+        # action sampling, and PPO's minibatch shuffles (PPOModule.training_step) in the same sequence
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed)
         self.env_steps = 0  # total env transitions (all N envs count), continues across resume
@@ -171,7 +171,7 @@ class RolloutStream(IterableDataset):
         self._start()
         if self.rollout_steps is None:
             return self._transitions()
-        return self._ppo_minibatches()
+        return self._rollouts()
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -264,15 +264,10 @@ class RolloutStream(IterableDataset):
                 "logprobs": buf["logprobs"].flatten(), "values": buf["values"].flatten(),
                 "advantages": advantages.flatten(), "returns": returns.flatten()}
 
-    def _ppo_minibatches(self) -> Iterator[dict[str, torch.Tensor]]:
-        """PPO: collect T steps, then serve `epochs` x `minibatches` shuffled minibatches of the T*N samples."""
+    def _rollouts(self) -> Iterator[dict[str, torch.Tensor]]:
+        """PPO: one T-step rollout of all N envs per batch, T*N flattened samples with GAE advantages/returns."""
         while True:
-            rollout = self._collect_rollout()
-            size = rollout["actions"].shape[0]
-            for _ in range(self.epochs):
-                perm = torch.randperm(size, generator=self.generator, device=self.device)
-                for idx in perm.chunk(self.minibatches):
-                    yield {k: v[idx] for k, v in rollout.items()}
+            yield self._collect_rollout()
 
 
 class EvalEpisodes(IterableDataset):

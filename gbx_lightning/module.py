@@ -1,14 +1,17 @@
 """LightningModules for streaming A2C (TD(0)) and PPO on a vector env.
 
-One batch = one optimizer step: A2C updates once per ``update_every`` env steps
-(a hyper-parameter of the algorithm, not of the Trainer; the stream delivers those
-transitions as one batch) and PPO once per minibatch. Why manual optimisation: both
-clip the gradient norm and log the pre-clip norm without a host sync, and with
-``automatic_optimization = False`` each
-``training_step`` reads as the algorithm: forward, loss (from ``gbx_lightning.rl``),
-backward, clip, step. Lightning still owns the loop, devices, checkpoints,
-callbacks and logging, and ``trainer.global_step`` counts optimizer steps
-(so ``trainer.max_steps`` is the number of updates).
+One batch = one update of the algorithm. A2C: one optimizer step per ``update_every`` env
+steps (a hyper-parameter of the algorithm, not of the Trainer; the stream delivers those
+transitions as one batch). PPO: one batch per T-step rollout, and ``training_step`` runs
+the epochs x minibatches loop on it, one optimizer step per minibatch (rollout, then the
+update loop in one place, as CleanRL reads; Lightning's per-batch work is paid once per
+rollout). Why manual optimisation: both clip the gradient norm and log the pre-clip norm
+without a host sync, and with ``automatic_optimization = False`` each ``training_step``
+reads as the algorithm: forward, loss (from ``gbx_lightning.rl``), backward, clip, step.
+Lightning still owns the outer loop, devices, checkpoints, callbacks and logging, and
+``trainer.global_step`` counts optimizer steps (``opt.step()`` calls), so
+``trainer.max_steps`` is the number of updates; ``val_check_interval`` counts batches
+(A2C updates, PPO rollouts).
 
 Where things live: the env and the policy are built in ``setup`` (after config
 validation, on the Trainer's device; the env's observation shape sizes the
@@ -194,13 +197,14 @@ class RLModule(LightningModule):
     def train_dataloader(self):
         num_batches = UNBOUNDED
         if self._trainer is not None and self.trainer.max_steps > 0:
-            num_batches = self.trainer.max_steps  # one batch per optimizer step
+            # one batch per `opt_steps_per_cycle` optimizer steps (PPO: a rollout), rounded up
+            num_batches = -(-self.trainer.max_steps // self.opt_steps_per_cycle)
         self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, **self._stream_kwargs())
         self.stream.env_steps = self._restored_env_steps
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
     # ---- step counters and checkpoint -----------------------------------------------------------
-    opt_steps_per_cycle = 1  # optimizer steps between points where a checkpoint captures all state
+    opt_steps_per_cycle = 1  # optimizer steps per batch (between points where a checkpoint captures all state)
 
     @property
     def env_steps(self) -> int:
@@ -360,10 +364,11 @@ class A2CModule(RLModule):
 class PPOModule(RLModule):
     """PPO with clipped surrogate (Schulman et al. 2017) on T-step rollouts of N envs.
 
-    Each rollout gives T*N samples with GAE(lambda) advantages; the stream serves them as
-    ``minibatches`` minibatches for ``epochs`` epochs and every minibatch is one optimizer
-    step, so one rollout = ``epochs * minibatches`` opt steps. ``anneal_lr`` decays the
-    learning rate linearly to 0 at ``trainer.max_steps``.
+    Each rollout gives T*N samples with GAE(lambda) advantages; the stream yields them as
+    one batch and ``training_step`` splits them into ``minibatches`` shuffled minibatches
+    for ``epochs`` epochs, one optimizer step per minibatch, so one rollout (one batch) =
+    ``epochs * minibatches`` opt steps. ``anneal_lr`` decays the learning rate linearly
+    to 0 at ``trainer.max_steps``.
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
@@ -400,30 +405,46 @@ class PPOModule(RLModule):
 
     def _stream_kwargs(self) -> dict:
         hp = self.hparams
-        return {"rollout_steps": hp.rollout_steps, "epochs": hp.epochs, "minibatches": hp.minibatches,
-                "gamma": hp.gamma, "gae_lambda": hp.gae_lambda}
+        return {"rollout_steps": hp.rollout_steps, "gamma": hp.gamma, "gae_lambda": hp.gae_lambda}
+
+    def _minibatch_indices(self, size: int):
+        """``epochs`` x ``minibatches`` index sets over the rollout's ``size`` samples, stopping at max_steps.
+
+        Shuffled with the stream's generator (after the rollout's action sampling): one RNG sequence,
+        stored in every checkpoint, so a resumed run continues exactly.
+        """
+        max_steps = self.trainer.max_steps
+        for _ in range(self.hparams.epochs):
+            perm = torch.randperm(size, generator=self.stream.generator, device=self.stream.device)
+            for idx in perm.chunk(self.hparams.minibatches):
+                if 0 < max_steps <= self.opt_steps:
+                    return
+                yield idx
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        """One PPO update from one rollout: ``epochs`` x ``minibatches`` clipped-surrogate steps."""
         t0 = time.perf_counter()
         hp = self.hparams
         opt = self.optimizers()
-        if hp.anneal_lr and self.trainer.max_steps > 0:
-            frac = max(0.0, 1.0 - self.opt_steps / self.trainer.max_steps)
-            for group in opt.optimizer.param_groups:
-                group["lr"] = hp.lr * frac
-        # 1. the current policy on the minibatch's states
-        logits, values = self.policy(batch["obs"])
-        log_probs = F.log_softmax(logits, -1)
-        new_logprobs = log_probs.gather(1, batch["actions"].unsqueeze(1)).squeeze(1)
-        entropy = -(log_probs.exp() * log_probs).sum(-1)
-        # 2. clipped surrogate + value + entropy loss against the rollout's log-probs, values and GAE returns
-        out = ppo_loss(new_logprobs, batch["logprobs"], batch["advantages"], values, batch["values"],
-                       batch["returns"], entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
-                       normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,
-                       entropy_coef=hp.entropy_coef)
-        out["value_mean"] = values.detach().mean()
-        # 3. one optimizer step per minibatch
-        self.manual_backward(out["loss"])
-        self._clip_and_step(opt)
-        self._track(out)
+        for idx in self._minibatch_indices(batch["actions"].shape[0]):
+            if hp.anneal_lr and self.trainer.max_steps > 0:
+                frac = max(0.0, 1.0 - self.opt_steps / self.trainer.max_steps)
+                for group in opt.optimizer.param_groups:
+                    group["lr"] = hp.lr * frac
+            mb = {k: v[idx] for k, v in batch.items()}
+            # 1. the current policy on the minibatch's states
+            logits, values = self.policy(mb["obs"])
+            log_probs = F.log_softmax(logits, -1)
+            new_logprobs = log_probs.gather(1, mb["actions"].unsqueeze(1)).squeeze(1)
+            entropy = -(log_probs.exp() * log_probs).sum(-1)
+            # 2. clipped surrogate + value + entropy loss against the rollout's log-probs, values and GAE returns
+            out = ppo_loss(new_logprobs, mb["logprobs"], mb["advantages"], values, mb["values"], mb["returns"],
+                           entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
+                           normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,
+                           entropy_coef=hp.entropy_coef)
+            out["value_mean"] = values.detach().mean()
+            # 3. one optimizer step per minibatch (counted by trainer.global_step)
+            self.manual_backward(out["loss"])
+            self._clip_and_step(opt)
+            self._track(out)
         self.time_update_s += time.perf_counter() - t0

@@ -165,17 +165,17 @@ def test_ppo_stream_round_trip_between_rollouts():
         torch.manual_seed(0)
         env = make_env("foraging", num_envs=3, **ENV_KWARGS)
         return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7,
-                             rollout_steps=5, epochs=2, minibatches=2)
+                             rollout_steps=5)
 
     a = fresh()
     it = iter(a)
-    _take(it, 4)  # exactly one rollout's minibatches (2 epochs x 2)
+    _take(it, 1)  # one batch = one rollout
     state = a.state_dict()
-    expected = _take(it, 4)
+    expected = _take(it, 2)
     b = fresh()
     b.load_state_dict(state)
-    got = _take(iter(b), 4)
-    assert b.env_steps == a.env_steps == 2 * 5 * 3
+    got = _take(iter(b), 2)
+    assert b.env_steps == a.env_steps == 3 * 5 * 3
     for e, g in zip(expected, got):
         for k in e:
             torch.testing.assert_close(g[k], e[k], msg=k)
@@ -297,3 +297,28 @@ def test_atomic_checkpoint_io_never_leaves_a_torn_file(tmp_path):
         io.save_checkpoint({"step": 2, "bad": _Unpicklable()}, path)
     assert torch.load(path, weights_only=False) == {"step": 1}  # the previous complete file survives
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # no temporary left behind
+
+
+TINY_PPO = TINY_A2C.replace("gbx_lightning.module.A2CModule", "gbx_lightning.module.PPOModule").replace(
+    "    update_every: 3\n", "    rollout_steps: 3\n    epochs: 2\n    minibatches: 2\n").replace(
+    "checkpoint_every: 2", "checkpoint_every: 4").replace("val_check_interval: 4", "val_check_interval: 1")
+
+
+def test_ppo_resume_matches_uninterrupted_run(tmp_path):
+    """One batch = one rollout, updated epochs x minibatches times inside training_step; resume stays exact."""
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_PPO)
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs, "--trainer.max_steps", "8") == 0  # 2 rollouts x 4 opt steps
+    assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "16") == 0
+    ckpt = torch.load(runs / "tiny" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["global_step"] == 16 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 16}
+    _, steps, evals = _records(runs / "tiny" / "train.jsonl")
+    assert [r["opt_steps"] for r in steps] == list(range(4, 17, 4))  # log_every 1: one record per batch
+    assert [e["eval"]["opt_steps"] for e in evals] == [4, 8, 12, 16]  # val_check_interval counts rollouts
+    assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", "16") == 0
+    _, straight, _ = _records(runs / "straight" / "train.jsonl")
+    assert [r["loss"] for r in straight] == pytest.approx([r["loss"] for r in steps], rel=1e-5)
+    w1 = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    for k, v in ckpt["state_dict"].items():
+        torch.testing.assert_close(w1[k], v, msg=k)

@@ -2,20 +2,23 @@
 
 Both paths use the same env (ForagingEnv), policy, loss (rl.a2c_td0 or rl.ppo_loss), batch and
 update schedule (A2C: one update per `update_every` env steps of all N envs, computed on the whole
-window at once, as A2CModule does); they differ only in who runs the loop (see run_plain). `fit`
-runs as the CLI runs it (A2CModule / PPOModule, RolloutStream, the JSONL + TensorBoard TrainingLog),
-minus checkpoints and the progress bar. Each repeat times the steady state: the first `--warmup`
+window at once, as A2CModule does; PPO: one rollout, then epochs x minibatches steps on it, as
+PPOModule.training_step does) and the same bookkeeping (episode statistics and losses reduced on
+device, one JSONL record + TensorBoard scalars every `--log_every` updates); they differ only in who
+runs the loop (see run_plain). `fit` runs as the CLI runs it (A2CModule / PPOModule, RolloutStream,
+the JSONL + TensorBoard TrainingLog), minus checkpoints, evaluation and the progress bar. Each repeat times the steady state: the first `--warmup`
 optimizer steps (env/kernel set-up, first allocations) are excluded from both. Repeats are
 interleaved (plain, fit, plain, fit, ...) because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
 wall time and for this process's CPU time (robust when other processes share the cores).
 
     python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 128 envs, update_every 2)
-    python tools/bench_trainer.py --algo ppo --steps 48
+    python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -28,12 +31,13 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from lightning.pytorch import Callback, Trainer  # noqa: E402
 from lightning.pytorch.loggers import TensorBoardLogger  # noqa: E402
+from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
 from gbx_lightning.callbacks import TrainingLog  # noqa: E402
-from gbx_lightning.data import sample_actions  # noqa: E402
+from gbx_lightning.data import EpisodeStats, sample_actions  # noqa: E402
 from gbx_lightning.envs import make_env  # noqa: E402
 from gbx_lightning.models import make_policy  # noqa: E402
-from gbx_lightning.module import A2CModule, PPOModule  # noqa: E402
+from gbx_lightning.module import A2CModule, PPOModule, RLModule  # noqa: E402
 from gbx_lightning.rl import a2c_td0, gae, ppo_loss  # noqa: E402
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99}
@@ -73,10 +77,12 @@ def run_fit(args, seed: int) -> tuple[float, float]:
         module = PPOModule(rollout_steps=args.rollout_steps, epochs=args.epochs, minibatches=args.minibatches,
                            **common)
     clock = _Clock(args.warmup)
+    cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1  # optimizer steps per update (batch)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(max_steps=args.warmup + args.steps, accelerator="cpu", devices=1,
                           logger=TensorBoardLogger(tmp, name="bench", version=""),
-                          callbacks=[TrainingLog(Path(tmp) / "train.jsonl", config={}, log_every=args.log_every), clock],
+                          callbacks=[TrainingLog(Path(tmp) / "train.jsonl", config={}, log_every=args.log_every * cycle),
+                                     clock],
                           enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                           num_sanity_val_steps=0, limit_val_batches=0)
         trainer.fit(module)
@@ -85,13 +91,18 @@ def run_fit(args, seed: int) -> tuple[float, float]:
 
 
 def run_plain(args, seed: int) -> tuple[float, float]:
-    """The same algorithm as a hand-written loop: no Lightning, no logging.
+    """The same algorithm and bookkeeping as a hand-written loop: no Lightning.
 
-    Per optimizer step it does what fit does: A2C acts `update_every` env steps of all N envs with the
-    current weights (Gumbel-max sampling), keeps the transitions, then one V(s') forward under no_grad,
-    one forward + rl.a2c_td0 over all `update_every * N` rows, backward, clip_grad_norm_, Adam step;
-    PPO collects a T-step rollout, GAE, and steps once per shuffled minibatch. Not included (fit does
-    them): the episode statistics, phase timers, JSONL/TensorBoard records and Lightning's loop.
+    Per update (one batch in fit) it does what fit does. A2C: act `update_every` env steps of all N
+    envs with the current weights (Gumbel-max sampling), keep the transitions, one V(s') forward under
+    no_grad, one forward + rl.a2c_td0 over all `update_every * N` rows, backward, clip_grad_norm_, Adam
+    step. PPO: collect a T-step rollout, V(final_obs) in one forward, rl.gae, then `epochs` x
+    `minibatches` shuffled minibatch steps (forward, rl.ppo_loss, backward, clip, Adam).
+    Bookkeeping a plain-PyTorch user of our env also does, as fit does it: episode statistics summed on
+    device (data.EpisodeStats, the same helper the stream uses), loss terms and grad norms summed on
+    device, and every `log_every` updates one host read of both, one JSONL line and TensorBoard scalars.
+    Not included (only fit does them): Lightning's loop, hooks and optimizer/backward wrappers, and the
+    per-phase timers of the stream and module (a few perf_counter calls per env step).
     """
     torch.manual_seed(seed)
     env = make_env("foraging", num_envs=args.num_envs, **ENV_KWARGS)
@@ -99,16 +110,35 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     opt = torch.optim.Adam(policy.parameters(), lr=7e-4, eps=1e-5)
     gen = torch.Generator().manual_seed(seed)
     obs = env.reset(seed=seed)
-    env_steps, t0, env0 = 0, None, 0
+    stats = EpisodeStats()
+    names: list[str] = []  # the loss terms fit logs (RLModule._LOG_NAMES), as the loss function returns them
+    metric_rows: list[torch.Tensor] = []
+    env_steps, opt_steps, t0, env0 = 0, 0, None, 0
+    cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
+    tmp = tempfile.TemporaryDirectory()
+    log = open(Path(tmp.name) / "train.jsonl", "a", encoding="utf-8")
+    writer = SummaryWriter(tmp.name)
 
-    def update(loss):
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+    def update(out):
+        nonlocal opt_steps
+        out["loss"].backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        opt_steps += 1
+        if not names:
+            names.extend(k for k in RLModule._LOG_NAMES if k in out)
+        metric_rows.append(torch.stack([out[k].detach().float() for k in names] + [grad_norm]))
 
-    for opt_step in range(args.warmup + args.steps):
-        if opt_step == args.warmup:
+    def step_env(actions):
+        nonlocal env_steps
+        out = env.step(actions.to(torch.int32))
+        stats.add(out[1], out[2], out[3], out[4])
+        env_steps += args.num_envs
+        return out
+
+    for update_idx in range(-(-(args.warmup + args.steps) // cycle)):
+        if update_idx * cycle == args.warmup:
             t0, env0 = _now(), env_steps
         if args.algo == "a2c":
             # update_every env steps of all N envs with the current weights, then one update on all rows
@@ -118,47 +148,57 @@ def run_plain(args, seed: int) -> tuple[float, float]:
                     logits, _ = policy(obs)
                     actions = sample_actions(logits, gen)
                     cols["obs"].append(obs)
-                    obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
-                    env_steps += args.num_envs
+                    obs, rewards, terminated, truncated, info = step_env(actions)
                     for k, v in (("final", info["final_obs"]), ("act", actions), ("rew", rewards),
                                  ("term", terminated)):
                         cols[k].append(v)
                 w = {k: torch.cat(v) for k, v in cols.items()}
                 _, next_values = policy(w["final"])
             logits, values = policy(w["obs"])
-            out = a2c_td0(logits, values, w["act"], w["rew"], next_values, w["term"], gamma=0.99)
-            update(out["loss"])
+            update(a2c_td0(logits, values, w["act"], w["rew"], next_values, w["term"], gamma=0.99))
         else:
-            per_rollout = args.epochs * args.minibatches
-            if opt_step % per_rollout == 0:
-                T, n = args.rollout_steps, args.num_envs
-                bufs = {k: [] for k in ("obs", "final", "act", "logp", "val", "rew", "term", "trunc")}
-                with torch.no_grad():
-                    for _ in range(T):
-                        logits, values = policy(obs)
-                        actions = sample_actions(logits, gen)
-                        logp = F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1)
-                        bufs["obs"].append(obs)
-                        obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
-                        env_steps += n
-                        for k, v in (("final", info["final_obs"]), ("act", actions), ("logp", logp),
-                                     ("val", values), ("rew", rewards), ("term", terminated), ("trunc", truncated)):
-                            bufs[k].append(v)
-                    b = {k: torch.stack(v) for k, v in bufs.items()}
-                    _, next_values = policy(b["final"].flatten(0, 1))
-                    adv, ret = gae(b["rew"], b["val"], next_values.view(T, n), b["term"], b["trunc"], 0.99, 0.95)
-                flat = {"obs": b["obs"].flatten(0, 1), "act": b["act"].flatten(), "logp": b["logp"].flatten(),
-                        "val": b["val"].flatten(), "adv": adv.flatten(), "ret": ret.flatten()}
-                batches = [perm for _ in range(args.epochs)
-                           for perm in torch.randperm(T * n, generator=gen).chunk(args.minibatches)]
-            idx = batches[opt_step % per_rollout]
-            logits, values = policy(flat["obs"][idx])
-            lp = F.log_softmax(logits, -1)
-            new_lp = lp.gather(1, flat["act"][idx].unsqueeze(1)).squeeze(1)
-            out = ppo_loss(new_lp, flat["logp"][idx], flat["adv"][idx], values, flat["val"][idx], flat["ret"][idx],
-                           -(lp.exp() * lp).sum(-1))
-            update(out["loss"])
+            # one T-step rollout, GAE, then epochs x minibatches steps on it
+            T, n = args.rollout_steps, args.num_envs
+            bufs = {k: [] for k in ("obs", "final", "act", "logp", "val", "rew", "term", "trunc")}
+            with torch.no_grad():
+                for _ in range(T):
+                    logits, values = policy(obs)
+                    actions = sample_actions(logits, gen)
+                    logp = F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1)
+                    bufs["obs"].append(obs)
+                    obs, rewards, terminated, truncated, info = step_env(actions)
+                    for k, v in (("final", info["final_obs"]), ("act", actions), ("logp", logp),
+                                 ("val", values), ("rew", rewards), ("term", terminated), ("trunc", truncated)):
+                        bufs[k].append(v)
+                b = {k: torch.stack(v) for k, v in bufs.items()}
+                _, next_values = policy(b["final"].flatten(0, 1))
+                adv, ret = gae(b["rew"], b["val"], next_values.view(T, n), b["term"], b["trunc"], 0.99, 0.95)
+            flat = {"obs": b["obs"].flatten(0, 1), "act": b["act"].flatten(), "logp": b["logp"].flatten(),
+                    "val": b["val"].flatten(), "adv": adv.flatten(), "ret": ret.flatten()}
+            for _ in range(args.epochs):
+                for idx in torch.randperm(T * n, generator=gen).chunk(args.minibatches):
+                    mb = {k: v[idx] for k, v in flat.items()}
+                    logits, values = policy(mb["obs"])
+                    lp = F.log_softmax(logits, -1)
+                    new_lp = lp.gather(1, mb["act"].unsqueeze(1)).squeeze(1)
+                    out = ppo_loss(new_lp, mb["logp"], mb["adv"], values, mb["val"], mb["ret"],
+                                   -(lp.exp() * lp).sum(-1))
+                    out["value_mean"] = values.detach().mean()
+                    update(out)
+        if (update_idx + 1) % args.log_every == 0:
+            record = {"env_steps": env_steps, "opt_steps": opt_steps, **stats.pop()}
+            means = torch.stack(metric_rows).mean(0).tolist()  # one host read of the losses and grad norm
+            metric_rows.clear()
+            record.update(zip(names + ["grad_norm"], means))
+            log.write(json.dumps(record) + "\n")
+            log.flush()
+            for k, v in record.items():
+                if isinstance(v, (int, float)):
+                    writer.add_scalar(k, float(v), env_steps)
     t1 = _now()
+    log.close()
+    writer.close()
+    tmp.cleanup()
     return (env_steps - env0) / (t1[0] - t0[0]), (env_steps - env0) / (t1[1] - t0[1])
 
 
@@ -174,12 +214,15 @@ def main() -> None:
     p.add_argument("--minibatches", type=int, default=4)
     p.add_argument("--steps", type=int, default=None, help="timed optimizer steps per repeat")
     p.add_argument("--warmup", type=int, default=None, help="untimed optimizer steps per repeat")
-    p.add_argument("--log_every", type=int, default=10, help="TrainingLog records (optimizer steps) in fit")
+    p.add_argument("--log_every", type=int, default=None,
+                   help="updates (A2C updates, PPO rollouts) per JSONL/TensorBoard record, both paths; "
+                        "default as in configs/a2c.yaml (10) and configs/ppo.yaml (1 rollout = 16 opt steps)")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
     args.num_envs = args.num_envs or (128 if args.algo == "a2c" else 32)
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
-    args.steps = args.steps or (400 if args.algo == "a2c" else 6 * cycle)
+    args.steps = args.steps or (400 if args.algo == "a2c" else 20 * cycle)  # PPO: 20 rollouts
+    args.log_every = args.log_every or (10 if args.algo == "a2c" else 1)
     args.warmup = args.warmup if args.warmup is not None else (10 if args.algo == "a2c" else cycle)
     torch.set_num_threads(1)  # both paths alike; the machine's cores are shared
     import warp as wp

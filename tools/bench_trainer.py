@@ -11,7 +11,7 @@ optimizer steps (env/kernel set-up, first allocations) are excluded from both. R
 interleaved (plain, fit, plain, fit, ...) because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
 wall time and for this process's CPU time (robust when other processes share the cores).
 
-    python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 128 envs, update_every 2)
+    python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 256 envs, update_every 2)
     python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)
 """
 
@@ -205,7 +205,7 @@ def run_plain(args, seed: int) -> tuple[float, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", choices=("a2c", "ppo"), default="a2c")
-    p.add_argument("--num_envs", type=int, default=None, help="default: 128 (a2c.yaml), 32 (ppo.yaml)")
+    p.add_argument("--num_envs", type=int, default=None, help="default: 256 (a2c.yaml), 32 (ppo.yaml)")
     p.add_argument("--policy", default="mlp")
     p.add_argument("--hidden", default="64,64", help="policy_kwargs hidden sizes (mlp), as in configs/*.yaml")
     p.add_argument("--update_every", type=int, default=2)
@@ -219,7 +219,7 @@ def main() -> None:
                         "default as in configs/a2c.yaml (10) and configs/ppo.yaml (1 rollout = 16 opt steps)")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
-    args.num_envs = args.num_envs or (128 if args.algo == "a2c" else 32)
+    args.num_envs = args.num_envs or (256 if args.algo == "a2c" else 32)
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
     args.steps = args.steps or (400 if args.algo == "a2c" else 20 * cycle)  # PPO: 20 rollouts
     args.log_every = args.log_every or (10 if args.algo == "a2c" else 1)

@@ -35,7 +35,7 @@ R_STAT_LINE = wp.constant(21)    # OR of enabled STAT sources (interrupt on its 
 R_WIN_LINE = wp.constant(22)     # window internal line counter
 R_WY_TRIGGERED = wp.constant(23)
 R_LCD_OFF_COINCIDENCE = wp.constant(24)  # STAT bit 2 frozen when the LCD went off
-R_TIMA_RELOAD_CYCLE = wp.constant(25)  # unused marker word (kept for layout stability)
+# word 25 is free
 R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
 R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
 NUM_R32 = 32

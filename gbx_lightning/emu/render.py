@@ -22,16 +22,25 @@ The rules follow Pan Docs ("Rendering", "Tile Data", "Tile Maps", "LCDC",
 
 Output is shades 0..3 after palette mapping.  The observation is the 2x2
 downsample that keeps the top-left pixel: obs[env, y, x] = frame[env, 2y, 2x].
-In RENDER_OBS mode only those pixels are computed (odd lines return at once);
+In RENDER_OBS mode odd lines return at once and the full frame is not written;
 the window flag is computed in every mode because it is machine state.
 
-Cost: BG and window are drawn in spans of whole tiles — one map read and one
-tile-row fetch (two VRAM bytes) per 8 pixels, the 8 pixels unrolled, always on
-that plain path.  Objects are drawn afterwards over the finished row, highest
-priority first: the first opaque object pixel claims its position (flag 0x80 in
-the row, cleared at the end), and only under a behind-BG object pixel is the BG
-colour number recomputed; transparent object rows and lines without objects
-cost only the OAM scan.
+Cost: a line is built eight pixels at a time, as uint64 words of eight bytes
+(one byte per pixel, little-endian: byte i is the i-th pixel from the left), in
+a 22-word line buffer on the stack (word 0 is x = -8..-1, words 1..20 the
+screen, word 21 x = 160..167, so objects partly off screen need no bounds
+test).  A tile row (two VRAM bytes) becomes a word of colour numbers by bit
+spreading (``_colours8``: no table, a multiply and three masks per plane); a
+span that is not tile-aligned (SCX % 8, the window's start) shifts two tile
+words together; the palette maps all eight colours at once (``_shades8``).
+Objects are drawn over the finished line highest priority first: each one's
+opaque pixels claim their bytes in a claim word (lower-priority objects cannot
+show there, even where the winner hides behind BG colours 1-3).  The finished
+line is stored as 20 uint64 words into frame[env, ly] and/or, on even lines,
+compacted to 10 words (even bytes) into obs[env, ly / 2].  The output arrays,
+VRAM and OAM are addressed through row views built in the kernel from their
+base pointers, so they must be contiguous (every array the machine allocates
+is).
 
 Limits (documented hardware behaviour not modelled): a line is drawn at once
 with the registers as mode 3 ends, so a write that lands inside mode 3 affects
@@ -53,13 +62,19 @@ OBS_W = wp.constant(80)
 OBS_H = wp.constant(72)
 MAX_OBJ_PER_LINE = wp.constant(10)
 
-_vec10i = wp.types.vector(length=10, dtype=wp.int32)
-
 # VRAM array index = CPU address - $8000.
 _MAP_9800 = wp.constant(0x1800)
 _MAP_9C00 = wp.constant(0x1C00)
-# Object pixel drawn on this line: claim flag in the output row (cleared after the pass).
-_OBJ_PRESENT = wp.constant(0x80)
+
+# Eight pixels per uint64, byte i = pixel i from the left (little-endian hosts and GPUs).
+_ONES = wp.constant(wp.uint64(0x0101010101010101))
+_LOW7 = wp.constant(wp.uint64(0x7F7F7F7F7F7F7F7F))
+_BIT_OF_PIXEL = wp.constant(wp.uint64(0x0102040810204080))          # byte i keeps bit 7-i
+_BIT_OF_PIXEL_XFLIP = wp.constant(wp.uint64(0x8040201008040201))    # byte i keeps bit i
+_EVEN_BYTES = wp.constant(wp.uint64(0x00FF00FF00FF00FF))
+_EVEN_PAIRS = wp.constant(wp.uint64(0x0000FFFF0000FFFF))
+_LOW_HALF = wp.constant(wp.uint64(0x00000000FFFFFFFF))
+_LINE_WORDS = wp.constant(22)   # x = -8..167 in words of 8 (word 0: x = -8..-1)
 
 
 @wp.func
@@ -69,27 +84,68 @@ def _obj_height(lcdc: int) -> int:
 
 
 @wp.func
-def _pal_shade(palette: int, colour: int) -> int:
-    """BGP/OBP0/OBP1 map colour n to bits 2n+1..2n."""
-    return (palette >> (colour * 2)) & 3
+def _spread(plane: int, bit_of_pixel: wp.uint64) -> wp.uint64:
+    """A bitplane byte -> 8 bytes of 0/1: byte i = the bit bit_of_pixel selects for byte i."""
+    x = (wp.uint64(plane) * _ONES) & bit_of_pixel
+    return ((x + _LOW7) >> wp.uint64(7)) & _ONES
 
 
 @wp.func
-def _pixel_colour(lo: int, hi: int, bit: int) -> int:
-    """Colour 0..3 of one pixel from a tile row's two bitplanes (hi byte = bit 1)."""
-    return (((hi >> bit) & 1) << 1) | ((lo >> bit) & 1)
+def _colours8(lo: int, hi: int, bit_of_pixel: wp.uint64) -> wp.uint64:
+    """Colour numbers 0..3 of a tile row's 8 pixels (hi byte = colour bit 1)."""
+    return _spread(lo, bit_of_pixel) | (_spread(hi, bit_of_pixel) << wp.uint64(1))
 
 
 @wp.func
-def _bg_tile_row(vram: wp.array2d(dtype=wp.uint8), env: int, map_index: int, lcdc: int, row: int) -> int:
-    """VRAM index of row `row` of the BG/window tile named at map_index.
+def _opaque8(colours: wp.uint64) -> wp.uint64:
+    """0xFF in every byte whose colour number is not 0."""
+    return ((colours | (colours >> wp.uint64(1))) & _ONES) * wp.uint64(0xFF)
+
+
+@wp.func
+def _shades8(colours: wp.uint64, palette: int) -> wp.uint64:
+    """BGP/OBP0/OBP1 applied to 8 colour numbers at once (colour n -> palette bits 2n+1..2n)."""
+    b0 = colours & _ONES
+    b1 = (colours >> wp.uint64(1)) & _ONES
+    c3 = b0 & b1
+    c1 = b0 ^ c3
+    c2 = b1 ^ c3
+    c0 = _ONES ^ (b0 | b1)
+    return (c0 * wp.uint64(palette & 3) + c1 * wp.uint64((palette >> 2) & 3)
+            + c2 * wp.uint64((palette >> 4) & 3) + c3 * wp.uint64((palette >> 6) & 3))
+
+
+@wp.func
+def _even_bytes(w: wp.uint64) -> wp.uint64:
+    """Bytes 0, 2, 4, 6 of w packed into the low 4 bytes (the observation's even pixels)."""
+    x = w & _EVEN_BYTES
+    x = (x | (x >> wp.uint64(8))) & _EVEN_PAIRS
+    return (x | (x >> wp.uint64(16))) & _LOW_HALF
+
+
+@wp.func
+def _vram_of(vram: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.uint8):
+    """env's 8 KiB of VRAM as a 1-d view (constant stride: cheaper indexing)."""
+    return wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env * 8192), shape=(8192,), dtype=wp.uint8)
+
+
+@wp.func
+def _oam_words(oam: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.uint32):
+    """env's OAM as 40 uint32 words: Y | X << 8 | tile << 16 | attributes << 24."""
+    return wp.array(ptr=wp.uint64(oam.ptr) + wp.uint64(env * 160), shape=(40,), dtype=wp.uint32)
+
+
+@wp.func
+def _tile_colours(vr: wp.array(dtype=wp.uint8), map_index: int, lcdc: int, row: int) -> wp.uint64:
+    """Colour numbers of row `row` of the BG/window tile named at map_index.
 
     LCDC.4=1: tile n at $8000+16n; LCDC.4=0: signed n at $9000+16n.
     """
-    t = int(vram[env, map_index])
+    t = int(vr[map_index])
+    addr = 0x1000 + ((t ^ 0x80) - 0x80) * 16 + row * 2
     if (lcdc & 0x10) != 0:
-        return t * 16 + row * 2
-    return 0x1000 + ((t ^ 0x80) - 0x80) * 16 + row * 2
+        addr = t * 16 + row * 2
+    return _colours8(int(vr[addr]), int(vr[addr + 1]), _BIT_OF_PIXEL)
 
 
 @wp.func
@@ -101,6 +157,13 @@ def window_visible(lcdc: int, wy_triggered: int, wx: int) -> int:
 
 
 @wp.func
+def _on_line(word: int, ly: int, h: int) -> bool:
+    """Whether the object whose OAM word this is covers line ly (Y = top + 16)."""
+    d = ly + 16 - (word & 0xFF)
+    return d >= 0 and d < h
+
+
+@wp.func
 def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int) -> int:
     """Objects the OAM scan selects for line ly (0..10); 0 when LCDC.1 disables objects.
 
@@ -109,118 +172,112 @@ def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: in
     if (lcdc & 0x02) == 0:
         return 0
     h = _obj_height(lcdc)
+    ow = _oam_words(oam, env)
     n = int(0)
-    for i in range(40):
-        top = int(oam[env, i * 4]) - 16
-        if ly >= top and ly < top + h:
+    i = int(0)
+    while i < 40 and n < 10:
+        if _on_line(int(ow[i]), ly, h):
             n += 1
-            if n == 10:
-                break
+        i += 1
     return n
 
 
 @wp.func
-def _bg_colour_at(vram: wp.array2d(dtype=wp.uint8), env: int, lcdc: int, x: int, bg_map_row: int, bg_tile_row: int,
-                  scx: int, win_start: int, win_map_row: int, win_tile_row: int) -> int:
-    """BG/window colour number at screen x (only needed under a behind-BG object pixel)."""
-    map_row = bg_map_row
-    tile_row = bg_tile_row
-    mx = (x + scx) & 255
-    if x >= win_start:
-        map_row = win_map_row
-        tile_row = win_tile_row
-        mx = x - win_start
-    addr = _bg_tile_row(vram, env, map_row + ((mx >> 3) & 31), lcdc, tile_row)
-    return _pixel_colour(int(vram[env, addr]), int(vram[env, addr + 1]), 7 - (mx & 7))
+def _span(vr: wp.array(dtype=wp.uint8), line: wp.array(dtype=wp.uint64), lcdc: int, map_row: int,
+          tile_row: int, j0: int, j1: int, map_x: int):
+    """Colour numbers of screen words j0..j1-1 (x = 8*j0 .. 8*j1-1) from one 32-tile map row,
+    screen x showing map pixel x + map_x (wrapping at 256) -> line[j + 1]."""
+    mx = 8 * j0 + map_x
+    fine = mx & 7
+    col = mx >> 3
+    if fine == 0:
+        for j in range(j0, j1):
+            line[j + 1] = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
+            col += 1
+    else:
+        right = wp.uint64(8 * fine)
+        left = wp.uint64(64 - 8 * fine)
+        cur = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
+        for j in range(j0, j1):
+            col += 1
+            nxt = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
+            line[j + 1] = (cur >> right) | (nxt << left)
+            cur = nxt
 
 
 @wp.func
-def _draw_objects(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
-                  lcdc: int, obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8),
-                  obs: wp.array3d(dtype=wp.uint8), full: int, write_obs: int, bg_on: int, bg_map_row: int,
-                  bg_tile_row: int, scx: int, win_start: int, win_map_row: int, win_tile_row: int):
-    """Draw this line's objects over the BG already in the output row.
+def _draw_objects(vr: wp.array(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int,
+                  obp0: int, obp1: int, colours: wp.array(dtype=wp.uint64), shades: wp.array(dtype=wp.uint64)):
+    """Draw this line's objects over the BG/window shades, highest priority first.
 
-    Objects go highest priority first; the first opaque object pixel at a position
-    claims it (flag _OBJ_PRESENT in the row, cleared afterwards), so lower-priority
-    objects cannot show there even where the winner hides behind BG colours 1-3.
+    The first opaque object pixel at a position claims it, so lower-priority objects
+    cannot show there even where the winner hides behind BG colours 1-3 (colours holds
+    the BG/window colour numbers).
     """
     h = _obj_height(lcdc)
-    keys = _vec10i()
+    ow = _oam_words(oam, env)
+    # selection in OAM order, kept sorted by priority key X * 64 + index (unique)
+    keys = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
-    for i in range(40):
-        top = int(oam[env, i * 4]) - 16
-        if ly >= top and ly < top + h:
-            # priority key: smaller X first, then smaller OAM index (unique per object)
-            keys[n] = int(oam[env, i * 4 + 1]) * 64 + i
-            n += 1
-            if n == 10:
-                break
-    x0 = int(160)
-    x1 = int(0)
-    lower = int(-1)
+    selected = int(0)
+    i = int(0)
+    while i < 40 and selected < 10:
+        w = int(ow[i])
+        if _on_line(w, ly, h):
+            selected += 1
+            x = (w >> 8) & 0xFF
+            if x > 0 and x < 168:  # X = 0 or >= 168: selected but off screen
+                key = x * 64 + i
+                k = n
+                while k > 0 and keys[k - 1] > key:
+                    keys[k] = keys[k - 1]
+                    k -= 1
+                keys[k] = key
+                n += 1
+        i += 1
+    if n == 0:
+        return
+    claimed = wp.zeros(shape=(22,), dtype=wp.uint64)
     for r in range(n):
-        best = int(1 << 30)
-        for j in range(n):
-            k = keys[j]
-            if k > lower and k < best:
-                best = k
-        lower = best
-        base = (best & 63) * 4
-        top = int(oam[env, base]) - 16
-        left = int(oam[env, base + 1]) - 8
-        tile = int(oam[env, base + 2])
-        attr = int(oam[env, base + 3])
-        if left < 160 and left > -8:
-            row = ly - top
-            if (attr & 0x40) != 0:
-                row = h - 1 - row
-            if h == 16:
-                tile = tile & 0xFE
-            addr = tile * 16 + row * 2
-            lo = int(vram[env, addr])
-            hi = int(vram[env, addr + 1])
+        w = int(ow[keys[r] & 63])
+        x = (w >> 8) & 0xFF
+        tile = (w >> 16) & 0xFF
+        attr = (w >> 24) & 0xFF
+        row = ly + 16 - (w & 0xFF)
+        if (attr & 0x40) != 0:
+            row = h - 1 - row
+        if h == 16:
+            tile = tile & 0xFE
+        addr = tile * 16 + row * 2
+        lo = int(vr[addr])
+        hi = int(vr[addr + 1])
+        if (lo | hi) != 0:  # a transparent row draws nothing
+            bit_of_pixel = _BIT_OF_PIXEL
+            if (attr & 0x20) != 0:
+                bit_of_pixel = _BIT_OF_PIXEL_XFLIP
             pal = obp0
             if (attr & 0x10) != 0:
                 pal = obp1
-            behind = (attr & 0x80) != 0 and bg_on != 0
-            xflip = (attr & 0x20) != 0
-            if (lo | hi) == 0:  # a transparent row draws nothing
-                left = 160
-            for px in range(8):
-                sx = left + px
-                if sx >= 0 and sx < 160 and (full != 0 or (sx & 1) == 0):
-                    bit = 7 - px
-                    if xflip:
-                        bit = px
-                    c = _pixel_colour(lo, hi, bit)
-                    if c != 0:
-                        cur = int(0)
-                        if full != 0:
-                            cur = int(frame[env, ly, sx])
-                        else:
-                            cur = int(obs[env, ly >> 1, sx >> 1])
-                        if (cur & _OBJ_PRESENT) == 0:
-                            shade = _pal_shade(pal, c)
-                            if behind:
-                                if _bg_colour_at(vram, env, lcdc, sx, bg_map_row, bg_tile_row, scx, win_start,
-                                                 win_map_row, win_tile_row) != 0:
-                                    shade = cur
-                            if full != 0:
-                                frame[env, ly, sx] = wp.uint8(_OBJ_PRESENT | shade)
-                            else:
-                                obs[env, ly >> 1, sx >> 1] = wp.uint8(_OBJ_PRESENT | shade)
-                            x0 = wp.min(x0, sx)
-                            x1 = wp.max(x1, sx + 1)
-    # clear the claim flags (and refresh obs from the finished full row)
-    for x in range(x0, x1):
-        if full != 0:
-            v = int(frame[env, ly, x]) & 3
-            frame[env, ly, x] = wp.uint8(v)
-            if write_obs != 0 and (x & 1) == 0:
-                obs[env, ly >> 1, x >> 1] = wp.uint8(v)
-        elif (x & 1) == 0:
-            obs[env, ly >> 1, x >> 1] = wp.uint8(int(obs[env, ly >> 1, x >> 1]) & 3)
+            c = _colours8(lo, hi, bit_of_pixel)
+            s = _shades8(c, pal)
+            opq = _opaque8(c)
+            # line word k holds x = 8k-8 .. 8k-1: the object's screen x = X - 8 .. X - 1
+            k = x >> 3
+            sh = wp.uint64((x & 7) * 8)
+            for part in range(2):
+                po = opq << sh
+                ps = s << sh
+                if part == 1:
+                    k += 1
+                    po = wp.uint64(0)
+                    if sh != wp.uint64(0):
+                        po = opq >> (wp.uint64(64) - sh)
+                        ps = s >> (wp.uint64(64) - sh)
+                show = po & ~claimed[k]
+                claimed[k] = claimed[k] | po
+                if (attr & 0x80) != 0:
+                    show = show & ~_opaque8(colours[k])
+                shades[k] = (shades[k] & ~show) | (ps & show)
 
 
 @wp.func
@@ -236,93 +293,51 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     win = window_visible(lcdc, wy_triggered, wx)
     if render_mode == RENDER_NONE:
         return win
-    full = int(0)
-    step = int(2)
-    if render_mode == RENDER_FULL:
-        full = 1
-        step = 1
-    elif (ly & 1) != 0:
+    if render_mode == RENDER_OBS and (ly & 1) != 0:
         return win
-    write_obs = 1 - (ly & 1)
-
-    bg_on = lcdc & 0x01
-    win_start = int(1 << 20)
-    if win != 0:
-        win_start = wx - 7
-    bg_map_row = _MAP_9800
-    if (lcdc & 0x08) != 0:
-        bg_map_row = _MAP_9C00
-    bg_y = (ly + scy) & 255
-    win_map_row = _MAP_9800
-    if (lcdc & 0x40) != 0:
-        win_map_row = _MAP_9C00
-    if bg_on == 0:  # DMG: BG and window blank (colour 0); objects still drawn
-        x = int(0)
-        while x < 160:
-            _emit_pixel(env, ly, x, 0, bgp, full, write_obs, frame, obs)
-            x += step
-    else:
+    vr = _vram_of(vram, env)
+    colours = wp.zeros(shape=(22,), dtype=wp.uint64)
+    shades = wp.zeros(shape=(22,), dtype=wp.uint64)
+    if (lcdc & 0x01) != 0:
+        win_start = int(1 << 20)
+        if win != 0:
+            win_start = wx - 7
         bg_end = wp.min(160, wp.max(win_start, 0))
         if bg_end > 0:
-            _draw_span(vram, env, ly, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, bg_end, scx, bgp,
-                       full, write_obs, frame, obs)
+            bg_map_row = _MAP_9800
+            if (lcdc & 0x08) != 0:
+                bg_map_row = _MAP_9C00
+            bg_y = (ly + scy) & 255
+            _span(vr, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3, scx)
         if bg_end < 160:
-            _draw_span(vram, env, ly, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, bg_end, 160,
-                       bg_end - win_start, bgp, full, write_obs, frame, obs)
+            win_map_row = _MAP_9800
+            if (lcdc & 0x40) != 0:
+                win_map_row = _MAP_9C00
+            j = bg_end >> 3
+            shared = colours[j + 1]  # BG pixels left of the window in a word both draw
+            _span(vr, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20, -win_start)
+            if (bg_end & 7) != 0:
+                keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
+                colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
+        for k in range(1, 21):
+            shades[k] = _shades8(colours[k], bgp)
+    else:  # DMG: BG and window blank (colour 0); objects still drawn
+        blank = wp.uint64(bgp & 3) * _ONES
+        for k in range(1, 21):
+            shades[k] = blank
     if (lcdc & 0x02) != 0:
-        _draw_objects(vram, oam, env, ly, lcdc, obp0, obp1, frame, obs, full, write_obs, bg_on,
-                      bg_map_row + (bg_y >> 3) * 32, bg_y & 7, scx, win_start,
-                      win_map_row + (window_line >> 3) * 32, window_line & 7)
+        _draw_objects(vr, oam, env, ly, lcdc, obp0, obp1, colours, shades)
+    if render_mode == RENDER_FULL:
+        row = wp.array(ptr=wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160), shape=(20,),
+                       dtype=wp.uint64)
+        for j in range(20):
+            row[j] = shades[j + 1]
+    if (ly & 1) == 0:
+        orow = wp.array(ptr=wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80), shape=(10,),
+                        dtype=wp.uint64)
+        for j in range(10):
+            orow[j] = _even_bytes(shades[2 * j + 1]) | (_even_bytes(shades[2 * j + 2]) << wp.uint64(32))
     return win
-
-
-@wp.func
-def _emit_pixel(env: int, ly: int, x: int, c: int, bgp: int, full: int, write_obs: int,
-                frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
-    """Write the shade of BG colour c at x."""
-    shade = _pal_shade(bgp, c)
-    if full != 0:
-        frame[env, ly, x] = wp.uint8(shade)
-        if write_obs != 0 and (x & 1) == 0:
-            obs[env, ly >> 1, x >> 1] = wp.uint8(shade)
-    else:
-        obs[env, ly >> 1, x >> 1] = wp.uint8(shade)
-
-
-@wp.func
-def _draw_span(vram: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, map_row: int, tile_row: int,
-               x_begin: int, x_end: int, map_x: int, bgp: int, full: int, write_obs: int,
-               frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8)):
-    """Screen pixels [x_begin, x_end) from one 32-tile map row, starting at map pixel map_x
-    (wrapping at 256): one tile-row fetch per 8 pixels; in obs mode only even x."""
-    x = x_begin
-    mx = map_x
-    while x < x_end:
-        addr = _bg_tile_row(vram, env, map_row + ((mx >> 3) & 31), lcdc, tile_row)
-        lo = int(vram[env, addr])
-        hi = int(vram[env, addr + 1])
-        first = mx & 7
-        n = wp.min(8 - first, x_end - x)
-        base = x - first  # screen x of the tile's pixel 0
-        last = first + n
-        if full != 0:
-            if n == 8:  # a whole tile: no bounds to test
-                for p in range(8):
-                    frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
-            else:
-                for p in range(8):
-                    if p >= first and p < last:
-                        frame[env, ly, base + p] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
-            if write_obs != 0:
-                for p in range(8):
-                    if p >= first and p < last and ((base + p) & 1) == 0:
-                        obs[env, ly >> 1, (base + p) >> 1] = frame[env, ly, base + p]
-        else:
-            for p in range(8):
-                if p >= first and p < last and ((base + p) & 1) == 0:
-                    obs[env, ly >> 1, (base + p) >> 1] = wp.uint8(_pal_shade(bgp, _pixel_colour(lo, hi, 7 - p)))
-        x += n
-        mx += n
 
 
 @wp.func
@@ -334,49 +349,52 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lc
     pixel falls in a given BG (or window) tile also waits for that tile's fetch:
     5 - (pixel's offset in the tile) more dots, at least 0; X = 0 always costs 11.
     win_start: screen x where the window starts on this line (>= 160: none).
+    So per tile touched: the largest 5 - offset among its objects, at least 0.
     """
     if (lcdc & 0x02) == 0:
         return 0
     h = _obj_height(lcdc)
-    tile_keys = _vec10i()
-    offsets = _vec10i()
+    ow = _oam_words(oam, env)
+    # (tile key << 3 | wait) of each counted object: key -1 = X 0, BG tiles 0.., window 64..
+    waits = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
     selected = int(0)
-    for i in range(40):
-        top = int(oam[env, i * 4]) - 16
-        if ly >= top and ly < top + h:
+    i = int(0)
+    while i < 40 and selected < 10:
+        w = int(ow[i])
+        if _on_line(w, ly, h):
             selected += 1
-            x = int(oam[env, i * 4 + 1])
+            x = (w >> 8) & 0xFF
             if x < 168:
                 sx = x - 8
+                p = sx + (scx & 7) + 8  # >= 1: fetcher position, one tile to the left of the screen
+                key = int(0)
                 if x == 0:
-                    tile_keys[n] = -1  # fixed 11 dots
-                    offsets[n] = 0
+                    p = 0
+                    key = 0  # fixed 11 dots: its own "tile", wait 5
                 elif sx >= win_start:
                     p = sx - win_start
-                    tile_keys[n] = 64 + (p >> 3)
-                    offsets[n] = p & 7
+                    key = 128 + (p >> 3)
                 else:
-                    p = sx + (scx & 7) + 8  # >= 1: fetcher position, one tile to the left of the screen
-                    tile_keys[n] = p >> 3
-                    offsets[n] = p & 7
+                    key = 1 + (p >> 3)
+                wait = wp.max(0, 5 - (p & 7))
+                if x == 0:
+                    key = -1 - n  # never shared
+                waits[n] = key * 8 + wait
                 n += 1
-            if selected == 10:
-                break
-    dots = int(0)
+        i += 1
+    dots = 6 * n
     for j in range(n):
-        dots += 6
-        key = tile_keys[j]
-        if key < 0:
-            dots += 5
-        else:
-            first = int(1)
-            for k in range(n):
-                if k != j and tile_keys[k] == key:
-                    if offsets[k] < offsets[j] or (offsets[k] == offsets[j] and k < j):
-                        first = 0
-            if first != 0:
-                dots += wp.max(0, 5 - offsets[j])
+        kj = waits[j] >> 3
+        wj = waits[j] & 7
+        # the tile's wait is paid once: by its largest wait (first such object in order)
+        best = int(1)
+        for k in range(n):
+            if (waits[k] >> 3) == kj:
+                wk = waits[k] & 7
+                if wk > wj or (wk == wj and k < j):
+                    best = 0
+        dots += best * wj
     return dots
 
 
@@ -384,9 +402,14 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lc
 def blank_scanline(env: int, ly: int, shade: int, frame: wp.array3d(dtype=wp.uint8),
                    obs: wp.array3d(dtype=wp.uint8), render_mode: int):
     """Fill line ly with one shade (LCD off: the DMG shows a blank, white screen)."""
+    fill = wp.uint64(shade) * _ONES
     if render_mode == RENDER_FULL:
-        for x in range(160):
-            frame[env, ly, x] = wp.uint8(shade)
+        row = wp.array(ptr=wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160), shape=(20,),
+                       dtype=wp.uint64)
+        for j in range(20):
+            row[j] = fill
     if render_mode >= RENDER_OBS and (ly & 1) == 0:
-        for x in range(80):
-            obs[env, ly >> 1, x] = wp.uint8(shade)
+        orow = wp.array(ptr=wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80), shape=(10,),
+                        dtype=wp.uint64)
+        for j in range(10):
+            orow[j] = fill

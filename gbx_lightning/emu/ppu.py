@@ -47,9 +47,9 @@ import warp as wp
 
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
-                     objects_mode3_penalty, render_scanline, window_visible)
+                     objects_mode3_penalty, objects_on_line, render_line, window_visible)
 from .state import (NEVER, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
-                    R_WY_TRIGGERED, T_LINE_START, T_PPU_EVENT, Machine)
+                    R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine)
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
@@ -64,6 +64,13 @@ POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibratio
 # 1 from LCD on until the first VBlank: that frame is not shown. A spare r32 word
 # (state.py allots 32, uses 0..27); to be listed in state.py's table.
 R_LCD_WARMUP = wp.constant(28)
+# The line's OAM selection (render.objects_on_line), made as mode 3 starts and reused when
+# it ends: bits 0-19 and 20-39 of the mask, then flags (bit 20 of the first word: valid,
+# 21: LCDC.1 objects on, 22: LCDC.2 8x16) and the low 31 bits of the mode-3 start time it belongs to.
+# Spare r32 words, to be listed in state.py's table.
+R_OBJ_SEL_LO = wp.constant(25)
+R_OBJ_SEL_HI = wp.constant(29)
+R_OBJ_SEL_T = wp.constant(30)
 
 PH_LINE_START = wp.constant(4)
 PH_VBLANK_START = wp.constant(5)
@@ -152,7 +159,8 @@ def _wy_check(m: Machine, env: int):
 
 
 @wp.func
-def _mode3_length(m: Machine, env: int, ly: int) -> int:
+def _mode3_length(m: Machine, env: int, ly: int, t: wp.int64) -> int:
+    """Mode 3's length for line ly, starting at t (also keeps the line's OAM selection)."""
     lcdc = int(m.io[env, 0x40])
     scx = int(m.io[env, 0x43])
     wx = int(m.io[env, 0x4B])
@@ -161,8 +169,27 @@ def _mode3_length(m: Machine, env: int, ly: int) -> int:
     if window_visible(lcdc, m.r32[env, R_WY_TRIGGERED], wx) != 0:
         length += WINDOW_PENALTY
         win_start = wx - 7
-    length += objects_mode3_penalty(m.oam, env, ly, lcdc, scx, win_start)
+    selected = objects_on_line(m.oam, env, ly, lcdc)
+    m.r32[env, R_OBJ_SEL_LO] = int(selected & wp.uint64(0xFFFFF)) | (1 << 20) | ((lcdc & 0x06) << 20)
+    m.r32[env, R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
+    m.r32[env, R_OBJ_SEL_T] = int(t & wp.int64(0x7FFFFFFF))
+    if selected != wp.uint64(0):
+        length += objects_mode3_penalty(m.oam, env, selected, scx, win_start)
     return length
+
+
+@wp.func
+def _line_selection(m: Machine, env: int, ly: int, lcdc: int, t: wp.int64) -> wp.uint64:
+    """objects_on_line for the line whose mode 3 ends at t: the selection kept from the
+    start of mode 3 (t - R_MODE3_LEN) if OAM cannot have changed since — the CPU cannot
+    write OAM in modes 2-3, and no OAM DMA started after it — and LCDC.1/LCDC.2 are as
+    they were; else a new scan."""
+    lo = m.r32[env, R_OBJ_SEL_LO]
+    start = t - wp.int64(m.r32[env, R_MODE3_LEN])
+    if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and m.r32[env, R_OBJ_SEL_T] == int(
+            start & wp.int64(0x7FFFFFFF)) and m.r64[env, T_DMA_START] <= start:
+        return wp.uint64(lo & 0xFFFFF) | (wp.uint64(m.r32[env, R_OBJ_SEL_HI]) << wp.uint64(20))
+    return objects_on_line(m.oam, env, ly, lcdc)
 
 
 @wp.func
@@ -178,7 +205,7 @@ def ppu_advance(m: Machine, env: int):
         nxt = ls + wp.int64(MODE2_CYCLES)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
         m.r32[env, R_PPU_MODE] = 3
-        m3 = _mode3_length(m, env, ly)
+        m3 = _mode3_length(m, env, ly, t)
         m.r32[env, R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
     elif phase == 3:
@@ -186,11 +213,15 @@ def ppu_advance(m: Machine, env: int):
         mode = m.render_mode
         if warmup != 0:
             mode = RENDER_NONE
-        drew_window = render_scanline(
-            m.vram, m.oam, env, ly, int(m.io[env, 0x40]), int(m.io[env, 0x42]),
+        lcdc = int(m.io[env, 0x40])
+        selected = wp.uint64(0)
+        if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
+            selected = _line_selection(m, env, ly, lcdc, t)
+        drew_window = render_line(
+            m.vram, m.oam, env, ly, lcdc, int(m.io[env, 0x42]),
             int(m.io[env, 0x43]), m.r32[env, R_WY_TRIGGERED], int(m.io[env, 0x4B]),
             m.r32[env, R_WIN_LINE], int(m.io[env, 0x47]), int(m.io[env, 0x48]),
-            int(m.io[env, 0x49]), m.frame, m.obs, mode)
+            int(m.io[env, 0x49]), selected, m.frame, m.obs, mode)
         if warmup != 0:
             blank_scanline(env, ly, 0, m.frame, m.obs, m.render_mode)
         if drew_window != 0:

@@ -157,10 +157,34 @@ def window_visible(lcdc: int, wy_triggered: int, wx: int) -> int:
 
 
 @wp.func
-def _on_line(word: int, ly: int, h: int) -> bool:
-    """Whether the object whose OAM word this is covers line ly (Y = top + 16)."""
-    d = ly + 16 - (word & 0xFF)
-    return d >= 0 and d < h
+def objects_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int) -> wp.uint64:
+    """The OAM scan for line ly: bit i set if object i is among the first 10 (in OAM order)
+    whose rows cover the line (X plays no part); 0 when LCDC.1 disables objects.
+
+    One branch-free pass over the 40 Y bytes (read as uint32 OAM words), then the 10 limit.
+    """
+    if (lcdc & 0x02) == 0:
+        return wp.uint64(0)
+    h = wp.uint32(_obj_height(lcdc))
+    ow = _oam_words(oam, env)
+    top = wp.uint32(ly + 16)
+    mask = wp.uint64(0)
+    for i in range(40):
+        # rows cover ly iff 0 <= ly + 16 - Y < h (unsigned: one compare)
+        d = top - (ow[i] & wp.uint32(0xFF))
+        mask = mask | (wp.uint64(wp.where(d < h, 1, 0)) << wp.uint64(i))
+    if wp.bit_count(mask) > 10:
+        rest = mask
+        for k in range(10):
+            rest = rest & (rest - wp.uint64(1))  # drop the 10 lowest: what is left is past the limit
+        mask = mask ^ rest
+    return mask
+
+
+@wp.func
+def _lowest_index(bits: wp.uint64) -> int:
+    """Index of the lowest set bit of a non-zero mask."""
+    return int(wp.bit_count((bits & (~bits + wp.uint64(1))) - wp.uint64(1)))
 
 
 @wp.func
@@ -169,17 +193,7 @@ def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: in
 
     With objects disabled the DMG fetches none, so mode 3 is not lengthened.
     """
-    if (lcdc & 0x02) == 0:
-        return 0
-    h = _obj_height(lcdc)
-    ow = _oam_words(oam, env)
-    n = int(0)
-    i = int(0)
-    while i < 40 and n < 10:
-        if _on_line(int(ow[i]), ly, h):
-            n += 1
-        i += 1
-    return n
+    return int(wp.bit_count(objects_on_line(oam, env, ly, lcdc)))
 
 
 @wp.func
@@ -207,7 +221,8 @@ def _span(vr: wp.array(dtype=wp.uint8), line: wp.array(dtype=wp.uint64), lcdc: i
 
 @wp.func
 def _draw_objects(vr: wp.array(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int,
-                  obp0: int, obp1: int, colours: wp.array(dtype=wp.uint64), shades: wp.array(dtype=wp.uint64)):
+                  obp0: int, obp1: int, selected: wp.uint64, colours: wp.array(dtype=wp.uint64),
+                  shades: wp.array(dtype=wp.uint64)):
     """Draw this line's objects over the BG/window shades, highest priority first.
 
     The first opaque object pixel at a position claims it, so lower-priority objects
@@ -216,25 +231,22 @@ def _draw_objects(vr: wp.array(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8),
     """
     h = _obj_height(lcdc)
     ow = _oam_words(oam, env)
-    # selection in OAM order, kept sorted by priority key X * 64 + index (unique)
+    # the selected objects sorted by priority key X * 64 + index (unique)
     keys = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
-    selected = int(0)
-    i = int(0)
-    while i < 40 and selected < 10:
-        w = int(ow[i])
-        if _on_line(w, ly, h):
-            selected += 1
-            x = (w >> 8) & 0xFF
-            if x > 0 and x < 168:  # X = 0 or >= 168: selected but off screen
-                key = x * 64 + i
-                k = n
-                while k > 0 and keys[k - 1] > key:
-                    keys[k] = keys[k - 1]
-                    k -= 1
-                keys[k] = key
-                n += 1
-        i += 1
+    rest = selected
+    while rest != wp.uint64(0):
+        i = _lowest_index(rest)
+        rest = rest & (rest - wp.uint64(1))
+        x = (int(ow[i]) >> 8) & 0xFF
+        if x > 0 and x < 168:  # X = 0 or >= 168: selected but off screen
+            key = x * 64 + i
+            k = n
+            while k > 0 and keys[k - 1] > key:
+                keys[k] = keys[k - 1]
+                k -= 1
+            keys[k] = key
+            n += 1
     if n == 0:
         return
     claimed = wp.zeros(shape=(22,), dtype=wp.uint64)
@@ -291,9 +303,21 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     window_line), else 0 — in every render mode, since it is machine state.
     """
     win = window_visible(lcdc, wy_triggered, wx)
-    if render_mode == RENDER_NONE:
+    if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
         return win
-    if render_mode == RENDER_OBS and (ly & 1) != 0:
+    return render_line(vram, oam, env, ly, lcdc, scy, scx, wy_triggered, wx, window_line, bgp, obp0, obp1,
+                       objects_on_line(oam, env, ly, lcdc), frame, obs, render_mode)
+
+
+@wp.func
+def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
+                lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
+                obp0: int, obp1: int, selected: wp.uint64, frame: wp.array3d(dtype=wp.uint8),
+                obs: wp.array3d(dtype=wp.uint8), render_mode: int) -> int:
+    """render_scanline with the line's OAM selection given (objects_on_line's mask, which
+    the PPU keeps from the start of mode 3 when OAM cannot have changed since)."""
+    win = window_visible(lcdc, wy_triggered, wx)
+    if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
         return win
     vr = _vram_of(vram, env)
     colours = wp.zeros(shape=(22,), dtype=wp.uint64)
@@ -325,8 +349,8 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
         blank = wp.uint64(bgp & 3) * _ONES
         for k in range(1, 21):
             shades[k] = blank
-    if (lcdc & 0x02) != 0:
-        _draw_objects(vr, oam, env, ly, lcdc, obp0, obp1, colours, shades)
+    if selected != wp.uint64(0):
+        _draw_objects(vr, oam, env, ly, lcdc, obp0, obp1, selected, colours, shades)
     if render_mode == RENDER_FULL:
         row = wp.array(ptr=wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160), shape=(20,),
                        dtype=wp.uint64)
@@ -341,60 +365,50 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
 
 
 @wp.func
-def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int, scx: int,
+def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: wp.uint64, scx: int,
                           win_start: int) -> int:
-    """Dots that this line's objects add to mode 3 (Pan Docs, "Mode 3 length").
+    """Dots that this line's objects (objects_on_line's mask) add to mode 3 (Pan Docs,
+    "Mode 3 length").
 
     Each selected object with X < 168 costs 6 dots; the first object whose leftmost
     pixel falls in a given BG (or window) tile also waits for that tile's fetch:
     5 - (pixel's offset in the tile) more dots, at least 0; X = 0 always costs 11.
+    So each tile touched costs its largest wait once.
     win_start: screen x where the window starts on this line (>= 160: none).
-    So per tile touched: the largest 5 - offset among its objects, at least 0.
     """
-    if (lcdc & 0x02) == 0:
-        return 0
-    h = _obj_height(lcdc)
     ow = _oam_words(oam, env)
-    # (tile key << 3 | wait) of each counted object: key -1 = X 0, BG tiles 0.., window 64..
+    # (tile key << 3 | wait) of each counted object: BG tiles 1.., window 128.., X = 0 < 0
     waits = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
-    selected = int(0)
-    i = int(0)
-    while i < 40 and selected < 10:
-        w = int(ow[i])
-        if _on_line(w, ly, h):
-            selected += 1
-            x = (w >> 8) & 0xFF
-            if x < 168:
-                sx = x - 8
+    rest = selected
+    while rest != wp.uint64(0):
+        x = (int(ow[_lowest_index(rest)]) >> 8) & 0xFF
+        rest = rest & (rest - wp.uint64(1))
+        if x < 168:
+            sx = x - 8
+            key = int(0)
+            p = int(0)
+            if x == 0:
+                key = -1 - n  # its own: a fixed 11 dots
+            elif sx >= win_start:
+                p = sx - win_start
+                key = 128 + (p >> 3)
+            else:
                 p = sx + (scx & 7) + 8  # >= 1: fetcher position, one tile to the left of the screen
-                key = int(0)
-                if x == 0:
-                    p = 0
-                    key = 0  # fixed 11 dots: its own "tile", wait 5
-                elif sx >= win_start:
-                    p = sx - win_start
-                    key = 128 + (p >> 3)
-                else:
-                    key = 1 + (p >> 3)
-                wait = wp.max(0, 5 - (p & 7))
-                if x == 0:
-                    key = -1 - n  # never shared
-                waits[n] = key * 8 + wait
-                n += 1
-        i += 1
+                key = 1 + (p >> 3)
+            waits[n] = key * 8 + wp.max(0, 5 - (p & 7))
+            n += 1
     dots = 6 * n
     for j in range(n):
         kj = waits[j] >> 3
         wj = waits[j] & 7
-        # the tile's wait is paid once: by its largest wait (first such object in order)
-        best = int(1)
+        first = int(1)  # the tile's largest wait, paid once (by the first such object)
         for k in range(n):
             if (waits[k] >> 3) == kj:
                 wk = waits[k] & 7
                 if wk > wj or (wk == wj and k < j):
-                    best = 0
-        dots += best * wj
+                    first = 0
+        dots += first * wj
     return dots
 
 

@@ -30,7 +30,7 @@ Cost: a line is built eight pixels at a time, as uint64 words of eight bytes
 a 22-word line buffer on the stack (word 0 is x = -8..-1, words 1..20 the
 screen, word 21 x = 160..167, so objects partly off screen need no bounds
 test).  A tile row (two VRAM bytes) becomes a word of colour numbers by bit
-spreading (``_colours8``: no table, a multiply and three masks per plane); a
+spreading (``_colours8``: no table, a multiply, a shift and a mask per plane); a
 span that is not tile-aligned (SCX % 8, the window's start) shifts two tile
 words together; the palette maps all eight colours at once (``_shades8``).
 Objects are drawn over the finished line highest priority first: each one's
@@ -69,8 +69,9 @@ _MAP_9C00 = wp.constant(0x1C00)
 # Eight pixels per uint64, byte i = pixel i from the left (little-endian hosts and GPUs).
 _ONES = wp.constant(wp.uint64(0x0101010101010101))
 _LOW7 = wp.constant(wp.uint64(0x7F7F7F7F7F7F7F7F))
-_BIT_OF_PIXEL = wp.constant(wp.uint64(0x0102040810204080))          # byte i keeps bit 7-i
-_BIT_OF_PIXEL_XFLIP = wp.constant(wp.uint64(0x8040201008040201))    # byte i keeps bit i
+_TWOS = wp.constant(wp.uint64(0x0202020202020202))
+_SPREAD = wp.constant(wp.uint64(0x8040201008040201))
+_BIT_I_IN_BYTE_I = wp.constant(wp.uint64(0x8040201008040201))
 _EVEN_BYTES = wp.constant(wp.uint64(0x00FF00FF00FF00FF))
 _EVEN_PAIRS = wp.constant(wp.uint64(0x0000FFFF0000FFFF))
 _LOW_HALF = wp.constant(wp.uint64(0x00000000FFFFFFFF))
@@ -84,16 +85,21 @@ def _obj_height(lcdc: int) -> int:
 
 
 @wp.func
-def _spread(plane: int, bit_of_pixel: wp.uint64) -> wp.uint64:
-    """A bitplane byte -> 8 bytes of 0/1: byte i = the bit bit_of_pixel selects for byte i."""
-    x = (wp.uint64(plane) * _ONES) & bit_of_pixel
-    return ((x + _LOW7) >> wp.uint64(7)) & _ONES
+def _colours8(lo: int, hi: int) -> wp.uint64:
+    """Colour numbers 0..3 of a tile row's 8 pixels, leftmost (bit 7) in byte 0.
+
+    b * 0x8040201008040201 lays copies of b at bit offsets 0, 9, 18, ..., 63 without
+    overlap, which puts bit 7-i of b at bit 8i+7 (byte i's top bit) for every i."""
+    lo_bits = ((wp.uint64(lo) * _SPREAD) >> wp.uint64(7)) & _ONES
+    hi_bits = ((wp.uint64(hi) * _SPREAD) >> wp.uint64(6)) & _TWOS
+    return lo_bits | hi_bits
 
 
 @wp.func
-def _colours8(lo: int, hi: int, bit_of_pixel: wp.uint64) -> wp.uint64:
-    """Colour numbers 0..3 of a tile row's 8 pixels (hi byte = colour bit 1)."""
-    return _spread(lo, bit_of_pixel) | (_spread(hi, bit_of_pixel) << wp.uint64(1))
+def _spread_xflip(plane: int) -> wp.uint64:
+    """A bitplane byte -> 8 bytes of 0/1, byte i = bit i (an X-flipped object row)."""
+    x = (wp.uint64(plane) * _ONES) & _BIT_I_IN_BYTE_I
+    return ((x + _LOW7) >> wp.uint64(7)) & _ONES
 
 
 @wp.func
@@ -145,7 +151,7 @@ def _tile_colours(vr: wp.array(dtype=wp.uint8), map_index: int, lcdc: int, row: 
     addr = 0x1000 + ((t ^ 0x80) - 0x80) * 16 + row * 2
     if (lcdc & 0x10) != 0:
         addr = t * 16 + row * 2
-    return _colours8(int(vr[addr]), int(vr[addr + 1]), _BIT_OF_PIXEL)
+    return _colours8(int(vr[addr]), int(vr[addr + 1]))
 
 
 @wp.func
@@ -204,19 +210,22 @@ def _span(vr: wp.array(dtype=wp.uint8), line: wp.array(dtype=wp.uint64), lcdc: i
     mx = 8 * j0 + map_x
     fine = mx & 7
     col = mx >> 3
+    j = j0
     if fine == 0:
-        for j in range(j0, j1):
+        while j < j1:
             line[j + 1] = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
             col += 1
+            j += 1
     else:
         right = wp.uint64(8 * fine)
         left = wp.uint64(64 - 8 * fine)
         cur = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
-        for j in range(j0, j1):
+        while j < j1:
             col += 1
             nxt = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
             line[j + 1] = (cur >> right) | (nxt << left)
             cur = nxt
+            j += 1
 
 
 @wp.func
@@ -264,13 +273,14 @@ def _draw_objects(vr: wp.array(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8),
         lo = int(vr[addr])
         hi = int(vr[addr + 1])
         if (lo | hi) != 0:  # a transparent row draws nothing
-            bit_of_pixel = _BIT_OF_PIXEL
+            c = wp.uint64(0)
             if (attr & 0x20) != 0:
-                bit_of_pixel = _BIT_OF_PIXEL_XFLIP
+                c = _spread_xflip(lo) | (_spread_xflip(hi) << wp.uint64(1))
+            else:
+                c = _colours8(lo, hi)
             pal = obp0
             if (attr & 0x10) != 0:
                 pal = obp1
-            c = _colours8(lo, hi, bit_of_pixel)
             s = _shades8(c, pal)
             opq = _opaque8(c)
             # line word k holds x = 8k-8 .. 8k-1: the object's screen x = X - 8 .. X - 1
@@ -343,8 +353,12 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
             if (bg_end & 7) != 0:
                 keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
                 colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
-        for k in range(1, 21):
-            shades[k] = _shades8(colours[k], bgp)
+        if bgp == 0xE4:  # the identity palette, common
+            for k in range(1, 21):
+                shades[k] = colours[k]
+        else:
+            for k in range(1, 21):
+                shades[k] = _shades8(colours[k], bgp)
     else:  # DMG: BG and window blank (colour 0); objects still drawn
         blank = wp.uint64(bgp & 3) * _ONES
         for k in range(1, 21):

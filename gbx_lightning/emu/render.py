@@ -130,12 +130,6 @@ def _even_bytes(w: wp.uint64) -> wp.uint64:
 
 
 @wp.func
-def _vram_of(vram: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.uint8):
-    """env's 8 KiB of VRAM as a 1-d view (constant stride: cheaper indexing)."""
-    return wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env * 8192), shape=(8192,), dtype=wp.uint8)
-
-
-@wp.func
 def _oam_words(oam: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.uint32):
     """env's OAM as 40 uint32 words: Y | X << 8 | tile << 16 | attributes << 24."""
     return wp.array(ptr=wp.uint64(oam.ptr) + wp.uint64(env * 160), shape=(40,), dtype=wp.uint32)
@@ -229,7 +223,7 @@ def _span(vr: wp.array(dtype=wp.uint8), line: wp.array(dtype=wp.uint64), lcdc: i
 
 
 @wp.func
-def _draw_objects(vr: wp.array(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: int,
+def _draw_objects(vr: wp.array(dtype=wp.uint8), ow: wp.array(dtype=wp.uint32), ly: int, lcdc: int,
                   obp0: int, obp1: int, selected: wp.uint64, colours: wp.array(dtype=wp.uint64),
                   shades: wp.array(dtype=wp.uint64)):
     """Draw this line's objects over the BG/window shades, highest priority first.
@@ -239,7 +233,6 @@ def _draw_objects(vr: wp.array(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8),
     the BG/window colour numbers).
     """
     h = _obj_height(lcdc)
-    ow = _oam_words(oam, env)
     # the selected objects sorted by priority key X * 64 + index (unique)
     keys = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
@@ -329,7 +322,21 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
     win = window_visible(lcdc, wy_triggered, wx)
     if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
         return win
-    vr = _vram_of(vram, env)
+    _draw_line(wp.uint64(vram.ptr) + wp.uint64(env * 8192), wp.uint64(oam.ptr) + wp.uint64(env * 160),
+               wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160),
+               wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80),
+               ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode)
+    return win
+
+
+@wp.func(inline=False)
+def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, ly: int,
+               lcdc: int, scy: int, scx: int, win: int, wx: int, window_line: int, bgp: int, obp0: int,
+               obp1: int, selected: wp.uint64, render_mode: int):
+    """The line into frame_row (RENDER_FULL) and obs_row (even ly). Out of line, with the
+    env's VRAM/OAM and the output rows as plain addresses: one copy of the code for every
+    place the PPU catches up, and a call that copies no array descriptors."""
+    vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     colours = wp.zeros(shape=(22,), dtype=wp.uint64)
     shades = wp.zeros(shape=(22,), dtype=wp.uint64)
     if (lcdc & 0x01) != 0:
@@ -364,18 +371,16 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
         for k in range(1, 21):
             shades[k] = blank
     if selected != wp.uint64(0):
-        _draw_objects(vr, oam, env, ly, lcdc, obp0, obp1, selected, colours, shades)
+        _draw_objects(vr, wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32), ly, lcdc, obp0, obp1, selected,
+                      colours, shades)
     if render_mode == RENDER_FULL:
-        row = wp.array(ptr=wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160), shape=(20,),
-                       dtype=wp.uint64)
+        row = wp.array(ptr=frame_row, shape=(20,), dtype=wp.uint64)
         for j in range(20):
             row[j] = shades[j + 1]
     if (ly & 1) == 0:
-        orow = wp.array(ptr=wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80), shape=(10,),
-                        dtype=wp.uint64)
+        orow = wp.array(ptr=obs_row, shape=(10,), dtype=wp.uint64)
         for j in range(10):
             orow[j] = _even_bytes(shades[2 * j + 1]) | (_even_bytes(shades[2 * j + 2]) << wp.uint64(32))
-    return win
 
 
 @wp.func

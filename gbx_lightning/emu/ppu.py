@@ -49,7 +49,7 @@ from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, render_scanline, window_visible)
 from .state import (NEVER, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
-                    R_WY_TRIGGERED, T_LINE_START, T_PPU_EVENT, Machine)
+                    R_WY_TRIGGERED, T_LINE_START, T_PPU_EVENT, Machine, MachineRef)
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
@@ -98,8 +98,9 @@ def interrupt_mode(phase: int) -> int:
 
 
 @wp.func
-def ly_visible(m: Machine, env: int, t: wp.int64) -> int:
+def ly_visible(ms: MachineRef, env: int, t: wp.int64) -> int:
     """LY as read: line 153 reads 0 after its first M-cycle."""
+    m = ms[0]
     ly = m.r32[env, R_LY]
     if ly == 153 and t >= m.r64[env, T_LINE_START] + wp.int64(4):
         ly = 0
@@ -107,8 +108,9 @@ def ly_visible(m: Machine, env: int, t: wp.int64) -> int:
 
 
 @wp.func
-def ly_compared(m: Machine, env: int) -> int:
+def ly_compared(ms: MachineRef, env: int) -> int:
     """The LY value LYC is compared with now; -1 while no comparison happens."""
+    m = ms[0]
     phase = m.r32[env, R_PPU_MODE]
     ly = m.r32[env, R_LY]
     if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_VBLANK_LINE:
@@ -119,11 +121,12 @@ def ly_compared(m: Machine, env: int) -> int:
 
 
 @wp.func
-def _stat_line(m: Machine, env: int, stat: int) -> int:
+def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
+    m = ms[0]
     line = 0
     if (int(m.io[env, 0x40]) & 0x80) != 0:
         mode = interrupt_mode(m.r32[env, R_PPU_MODE])
-        if (stat & 0x40) != 0 and ly_compared(m, env) == int(m.io[env, 0x45]):
+        if (stat & 0x40) != 0 and ly_compared(ms, env) == int(m.io[env, 0x45]):
             line = 1
         if (stat & 0x08) != 0 and mode == 0:
             line = 1
@@ -135,24 +138,27 @@ def _stat_line(m: Machine, env: int, stat: int) -> int:
 
 
 @wp.func
-def stat_update(m: Machine, env: int, t: wp.int64):
+def stat_update(ms: MachineRef, env: int, t: wp.int64):
     """Recompute the STAT interrupt line; IF bit 1 on its rising edge."""
-    line = _stat_line(m, env, int(m.io[env, 0x41]))
+    m = ms[0]
+    line = _stat_line(ms, env, int(m.io[env, 0x41]))
     if line == 1 and m.r32[env, R_STAT_LINE] == 0:
-        raise_if(m, env, 2)
+        raise_if(ms, env, 2)
     m.r32[env, R_STAT_LINE] = line
 
 
 @wp.func
-def _wy_check(m: Machine, env: int):
+def _wy_check(ms: MachineRef, env: int):
     """Set the frame's WY condition if LY == WY on a visible line with the window enabled."""
+    m = ms[0]
     ly = m.r32[env, R_LY]
     if (int(m.io[env, 0x40]) & 0xA0) == 0xA0 and ly < 144 and ly == int(m.io[env, 0x4A]):
         m.r32[env, R_WY_TRIGGERED] = 1
 
 
 @wp.func
-def _mode3_length(m: Machine, env: int, ly: int) -> int:
+def _mode3_length(ms: MachineRef, env: int, ly: int) -> int:
+    m = ms[0]
     lcdc = int(m.io[env, 0x40])
     scx = int(m.io[env, 0x43])
     wx = int(m.io[env, 0x4B])
@@ -166,8 +172,9 @@ def _mode3_length(m: Machine, env: int, ly: int) -> int:
 
 
 @wp.func
-def ppu_advance(m: Machine, env: int):
+def ppu_advance(ms: MachineRef, env: int):
     """Process the PPU event at r64[T_PPU_EVENT]."""
+    m = ms[0]
     t = m.r64[env, T_PPU_EVENT]
     ls = m.r64[env, T_LINE_START]
     ly = m.r32[env, R_LY]
@@ -178,7 +185,7 @@ def ppu_advance(m: Machine, env: int):
         nxt = ls + wp.int64(MODE2_CYCLES)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
         m.r32[env, R_PPU_MODE] = 3
-        m3 = _mode3_length(m, env, ly)
+        m3 = _mode3_length(ms, env, ly)
         m.r32[env, R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
     elif phase == 3:
@@ -217,7 +224,7 @@ def ppu_advance(m: Machine, env: int):
         if ly == 144:
             m.r32[env, R_PPU_MODE] = PH_VBLANK_START
             m.r32[env, R_LCD_WARMUP] = 0
-            raise_if(m, env, 1)
+            raise_if(ms, env, 1)
         elif ly >= 154:
             ly = 0
             m.r32[env, R_WIN_LINE] = 0
@@ -228,25 +235,27 @@ def ppu_advance(m: Machine, env: int):
         else:
             m.r32[env, R_PPU_MODE] = PH_VBLANK_LINE
         m.r32[env, R_LY] = ly
-        _wy_check(m, env)
+        _wy_check(ms, env)
         nxt = ls + wp.int64(4)
     m.r64[env, T_PPU_EVENT] = nxt
-    stat_update(m, env, t)
+    stat_update(ms, env, t)
 
 
 @wp.func
-def ppu_sync(m: Machine, env: int, now: wp.int64):
+def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
+    m = ms[0]
     while m.r64[env, T_PPU_EVENT] <= now:
-        ppu_advance(m, env)
+        ppu_advance(ms, env)
 
 
 @wp.func
-def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
-    ppu_sync(m, env, t)
+def lcdc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
+    ppu_sync(ms, env, t)
     old = int(m.io[env, 0x40])
     # The LY=LYC comparator stops with the LCD: STAT bit 2 keeps the value it had as the
     # LCD went off (DMG; gambatte agrees, and games such as Mr. Do! rely on it).
-    coincidence = (stat_value(m, env, t) >> 2) & 1
+    coincidence = (stat_value(ms, env, t) >> 2) & 1
     m.io[env, 0x40] = wp.uint8(value)
     if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off: blank screen
         m.r32[env, R_LCD_OFF_COINCIDENCE] = coincidence
@@ -269,23 +278,25 @@ def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
         m.r32[env, R_LCD_WARMUP] = 1
         m.r32[env, R_PPU_MODE] = PH_LCD_ON_LINE0
         m.r64[env, T_PPU_EVENT] = t + wp.int64(MODE2_CYCLES)
-    _wy_check(m, env)
-    stat_update(m, env, t)
+    _wy_check(ms, env)
+    stat_update(ms, env, t)
 
 
 @wp.func
-def stat_read(m: Machine, env: int, t: wp.int64) -> int:
-    ppu_sync(m, env, t)
-    return stat_value(m, env, t)
+def stat_read(ms: MachineRef, env: int, t: wp.int64) -> int:
+    m = ms[0]
+    ppu_sync(ms, env, t)
+    return stat_value(ms, env, t)
 
 
 @wp.func
-def stat_value(m: Machine, env: int, t: wp.int64) -> int:
+def stat_value(ms: MachineRef, env: int, t: wp.int64) -> int:
     """STAT as read, from the PPU state as it stands (no sync)."""
+    m = ms[0]
     v = 0x80 | (int(m.io[env, 0x41]) & 0x78)
     if (int(m.io[env, 0x40]) & 0x80) != 0:
         v = v | stat_mode_bits(m.r32[env, R_PPU_MODE])
-        if ly_compared(m, env) == int(m.io[env, 0x45]):
+        if ly_compared(ms, env) == int(m.io[env, 0x45]):
             v = v | 4
     elif m.r32[env, R_LCD_OFF_COINCIDENCE] != 0:
         v = v | 4  # LCD off: the flag as it was when the LCD went off
@@ -293,40 +304,44 @@ def stat_value(m: Machine, env: int, t: wp.int64) -> int:
 
 
 @wp.func
-def ly_read(m: Machine, env: int, t: wp.int64) -> int:
-    ppu_sync(m, env, t)
-    return ly_visible(m, env, t)
+def ly_read(ms: MachineRef, env: int, t: wp.int64) -> int:
+    m = ms[0]
+    ppu_sync(ms, env, t)
+    return ly_visible(ms, env, t)
 
 
 @wp.func
-def ppu_reg_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
+def ppu_reg_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
     """STAT (writable bits 3-6), LYC, scroll, palettes, window: sync first so the change
     lands between the right lines, then re-evaluate the STAT line."""
-    ppu_sync(m, env, t)
+    m = ms[0]
+    ppu_sync(ms, env, t)
     if reg == 0x41:
         # DMG quirk: for one cycle STAT acts as if every source were enabled
-        line = _stat_line(m, env, 0xF8)
+        line = _stat_line(ms, env, 0xF8)
         if line == 1 and m.r32[env, R_STAT_LINE] == 0:
-            raise_if(m, env, 2)
+            raise_if(ms, env, 2)
         m.r32[env, R_STAT_LINE] = line
         m.io[env, 0x41] = wp.uint8((int(m.io[env, 0x41]) & 0x07) | (value & 0x78))
     elif reg != 0x44:
         m.io[env, reg] = wp.uint8(value)
     if reg == 0x4A:
-        _wy_check(m, env)
-    stat_update(m, env, t)
+        _wy_check(ms, env)
+    stat_update(ms, env, t)
 
 
 @wp.func
-def vram_accessible(m: Machine, env: int, t: wp.int64) -> bool:
+def vram_accessible(ms: MachineRef, env: int, t: wp.int64) -> bool:
     """False while the PPU reads VRAM for drawing (mode 3): CPU reads give $FF, writes are lost."""
-    ppu_sync(m, env, t)
+    m = ms[0]
+    ppu_sync(ms, env, t)
     return (int(m.io[env, 0x40]) & 0x80) == 0 or m.r32[env, R_PPU_MODE] != 3
 
 
 @wp.func
-def oam_accessible(m: Machine, env: int, t: wp.int64) -> bool:
+def oam_accessible(ms: MachineRef, env: int, t: wp.int64) -> bool:
     """False in modes 2 and 3 (OAM scan and drawing)."""
-    ppu_sync(m, env, t)
+    m = ms[0]
+    ppu_sync(ms, env, t)
     mode = m.r32[env, R_PPU_MODE]
     return (int(m.io[env, 0x40]) & 0x80) == 0 or (mode != 2 and mode != 3)

@@ -237,10 +237,10 @@ def flat_write(ms: MachineRef, env: int, addr: int, value: int):
 @wp.func(inline=True)
 def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8),
                   hram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
-                  fast: bool, hram_fast: bool, rom0_base: int, romx_base: int, vram_until: wp.int64,
+                  fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, vram_until: wp.int64,
                   ly_until: wp.int64, ly_value: int, env: int, addr: int, t: wp.int64) -> int:
     """Hot path on plain arrays and cached locals; -1 means "use bus_read".
-    ROM through the MBC's current bank bases, WRAM, HRAM; VRAM while t < vram_until (the
+    ROM through the MBC's current bank offsets (romx_off: ROM index of $4000), WRAM, HRAM; VRAM while t < vram_until (the
     PPU is not in mode 3 before its next event); LY while t < ly_until (LY cannot change
     before the PPU's next event; line 153, whose LY changes mid-line, is excluded).
     `fast` is False during OAM DMA, while a boot ROM is mapped and on the flat bus;
@@ -253,9 +253,9 @@ def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8
             v = int(hram[env, addr - 0xFF80])
     elif fast:
         if addr < 0x4000:
-            v = int(rom[rom0_base + addr])
+            v = int(rom[rom0_base + (addr & 0x3FFF)])
         elif addr < 0x8000:
-            v = int(rom[romx_base + addr])
+            v = int(rom[romx_off + (addr & 0x3FFF)])
         elif addr >= 0xC000 and addr < 0xE000:
             v = int(wram[env, addr - 0xC000])
         elif addr < 0xA000:

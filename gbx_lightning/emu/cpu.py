@@ -322,7 +322,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     slow = int(1)
     next_ev = wp.int64(0)
     rom0_base = int(0)
-    romx_base = int(0)
+    romx_off = int(0)
     fast_until = wp.int64(0)
     vram_until = wp.int64(0)
     ly_until = wp.int64(0)
@@ -366,8 +366,10 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 # call (I/O write, MBC bank switch, DMA start, events): reload it.
                 slow = 0
                 next_ev = r64[env, T_NEXT_EVENT]
-                rom0_base = mbc[env, REG_ROM0_BASE]
-                romx_base = mbc[env, REG_ROMX_BASE]
+                # ROM indices as provably non-negative sums, so Warp's negative-index wrap
+                # folds away on the fetch path (both are >= 0 by construction)
+                rom0_base = mbc[env, REG_ROM0_BASE] & 0x7FFFFFFF
+                romx_off = (mbc[env, REG_ROMX_BASE] + 0x4000) & 0x7FFFFFFF
                 fast_until = r64[env, T_DMA_END]
                 if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                     fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
@@ -409,7 +411,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 fast = c.t >= fast_until
                 # ---- fetch (the HALT bug: PC fails to increment once) ----
                 was_pending = c.ei_pending
-                op = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                op = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                 if op < 0:
                     op = bus_read(ms, env, c.pc, c.t)
                     slow = 1
@@ -430,7 +432,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if op == 0xCB:
-                    op2 = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                    op2 = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                     if op2 < 0:
                         op2 = bus_read(ms, env, c.pc, c.t)
                         slow = 1
@@ -442,7 +444,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(ms, env, hl(c.h, c.l), c.t)
                             slow = 1
@@ -485,7 +487,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:  # LD r[y], r[z]
                         v = int(0)
                         if z == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
                                 v = bus_read(ms, env, hl(c.h, c.l), c.t)
                                 slow = 1
@@ -505,7 +507,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 elif x == 2:  # ALU A, r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
                             v = bus_read(ms, env, hl(c.h, c.l), c.t)
                             slow = 1
@@ -519,13 +521,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 elif x == 0:
                     if z == 0:
                         if y == 1:  # LD (nn), SP
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -553,7 +555,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     c.stopped = 1
                                     slow = 1
                         elif y >= 3:  # JR d / JR cc, d
-                            d = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            d = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if d < 0:
                                 d = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
@@ -565,13 +567,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0:  # LD rp, nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -598,7 +600,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 slow = 1
                                 fast = False
                         else:
-                            c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, addr, c.t)
                             if c.a < 0:
                                 c.a = bus_read(ms, env, addr, c.t)
                                 slow = 1
@@ -618,7 +620,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     elif z == 4 or z == 5:  # INC r / DEC r
                         v = int(0)
                         if y == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
                                 v = bus_read(ms, env, hl(c.h, c.l), c.t)
                                 slow = 1
@@ -643,7 +645,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             w8 = y
                             v8 = r
                     elif z == 6:  # LD r, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(ms, env, c.pc, c.t)
                             slow = 1
@@ -681,13 +683,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if y < 4:  # RET cc: one internal M-cycle for the condition
                             c.t = c.t + FOUR
                             if cond(c.f, y):
-                                lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
+                                lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.sp, c.t)
                                 if lo < 0:
                                     lo = bus_read(ms, env, c.sp, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
-                                hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
+                                hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                                 if hi < 0:
                                     hi = bus_read(ms, env, (c.sp + 1) & 0xFFFF, c.t)
                                     slow = 1
@@ -697,7 +699,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
                         else:
-                            n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if n < 0:
                                 n = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
@@ -711,7 +713,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     fast = False
                                 c.t = c.t + FOUR
                             elif y == 6:  # LDH A, (n)
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(ms, env, 0xFF00 | n, c.t)
                                     slow = 1
@@ -729,13 +731,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.sp, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.sp, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.sp + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -766,20 +768,20 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     slow = 1
                                     fast = False
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(ms, env, 0xFF00 | c.c, c.t)
                                     slow = 1
                                     fast = False
                             c.t = c.t + FOUR
                         else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -798,7 +800,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     fast = False
                                 c.t = c.t + FOUR
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, addr, c.t)
                                 if c.a < 0:
                                     c.a = bus_read(ms, env, addr, c.t)
                                     slow = 1
@@ -806,13 +808,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.t = c.t + FOUR
                     elif z == 3:
                         if y == 0:  # JP nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -834,7 +836,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         slow = 1
                         c.pc = (c.pc - 1) & 0xFFFF
                     elif z == 6:  # ALU A, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
                             n = bus_read(ms, env, c.pc, c.t)
                             slow = 1
@@ -849,13 +851,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         do_push = True
                         v = c.pc
                         if z == 4 or z == 5 and q == 1:    # CALL
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1

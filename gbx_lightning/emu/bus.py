@@ -21,17 +21,45 @@ from .joypad import joypad_update, p1_read
 from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+from .state import (NEVER, R_LY, T_LINE_START, T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
                     Machine, MachineRef, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
 
 @wp.func
+def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
+    """When the run loop must next stop for the PPU.
+
+    The PPU is lazy: its events are processed when the CPU can tell — any PPU register,
+    VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first syncs it to that
+    moment, and the kernel's VRAM/LY fast paths stop at the stale state's next event. So
+    the loop only has to stop where an interrupt the CPU could take is requested: at every
+    PPU event while a STAT interrupt is possible (IE bit 1 and a STAT source enabled), else
+    only at VBlank start if IE bit 0 is set, else never (the launch's final sync and the
+    frame-end arithmetic need no stops). IF bits whose IE bit is clear may be raised late;
+    nothing reads them before a sync (IE&IF masks them; IF reads and IE writes sync).
+    Halved the stops per line on the workload ROM (4 PPU events per line otherwise)."""
+    m = ms[0]
+    ev = m.r64[env, T_PPU_EVENT]
+    ie = int(m.hram[env, 127])
+    if (int(m.io[env, 0x40]) & 0x80) != 0 and ((ie & 0x02) == 0 or (int(m.io[env, 0x41]) & 0x78) == 0):
+        if (ie & 0x01) != 0:
+            ly = m.r32[env, R_LY]
+            lines = 144 - ly
+            if ly >= 144:
+                lines = 298 - ly
+            ev = wp.max(ev, m.r64[env, T_LINE_START] + wp.int64(lines * 456))
+        else:
+            ev = NEVER
+    return ev
+
+
+@wp.func
 def reschedule(ms: MachineRef, env: int):
-    """r64[T_NEXT_EVENT] = earliest peripheral event (the run loop stops there)."""
+    """r64[T_NEXT_EVENT] = earliest peripheral event the run loop must stop at."""
     m = ms[0]
     ev = m.r64[env, T_TIMER_EVENT]
-    ev = wp.min(ev, m.r64[env, T_PPU_EVENT])
+    ev = wp.min(ev, ppu_wake(ms, env))
     ev = wp.min(ev, m.r64[env, T_SERIAL_END])
     m.r64[env, T_NEXT_EVENT] = ev
 
@@ -198,6 +226,7 @@ def io_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
     elif reg == 0x40:
         lcdc_write(ms, env, value, t)
     elif reg == 0x46:
+        ppu_sync(ms, env, t)       # lines before the copy see the old OAM (lazy PPU)
         dma_write(ms, env, value, t)
     elif reg >= 0x41 and reg <= 0x4B:
         ppu_reg_write(ms, env, reg, value, t)
@@ -359,7 +388,11 @@ def bus_write(ms: MachineRef, env: int, addr: int, value: int, t: wp.int64):
         flat_write(ms, env, addr, value)
     elif addr >= 0xFF00:
         if addr >= 0xFF80:
+            if addr == 0xFFFF:
+                sync_all(ms, env, t)   # IF bits raised late while IE masked them (ppu_wake)
             m.hram[env, addr - 0xFF80] = wp.uint8(value)
+            if addr == 0xFFFF:
+                reschedule(ms, env)
         else:
             io_write(ms, env, addr - 0xFF00, value, t)
     elif conflict != 0:

@@ -387,13 +387,18 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     # the frame ends as the PPU enters VBlank (line 144 starts), or 70224 T
                     # after the previous frame ended if that comes first (LCD off, or
                     # switched on during this frame); see VecGameBoy.run_frames
+                    # (the PPU is lazy, bus.ppu_wake: its state may lag c.t, but while the LCD
+                    # is on lines follow each other every 456 T, so the next VBlank start after
+                    # c.t follows from any earlier line start)
                     t_end = frame_deadline
                     if (int(io[env, 0x40]) & 0x80) != 0:
                         lines_left = 144 - ly_value
                         if ly_value >= 144:
                             lines_left = 298 - ly_value
-                        t_end = wp.min(frame_deadline,
-                                       r64[env, T_LINE_START] + wp.int64(lines_left * LINE_CYCLES))
+                        vblank = r64[env, T_LINE_START] + wp.int64(lines_left * LINE_CYCLES)
+                        if vblank <= c.t:
+                            vblank = vblank + ((c.t - vblank) // FRAME_CYCLES + wp.int64(1)) * FRAME_CYCLES
+                        t_end = wp.min(frame_deadline, vblank)
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
                 wake = int(0)
                 if c.halted != 0 and c.locked == 0:

@@ -21,38 +21,69 @@ from .joypad import joypad_update, p1_read
 from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
-                    Machine, cart_read, cart_write)
+from .state import (NEVER, R_LY, T_LINE_START, T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+                    Machine, MachineRef, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
 
 @wp.func
-def reschedule(m: Machine, env: int):
-    """r64[T_NEXT_EVENT] = earliest peripheral event (the run loop stops there)."""
+def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
+    """When the run loop must next stop for the PPU.
+
+    The PPU is lazy: its events are processed when the CPU can tell — any PPU register,
+    VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first syncs it to that
+    moment, and the kernel's VRAM/LY fast paths stop at the stale state's next event. So
+    the loop only has to stop where an interrupt the CPU could take is requested: at every
+    PPU event while a STAT interrupt is possible (IE bit 1 and a STAT source enabled), else
+    only at VBlank start if IE bit 0 is set, else never (the launch's final sync and the
+    frame-end arithmetic need no stops). IF bits whose IE bit is clear may be raised late;
+    nothing reads them before a sync (IE&IF masks them; IF reads and IE writes sync).
+    Halved the stops per line on the workload ROM (4 PPU events per line otherwise)."""
+    m = ms[0]
+    ev = m.r64[env, T_PPU_EVENT]
+    ie = int(m.hram[env, 127])
+    if (int(m.io[env, 0x40]) & 0x80) != 0 and ((ie & 0x02) == 0 or (int(m.io[env, 0x41]) & 0x78) == 0):
+        if (ie & 0x01) != 0:
+            ly = m.r32[env, R_LY]
+            lines = 144 - ly
+            if ly >= 144:
+                lines = 298 - ly
+            ev = wp.max(ev, m.r64[env, T_LINE_START] + wp.int64(lines * 456))
+        else:
+            ev = NEVER
+    return ev
+
+
+@wp.func
+def reschedule(ms: MachineRef, env: int):
+    """r64[T_NEXT_EVENT] = earliest peripheral event the run loop must stop at."""
+    m = ms[0]
     ev = m.r64[env, T_TIMER_EVENT]
-    ev = wp.min(ev, m.r64[env, T_PPU_EVENT])
+    ev = wp.min(ev, ppu_wake(ms, env))
     ev = wp.min(ev, m.r64[env, T_SERIAL_END])
     m.r64[env, T_NEXT_EVENT] = ev
 
 
 @wp.func(inline=False)
-def events_sync(m: Machine, env: int, now: wp.int64):
+def events_sync(ms: MachineRef, env: int, now: wp.int64):
     """Catch every peripheral whose event is due up to `now` (raising any IF bits due by
     then); the others are already current for what the CPU can observe."""
+    m = ms[0]
     if m.r64[env, T_TIMER_EVENT] <= now:
-        timer_sync(m, env, now)
+        timer_sync(ms, env, now)
     if m.r64[env, T_PPU_EVENT] <= now:
-        ppu_sync(m, env, now)
+        ppu_sync(ms, env, now)
     if m.r64[env, T_SERIAL_END] <= now:
-        serial_sync(m, env, now)
-    reschedule(m, env)
+        serial_sync(ms, env, now)
+    reschedule(ms, env)
 
 
 @wp.func(inline=False)
-def sleep_until(m: Machine, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
+def sleep_until(ms: MachineRef, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
     """HALT/STOP/locked: run the peripherals event by event from t towards t_end and return
     the time the CPU wakes (the first event after which IE&IF != 0, if wake_on_irq), or
     t_end. One out-of-line call per sleep instead of one per event."""
+    m = ms[0]
     now = t
     going = int(1)
     while going == 1:
@@ -63,12 +94,12 @@ def sleep_until(m: Machine, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq:
         else:
             ev = wp.max(((ev + wp.int64(3)) // wp.int64(4)) * wp.int64(4), now)
             if m.r64[env, T_TIMER_EVENT] <= ev:
-                timer_sync(m, env, ev)
+                timer_sync(ms, env, ev)
             if m.r64[env, T_PPU_EVENT] <= ev:
-                ppu_sync(m, env, ev)
+                ppu_sync(ms, env, ev)
             if m.r64[env, T_SERIAL_END] <= ev:
-                serial_sync(m, env, ev)
-            reschedule(m, env)
+                serial_sync(ms, env, ev)
+            reschedule(ms, env)
             now = ev
             if wake_on_irq != 0:
                 if (int(m.hram[env, 127]) & int(m.io[env, 0x0F]) & 0x1F) != 0:
@@ -77,23 +108,25 @@ def sleep_until(m: Machine, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq:
 
 
 @wp.func(inline=False)
-def sync_all(m: Machine, env: int, now: wp.int64):
+def sync_all(ms: MachineRef, env: int, now: wp.int64):
     """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
     peeks and snapshots see current TIMA/LY/IF."""
-    timer_sync(m, env, now)
-    ppu_sync(m, env, now)
-    serial_sync(m, env, now)
-    reschedule(m, env)
+    m = ms[0]
+    timer_sync(ms, env, now)
+    ppu_sync(ms, env, now)
+    serial_sync(ms, env, now)
+    reschedule(ms, env)
 
 
 @wp.func
-def apu_write(m: Machine, env: int, reg: int, value: int):
+def apu_write(ms: MachineRef, env: int, reg: int, value: int):
     """Sound registers as state (no audio is produced; Pan Docs, Audio Registers): NR52
     bit 7 powers the APU; powering off clears NR10-NR51 and makes them read-only until it
     is powered on again (wave RAM stays accessible). NR52 bits 0-3 report the channels: set
     by a trigger (NRx4 bit 7) while the channel's DAC is on, cleared when the DAC is turned
     off (NRx2 & $F8 = 0; NR30 bit 7 = 0) or at power off. Length/envelope timers are not
     modelled."""
+    m = ms[0]
     nr52 = int(m.io[env, 0x26])
     if reg == 0x26:
         if (value & 0x80) == 0:
@@ -136,78 +169,82 @@ def apu_write(m: Machine, env: int, reg: int, value: int):
 
 
 @wp.func(inline=False)
-def io_read(m: Machine, env: int, reg: int, t: wp.int64) -> int:
+def io_read(ms: MachineRef, env: int, reg: int, t: wp.int64) -> int:
+    m = ms[0]
     v = 0xFF
     if reg == 0x00:
-        v = p1_read(m, env)
+        v = p1_read(ms, env)
     elif reg == 0x04:
-        v = system_counter(m, env, t) >> 8
+        v = system_counter(ms, env, t) >> 8
     elif reg == 0x05:
-        timer_sync(m, env, t)
-        reschedule(m, env)
+        timer_sync(ms, env, t)
+        reschedule(ms, env)
         v = int(m.io[env, 5])
     elif reg == 0x0F:
-        sync_all(m, env, t)
+        sync_all(ms, env, t)
         v = int(m.io[env, 0x0F]) | 0xE0
     elif reg == 0x01:
-        v = sb_read(m, env, t)
-        reschedule(m, env)
+        v = sb_read(ms, env, t)
+        reschedule(ms, env)
     elif reg == 0x02:
-        serial_sync(m, env, t)
-        reschedule(m, env)
+        serial_sync(ms, env, t)
+        reschedule(ms, env)
         v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif reg == 0x41:
-        v = stat_read(m, env, t)
-        reschedule(m, env)
+        v = stat_read(ms, env, t)
+        reschedule(ms, env)
     elif reg == 0x44:
-        v = ly_read(m, env, t)
-        reschedule(m, env)
+        v = ly_read(ms, env, t)
+        reschedule(ms, env)
     else:
         v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     return v
 
 
 @wp.func(inline=False)
-def io_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
+def io_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
+    m = ms[0]
     if reg == 0x00:
         m.io[env, 0] = wp.uint8((value & 0x30) | 0xC0)
-        joypad_update(m, env)
+        joypad_update(ms, env)
     elif reg == 0x01:
-        serial_sync(m, env, t)
+        serial_sync(ms, env, t)
         m.io[env, 1] = wp.uint8(value)
     elif reg == 0x02:
-        sc_write(m, env, value, t)
+        sc_write(ms, env, value, t)
     elif reg == 0x04:
-        div_write(m, env, t)
+        div_write(ms, env, t)
     elif reg == 0x05:
-        tima_write(m, env, value, t)
+        tima_write(ms, env, value, t)
     elif reg == 0x06:
-        tma_write(m, env, value, t)
+        tma_write(ms, env, value, t)
     elif reg == 0x07:
-        tac_write(m, env, value, t)
+        tac_write(ms, env, value, t)
     elif reg == 0x0F:
-        sync_all(m, env, t)
+        sync_all(ms, env, t)
         m.io[env, 0x0F] = wp.uint8(value & 0x1F)
     elif reg == 0x40:
-        lcdc_write(m, env, value, t)
+        lcdc_write(ms, env, value, t)
     elif reg == 0x46:
-        dma_write(m, env, value, t)
+        ppu_sync(ms, env, t)       # lines before the copy see the old OAM (lazy PPU)
+        dma_write(ms, env, value, t)
     elif reg >= 0x41 and reg <= 0x4B:
-        ppu_reg_write(m, env, reg, value, t)
+        ppu_reg_write(ms, env, reg, value, t)
     elif reg >= 0x10 and reg < 0x40:
-        apu_write(m, env, reg, value)
+        apu_write(ms, env, reg, value)
     elif reg == 0x50:
         if value != 0:
             m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
         m.io[env, 0x50] = wp.uint8(value)
     else:
         m.io[env, reg] = wp.uint8(value)
-    reschedule(m, env)
+    reschedule(ms, env)
 
 
 @wp.func
-def flat_read(m: Machine, env: int, addr: int) -> int:
+def flat_read(ms: MachineRef, env: int, addr: int) -> int:
     """Flat 64 KiB RAM of a conformance case, stored sparsely (only touched addresses)."""
+    m = ms[0]
     v = int(0)
     for k in range(m.flat_addr.shape[1]):
         if m.flat_addr[env, k] == addr:
@@ -216,7 +253,8 @@ def flat_read(m: Machine, env: int, addr: int) -> int:
 
 
 @wp.func
-def flat_write(m: Machine, env: int, addr: int, value: int):
+def flat_write(ms: MachineRef, env: int, addr: int, value: int):
+    m = ms[0]
     done = int(0)
     for k in range(m.flat_addr.shape[1]):
         if done == 0 and (m.flat_addr[env, k] == addr or m.flat_addr[env, k] < 0):
@@ -228,10 +266,10 @@ def flat_write(m: Machine, env: int, addr: int, value: int):
 @wp.func(inline=True)
 def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8),
                   hram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
-                  fast: bool, hram_fast: bool, rom0_base: int, romx_base: int, vram_until: wp.int64,
+                  fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, vram_until: wp.int64,
                   ly_until: wp.int64, ly_value: int, env: int, addr: int, t: wp.int64) -> int:
     """Hot path on plain arrays and cached locals; -1 means "use bus_read".
-    ROM through the MBC's current bank bases, WRAM, HRAM; VRAM while t < vram_until (the
+    ROM through the MBC's current bank offsets (romx_off: ROM index of $4000), WRAM, HRAM; VRAM while t < vram_until (the
     PPU is not in mode 3 before its next event); LY while t < ly_until (LY cannot change
     before the PPU's next event; line 153, whose LY changes mid-line, is excluded).
     `fast` is False during OAM DMA, while a boot ROM is mapped and on the flat bus;
@@ -244,9 +282,9 @@ def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8
             v = int(hram[env, addr - 0xFF80])
     elif fast:
         if addr < 0x4000:
-            v = int(rom[rom0_base + addr])
+            v = int(rom[rom0_base + (addr & 0x3FFF)])
         elif addr < 0x8000:
-            v = int(rom[romx_base + addr])
+            v = int(rom[romx_off + (addr & 0x3FFF)])
         elif addr >= 0xC000 and addr < 0xE000:
             v = int(wram[env, addr - 0xC000])
         elif addr < 0xA000:
@@ -259,11 +297,12 @@ def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8
 
 
 @wp.func
-def dma_conflict(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+def dma_conflict(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
     """During OAM DMA (DMG): 1 if the CPU's access at `addr` shares the bus the DMA is reading
     (external bus: ROM, cart RAM, WRAM/echo; or the VRAM bus), 2 for OAM/$FEA0-$FEFF, else 0."""
+    m = ms[0]
     r = int(0)
-    if dma_blocks(m, env, t) and addr < 0xFF00:
+    if dma_blocks(ms, env, t) and addr < 0xFF00:
         if addr >= 0xFE00:
             r = 2
         else:
@@ -275,23 +314,24 @@ def dma_conflict(m: Machine, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func(inline=False)
-def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+def bus_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
     """Every CPU read (the fast path's fallback): I/O registers, OAM/VRAM with the PPU's
     access rules, OAM DMA bus conflicts (the CPU sees the byte the DMA is moving; OAM reads
     $FF), the boot ROM overlay, the flat conformance bus."""
+    m = ms[0]
     v = 0xFF
     conflict = int(0)
     if m.flat_mode == 0:
-        conflict = dma_conflict(m, env, addr, t)
+        conflict = dma_conflict(ms, env, addr, t)
     if m.flat_mode != 0:
-        v = flat_read(m, env, addr)
+        v = flat_read(ms, env, addr)
     elif addr >= 0xFF00:
         if addr >= 0xFF80:
             v = int(m.hram[env, addr - 0xFF80])
         else:
-            v = io_read(m, env, addr - 0xFF00, t)
+            v = io_read(ms, env, addr - 0xFF00, t)
     elif conflict == 1:
-        v = int(m.oam[env, dma_index(m, env, t)])
+        v = int(m.oam[env, dma_index(ms, env, t)])
     elif conflict == 2:
         v = 0xFF
     elif addr < 0x8000:
@@ -300,13 +340,13 @@ def bus_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xA000:
-        if vram_accessible(m, env, t):
+        if vram_accessible(ms, env, t):
             v = int(m.vram[env, addr - 0x8000])
     elif addr < 0xC000:
         v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xFE00:
         v = int(m.wram[env, (addr - 0xC000) & 0x1FFF])
-    elif oam_accessible(m, env, t):
+    elif oam_accessible(ms, env, t):
         if addr < 0xFEA0:
             v = int(m.oam[env, addr - 0xFE00])
         else:
@@ -337,53 +377,59 @@ def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), hram: wp.array2d(dtype=wp.u
 
 
 @wp.func(inline=False)
-def bus_write(m: Machine, env: int, addr: int, value: int, t: wp.int64):
+def bus_write(ms: MachineRef, env: int, addr: int, value: int, t: wp.int64):
     """Every CPU write (the fast path's fallback); writes on the bus an OAM DMA is using, to
     OAM during DMA, and to VRAM/OAM while the PPU holds them, are lost."""
+    m = ms[0]
     conflict = int(0)
     if m.flat_mode == 0:
-        conflict = dma_conflict(m, env, addr, t)
+        conflict = dma_conflict(ms, env, addr, t)
     if m.flat_mode != 0:
-        flat_write(m, env, addr, value)
+        flat_write(ms, env, addr, value)
     elif addr >= 0xFF00:
         if addr >= 0xFF80:
+            if addr == 0xFFFF:
+                sync_all(ms, env, t)   # IF bits raised late while IE masked them (ppu_wake)
             m.hram[env, addr - 0xFF80] = wp.uint8(value)
+            if addr == 0xFFFF:
+                reschedule(ms, env)
         else:
-            io_write(m, env, addr - 0xFF00, value, t)
+            io_write(ms, env, addr - 0xFF00, value, t)
     elif conflict != 0:
         pass
     elif addr < 0x8000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xA000:
-        if vram_accessible(m, env, t):
+        if vram_accessible(ms, env, t):
             m.vram[env, addr - 0x8000] = wp.uint8(value)
     elif addr < 0xC000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xFE00:
         m.wram[env, (addr - 0xC000) & 0x1FFF] = wp.uint8(value)
     elif addr < 0xFEA0:
-        if oam_accessible(m, env, t):
+        if oam_accessible(ms, env, t):
             m.oam[env, addr - 0xFE00] = wp.uint8(value)
 
 
 @wp.func
-def bus_peek(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+def bus_peek(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
     """Side-effect-free read for debuggers/tests (state is synced at the end of each run)."""
+    m = ms[0]
     v = 0xFF
     if m.flat_mode != 0:
-        v = flat_read(m, env, addr)
+        v = flat_read(ms, env, addr)
     elif addr >= 0xFF80:
         v = int(m.hram[env, addr - 0xFF80])
     elif addr >= 0xFF00:
         reg = addr - 0xFF00
         if reg == 0x00:
-            v = p1_read(m, env)
+            v = p1_read(ms, env)
         elif reg == 0x04:
-            v = system_counter(m, env, t) >> 8
+            v = system_counter(ms, env, t) >> 8
         elif reg == 0x41:
-            v = stat_value(m, env, t)
+            v = stat_value(ms, env, t)
         elif reg == 0x44:
-            v = ly_visible(m, env, t)
+            v = ly_visible(ms, env, t)
         else:
             v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif addr < 0x8000:

@@ -41,7 +41,7 @@ from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import LINE_CYCLES
-from .state import R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine
+from .state import R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine, MachineRef, machine_ref
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -224,15 +224,16 @@ def daa(a: int, f: int) -> int:
 
 
 @wp.func(inline=False)
-def dispatch_interrupt(m: Machine, env: int, pc: int, sp: int, t: wp.int64) -> int:
+def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) -> int:
     """Interrupt dispatch after the 2 idle M-cycles: push PC high at t, then choose the
     request (so a push that overwrote IE at $FFFF can cancel it: PC := $0000), push PC low,
     clear the chosen IF bit. Returns the new PC."""
+    m = ms[0]
     sp = (sp - 1) & 0xFFFF
-    bus_write(m, env, sp, pc >> 8, t)
-    pend = pending_irqs(m, env)
+    bus_write(ms, env, sp, pc >> 8, t)
+    pend = pending_irqs(ms, env)
     sp = (sp - 1) & 0xFFFF
-    bus_write(m, env, sp, pc & 0xFF, t + FOUR)
+    bus_write(ms, env, sp, pc & 0xFF, t + FOUR)
     new_pc = int(0)
     if pend != 0:
         bit = int(0)
@@ -244,7 +245,8 @@ def dispatch_interrupt(m: Machine, env: int, pc: int, sp: int, t: wp.int64) -> i
 
 
 @wp.func
-def load_cpu(m: Machine, env: int) -> Cpu:
+def load_cpu(ms: MachineRef, env: int) -> Cpu:
+    m = ms[0]
     c = Cpu()
     c.b = m.r32[env, 0]
     c.c = m.r32[env, 1]
@@ -267,7 +269,8 @@ def load_cpu(m: Machine, env: int) -> Cpu:
 
 
 @wp.func
-def store_cpu(m: Machine, env: int, c: Cpu):
+def store_cpu(ms: MachineRef, env: int, c: Cpu):
+    m = ms[0]
     m.r32[env, 0] = c.b
     m.r32[env, 1] = c.c
     m.r32[env, 2] = c.d
@@ -288,7 +291,7 @@ def store_cpu(m: Machine, env: int, c: Cpu):
 
 
 @wp.kernel(enable_backward=False)
-def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
@@ -307,10 +310,11 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     locked) or run the inner loop: fetch + execute instructions until the next event, or
     until one needed an out-of-line call or changed what the scheduler decides. Opcodes
     are decoded by bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
+    m = ms[0]
     env = wp.tid()
     flat = m.flat_mode
     hram_fast = flat == 0
-    c = load_cpu(m, env)
+    c = load_cpu(ms, env)
     nf = frames
     if flat != 0:
         nf = 1
@@ -318,7 +322,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
     slow = int(1)
     next_ev = wp.int64(0)
     rom0_base = int(0)
-    romx_base = int(0)
+    romx_off = int(0)
     fast_until = wp.int64(0)
     vram_until = wp.int64(0)
     ly_until = wp.int64(0)
@@ -331,9 +335,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 # a press (falling P1 line) ends STOP: joypad_update clears r32[R_STOPPED]
                 m.r32[env, R_STOPPED] = c.stopped
                 if fi == 0 and set_flag != 0:
-                    set_buttons(m, env, int(buttons[env]))
+                    set_buttons(ms, env, int(buttons[env]))
                 if fi == release_after:
-                    set_buttons(m, env, 0)
+                    set_buttons(ms, env, 0)
                 c.stopped = m.r32[env, R_STOPPED]
             slow = 1
             frame_deadline = r64[env, T_FRAME_START] + FRAME_CYCLES
@@ -342,7 +346,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             # ---- scheduler: due events, interrupts, sleep ----
             if flat == 0:
                 if c.t >= r64[env, T_NEXT_EVENT]:     # (fresh: an I/O write may have moved it)
-                    events_sync(m, env, c.t)
+                    events_sync(ms, env, c.t)
                     slow = 1
                 if (c.ime != 0 or c.halted != 0) and c.locked == 0:
                     pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
@@ -353,7 +357,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if c.ime != 0:                   # 5 M-cycles: 2 idle, 2 pushes, jump
                             c.ime = 0
                             c.ei_pending = 0
-                            c.pc = dispatch_interrupt(m, env, c.pc, c.sp, c.t + wp.int64(8))
+                            c.pc = dispatch_interrupt(ms, env, c.pc, c.sp, c.t + wp.int64(8))
                             slow = 1
                             c.sp = (c.sp - 2) & 0xFFFF
                             c.t = c.t + wp.int64(20)
@@ -362,8 +366,10 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 # call (I/O write, MBC bank switch, DMA start, events): reload it.
                 slow = 0
                 next_ev = r64[env, T_NEXT_EVENT]
-                rom0_base = mbc[env, REG_ROM0_BASE]
-                romx_base = mbc[env, REG_ROMX_BASE]
+                # ROM indices as provably non-negative sums, so Warp's negative-index wrap
+                # folds away on the fetch path (both are >= 0 by construction)
+                rom0_base = mbc[env, REG_ROM0_BASE] & 0x7FFFFFFF
+                romx_off = (mbc[env, REG_ROMX_BASE] + 0x4000) & 0x7FFFFFFF
                 fast_until = r64[env, T_DMA_END]
                 if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                     fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
@@ -381,18 +387,23 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     # the frame ends as the PPU enters VBlank (line 144 starts), or 70224 T
                     # after the previous frame ended if that comes first (LCD off, or
                     # switched on during this frame); see VecGameBoy.run_frames
+                    # (the PPU is lazy, bus.ppu_wake: its state may lag c.t, but while the LCD
+                    # is on lines follow each other every 456 T, so the next VBlank start after
+                    # c.t follows from any earlier line start)
                     t_end = frame_deadline
                     if (int(io[env, 0x40]) & 0x80) != 0:
                         lines_left = 144 - ly_value
                         if ly_value >= 144:
                             lines_left = 298 - ly_value
-                        t_end = wp.min(frame_deadline,
-                                       r64[env, T_LINE_START] + wp.int64(lines_left * LINE_CYCLES))
+                        vblank = r64[env, T_LINE_START] + wp.int64(lines_left * LINE_CYCLES)
+                        if vblank <= c.t:
+                            vblank = vblank + ((c.t - vblank) // FRAME_CYCLES + wp.int64(1)) * FRAME_CYCLES
+                        t_end = wp.min(frame_deadline, vblank)
             if c.halted != 0 or c.locked != 0 or c.stopped != 0:
                 wake = int(0)
                 if c.halted != 0 and c.locked == 0:
                     wake = 1                     # HALT ends on IE&IF; STOP/locked do not
-                c.t = sleep_until(m, env, c.t, t_end, wake)
+                c.t = sleep_until(ms, env, c.t, t_end, wake)
                 slow = 1
                 continue
             # ---- instructions until the next event, or until one needed an out-of-line
@@ -405,9 +416,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 fast = c.t >= fast_until
                 # ---- fetch (the HALT bug: PC fails to increment once) ----
                 was_pending = c.ei_pending
-                op = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                op = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                 if op < 0:
-                    op = bus_read(m, env, c.pc, c.t)
+                    op = bus_read(ms, env, c.pc, c.t)
                     slow = 1
                     fast = False
                 if c.halt_bug != 0:
@@ -426,9 +437,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if op == 0xCB:
-                    op2 = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                    op2 = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                     if op2 < 0:
-                        op2 = bus_read(m, env, c.pc, c.t)
+                        op2 = bus_read(ms, env, c.pc, c.t)
                         slow = 1
                         fast = False
                     c.pc = (c.pc + 1) & 0xFFFF
@@ -438,9 +449,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
-                            v = bus_read(m, env, hl(c.h, c.l), c.t)
+                            v = bus_read(ms, env, hl(c.h, c.l), c.t)
                             slow = 1
                             fast = False
                         c.t = c.t + FOUR
@@ -460,7 +471,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     if cx != 1:
                         if cz == 6:
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
-                                bus_write(m, env, hl(c.h, c.l), r, c.t)
+                                bus_write(ms, env, hl(c.h, c.l), r, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -481,9 +492,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     else:  # LD r[y], r[z]
                         v = int(0)
                         if z == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
-                                v = bus_read(m, env, hl(c.h, c.l), c.t)
+                                v = bus_read(ms, env, hl(c.h, c.l), c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -491,7 +502,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             v = get_r8(c.b, c.c, c.d, c.e, c.h, c.l, c.f, c.a, z)
                         if y == 6:
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), v, c.t) == 0:
-                                bus_write(m, env, hl(c.h, c.l), v, c.t)
+                                bus_write(ms, env, hl(c.h, c.l), v, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -501,9 +512,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif x == 2:  # ALU A, r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                         if v < 0:
-                            v = bus_read(m, env, hl(c.h, c.l), c.t)
+                            v = bus_read(ms, env, hl(c.h, c.l), c.t)
                             slow = 1
                             fast = False
                         c.t = c.t + FOUR
@@ -515,27 +526,27 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                 elif x == 0:
                     if z == 0:
                         if y == 1:  # LD (nn), SP
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
-                                lo = bus_read(m, env, c.pc, c.t)
+                                lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
-                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, c.sp & 0xFF, c.t) == 0:
-                                bus_write(m, env, addr, c.sp & 0xFF, c.t)
+                                bus_write(ms, env, addr, c.sp & 0xFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t) == 0:
-                                bus_write(m, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
+                                bus_write(ms, env, (addr + 1) & 0xFFFF, c.sp >> 8, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -544,14 +555,14 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + wp.int64(8)
                             else:
                                 c.pc = (c.pc + 1) & 0xFFFF
-                                if joypad_lines(m, env) == 0xF:
-                                    div_write(m, env, c.t)
+                                if joypad_lines(ms, env) == 0xF:
+                                    div_write(ms, env, c.t)
                                     c.stopped = 1
                                     slow = 1
                         elif y >= 3:  # JR d / JR cc, d
-                            d = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            d = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if d < 0:
-                                d = bus_read(m, env, c.pc, c.t)
+                                d = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -561,15 +572,15 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0:  # LD rp, nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
-                                lo = bus_read(m, env, c.pc, c.t)
+                                lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
-                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -590,13 +601,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             addr = get_rp(c.b, c.c, c.d, c.e, c.h, c.l, c.sp, p)
                         if q == 0:
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, c.a, c.t) == 0:
-                                bus_write(m, env, addr, c.a, c.t)
+                                bus_write(ms, env, addr, c.a, c.t)
                                 slow = 1
                                 fast = False
                         else:
-                            c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
+                            c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, addr, c.t)
                             if c.a < 0:
-                                c.a = bus_read(m, env, addr, c.t)
+                                c.a = bus_read(ms, env, addr, c.t)
                                 slow = 1
                                 fast = False
                         c.t = c.t + FOUR
@@ -614,9 +625,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                     elif z == 4 or z == 5:  # INC r / DEC r
                         v = int(0)
                         if y == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
+                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(c.h, c.l), c.t)
                             if v < 0:
-                                v = bus_read(m, env, hl(c.h, c.l), c.t)
+                                v = bus_read(ms, env, hl(c.h, c.l), c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -631,7 +642,7 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.f = (c.f & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                         if y == 6:
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), r, c.t) == 0:
-                                bus_write(m, env, hl(c.h, c.l), r, c.t)
+                                bus_write(ms, env, hl(c.h, c.l), r, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -639,16 +650,16 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             w8 = y
                             v8 = r
                     elif z == 6:  # LD r, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
-                            n = bus_read(m, env, c.pc, c.t)
+                            n = bus_read(ms, env, c.pc, c.t)
                             slow = 1
                             fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 6:
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(c.h, c.l), n, c.t) == 0:
-                                bus_write(m, env, hl(c.h, c.l), n, c.t)
+                                bus_write(ms, env, hl(c.h, c.l), n, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -677,15 +688,15 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if y < 4:  # RET cc: one internal M-cycle for the condition
                             c.t = c.t + FOUR
                             if cond(c.f, y):
-                                lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
+                                lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.sp, c.t)
                                 if lo < 0:
-                                    lo = bus_read(m, env, c.sp, c.t)
+                                    lo = bus_read(ms, env, c.sp, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
-                                hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
+                                hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                                 if hi < 0:
-                                    hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                                    hi = bus_read(ms, env, (c.sp + 1) & 0xFFFF, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
@@ -693,23 +704,23 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
                         else:
-                            n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if n < 0:
-                                n = bus_read(m, env, c.pc, c.t)
+                                n = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:  # LDH (n), A
                                 if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, 0xFF00 | n, c.a, c.t) == 0:
-                                    bus_write(m, env, 0xFF00 | n, c.a, c.t)
+                                    bus_write(ms, env, 0xFF00 | n, c.a, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             elif y == 6:  # LDH A, (n)
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
                                 if c.a < 0:
-                                    c.a = bus_read(m, env, 0xFF00 | n, c.t)
+                                    c.a = bus_read(ms, env, 0xFF00 | n, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
@@ -725,15 +736,15 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.sp, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.sp, c.t)
                             if lo < 0:
-                                lo = bus_read(m, env, c.sp, c.t)
+                                lo = bus_read(ms, env, c.sp, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.sp + 1) & 0xFFFF, c.t)
                             if hi < 0:
-                                hi = bus_read(m, env, (c.sp + 1) & 0xFFFF, c.t)
+                                hi = bus_read(ms, env, (c.sp + 1) & 0xFFFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -758,26 +769,26 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         if y == 4 or y == 6:  # LD (C), A / LD A, (C)
                             if y == 4:
                                 if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, 0xFF00 | c.c, c.a, c.t) == 0:
-                                    bus_write(m, env, 0xFF00 | c.c, c.a, c.t)
+                                    bus_write(ms, env, 0xFF00 | c.c, c.a, c.t)
                                     slow = 1
                                     fast = False
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, 0xFF00 | c.c, c.t)
                                 if c.a < 0:
-                                    c.a = bus_read(m, env, 0xFF00 | c.c, c.t)
+                                    c.a = bus_read(ms, env, 0xFF00 | c.c, c.t)
                                     slow = 1
                                     fast = False
                             c.t = c.t + FOUR
                         else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
-                                lo = bus_read(m, env, c.pc, c.t)
+                                lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
-                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -789,28 +800,28 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                                     c.t = c.t + FOUR
                             elif y == 5:
                                 if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, c.a, c.t) == 0:
-                                    bus_write(m, env, addr, c.a, c.t)
+                                    bus_write(ms, env, addr, c.a, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             else:
-                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, addr, c.t)
+                                c.a = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, addr, c.t)
                                 if c.a < 0:
-                                    c.a = bus_read(m, env, addr, c.t)
+                                    c.a = bus_read(ms, env, addr, c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                     elif z == 3:
                         if y == 0:  # JP nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
-                                lo = bus_read(m, env, c.pc, c.t)
+                                lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
-                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -830,9 +841,9 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         slow = 1
                         c.pc = (c.pc - 1) & 0xFFFF
                     elif z == 6:  # ALU A, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                         if n < 0:
-                            n = bus_read(m, env, c.pc, c.t)
+                            n = bus_read(ms, env, c.pc, c.t)
                             slow = 1
                             fast = False
                         c.t = c.t + FOUR
@@ -845,15 +856,15 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                         do_push = True
                         v = c.pc
                         if z == 4 or z == 5 and q == 1:    # CALL
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
                             if lo < 0:
-                                lo = bus_read(m, env, c.pc, c.t)
+                                lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_base, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
-                                hi = bus_read(m, env, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -870,13 +881,13 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
                             c.t = c.t + FOUR
                             sp = (c.sp - 1) & 0xFFFF
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, sp, v >> 8, c.t) == 0:
-                                bus_write(m, env, sp, v >> 8, c.t)
+                                bus_write(ms, env, sp, v >> 8, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             sp = (sp - 1) & 0xFFFF
                             if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, sp, v & 0xFF, c.t) == 0:
-                                bus_write(m, env, sp, v & 0xFF, c.t)
+                                bus_write(ms, env, sp, v & 0xFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
@@ -926,10 +937,10 @@ def machine_kernel(m: Machine, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array
             r64[env, T_FRAME_START] = t_end
         fi = fi + 1
     if flat == 0:
-        sync_all(m, env, c.t)
-    store_cpu(m, env, c)
+        sync_all(ms, env, c.t)
+    store_cpu(ms, env, c)
 
 
 def kernel_inputs(m) -> list:
-    """The Machine followed by the hot-path arrays it holds (machine_kernel's first args)."""
-    return [m, m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]
+    """The Machine's handle followed by the hot-path arrays it holds (machine_kernel's first args)."""
+    return [machine_ref(m), m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]

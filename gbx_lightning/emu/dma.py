@@ -11,11 +11,12 @@ at the write and only the bus conflict is timed. During d = 2..161 (DMG):
 Sources $E0-$FF read the WRAM echo."""
 import warp as wp
 
-from .state import T_DMA_END, T_DMA_START, Machine, cart_read
+from .state import T_DMA_END, T_DMA_START, Machine, MachineRef, cart_read
 
 
 @wp.func
-def dma_source_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
+def dma_source_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
+    m = ms[0]
     v = 0xFF
     if addr < 0x8000:
         v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
@@ -29,21 +30,24 @@ def dma_source_read(m: Machine, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func
-def dma_write(m: Machine, env: int, value: int, t: wp.int64):
+def dma_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
     m.io[env, 0x46] = wp.uint8(value)
     src = value << 8
     for i in range(160):
-        m.oam[env, i] = wp.uint8(dma_source_read(m, env, src + i, t))
+        m.oam[env, i] = wp.uint8(dma_source_read(ms, env, src + i, t))
     m.r64[env, T_DMA_START] = t + wp.int64(8)
     m.r64[env, T_DMA_END] = t + wp.int64(8 + 640)
 
 
 @wp.func
-def dma_blocks(m: Machine, env: int, t: wp.int64) -> bool:
+def dma_blocks(ms: MachineRef, env: int, t: wp.int64) -> bool:
+    m = ms[0]
     return t >= m.r64[env, T_DMA_START] and t < m.r64[env, T_DMA_END]
 
 
 @wp.func
-def dma_index(m: Machine, env: int, t: wp.int64) -> int:
+def dma_index(ms: MachineRef, env: int, t: wp.int64) -> int:
     """Index of the byte the DMA moves in the M-cycle at t (valid while dma_blocks)."""
+    m = ms[0]
     return int((t - m.r64[env, T_DMA_START]) // wp.int64(4))

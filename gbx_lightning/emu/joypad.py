@@ -4,12 +4,13 @@ caused by a press (between frames / at the release frame) or by a select-bit wri
 import warp as wp
 
 from .interrupts import raise_if
-from .state import R_BUTTONS, R_JOYP_LINES, R_STOPPED, Machine
+from .state import R_BUTTONS, R_JOYP_LINES, R_STOPPED, Machine, MachineRef
 
 
 @wp.func
-def joypad_lines(m: Machine, env: int) -> int:
+def joypad_lines(ms: MachineRef, env: int) -> int:
     """Low nibble of P1 (1 = not pressed or not selected)."""
+    m = ms[0]
     sel = int(m.io[env, 0])
     pressed = m.r32[env, R_BUTTONS]
     lines = 0xF
@@ -21,22 +22,25 @@ def joypad_lines(m: Machine, env: int) -> int:
 
 
 @wp.func
-def joypad_update(m: Machine, env: int):
+def joypad_update(ms: MachineRef, env: int):
     """Raise the joypad interrupt on a falling input line; a press also ends STOP."""
-    new = joypad_lines(m, env)
+    m = ms[0]
+    new = joypad_lines(ms, env)
     old = m.r32[env, R_JOYP_LINES]
     if (old & (new ^ 0xF)) != 0:
-        raise_if(m, env, 16)
+        raise_if(ms, env, 16)
         m.r32[env, R_STOPPED] = 0
     m.r32[env, R_JOYP_LINES] = new
 
 
 @wp.func
-def p1_read(m: Machine, env: int) -> int:
-    return 0xC0 | (int(m.io[env, 0]) & 0x30) | joypad_lines(m, env)
+def p1_read(ms: MachineRef, env: int) -> int:
+    m = ms[0]
+    return 0xC0 | (int(m.io[env, 0]) & 0x30) | joypad_lines(ms, env)
 
 
 @wp.func
-def set_buttons(m: Machine, env: int, buttons: int):
+def set_buttons(ms: MachineRef, env: int, buttons: int):
+    m = ms[0]
     m.r32[env, R_BUTTONS] = buttons & 0xFF
-    joypad_update(m, env)
+    joypad_update(ms, env)

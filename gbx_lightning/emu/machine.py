@@ -14,15 +14,16 @@ from .cpu import kernel_inputs, machine_kernel
 from .ppu import POST_BOOT_LINE0_T
 from .savestate import masked_copy
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
-                    Machine)
+                    Machine, MachineRef, machine_ref)
 
 RENDER_MODES = {"none": 0, "obs": 1, "full": 2}
 
 
 @wp.kernel(enable_backward=False)
-def peek_kernel(m: Machine, env: int, addr0: int, out: wp.array(dtype=wp.uint8)):
+def peek_kernel(ms: MachineRef, env: int, addr0: int, out: wp.array(dtype=wp.uint8)):
+    m = ms[0]
     i = wp.tid()
-    out[i] = wp.uint8(bus_peek(m, env, (addr0 + i) & 0xFFFF, m.r64[env, T_NOW]))
+    out[i] = wp.uint8(bus_peek(ms, env, (addr0 + i) & 0xFFFF, m.r64[env, T_NOW]))
 
 
 # ----------------------------------------------------------------------------------------
@@ -285,5 +286,5 @@ class VecGameBoy:
         if length == 0:
             return b""
         out = wp.zeros(length, dtype=wp.uint8, device=self.device)
-        wp.launch(peek_kernel, dim=length, inputs=[self._m, env, addr, out], device=self.device)
+        wp.launch(peek_kernel, dim=length, inputs=[machine_ref(self._m), env, addr, out], device=self.device)
         return bytes(out.numpy())

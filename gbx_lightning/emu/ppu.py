@@ -3,7 +3,7 @@
 Event driven: r64[T_PPU_EVENT] is the next PPU state change; ``ppu_sync(now)`` processes
 every event up to `now` (called at scheduled events and before any PPU register is read
 or written, so mid-frame register writes land between the right lines). Each visible
-line is drawn by render.py's ``render_scanline`` when its mode 3 ends, with the
+line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
 registers of that moment.
 
 A visible line (456 T): mode 2 (OAM scan) to T=80, mode 3 for 172 T plus SCX mod 8, 6
@@ -49,7 +49,7 @@ from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, window_visible)
 from .state import (NEVER, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
-                    R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine)
+                    R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine, MachineRef)
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
@@ -66,8 +66,8 @@ POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibratio
 R_LCD_WARMUP = wp.constant(28)
 # The line's OAM selection (render.objects_on_line), made as mode 3 starts and reused when
 # it ends: bits 0-19 and 20-39 of the mask, then flags (bit 20 of the first word: valid,
-# 21: LCDC.1 objects on, 22: LCDC.2 8x16) and the low 31 bits of the mode-3 start time it belongs to.
-# Spare r32 words, to be listed in state.py's table.
+# 21: LCDC.1 objects on, 22: LCDC.2 8x16) and the low 31 bits of the mode-3 start time it
+# belongs to. Spare r32 words, to be listed in state.py's table.
 R_OBJ_SEL_LO = wp.constant(25)
 R_OBJ_SEL_HI = wp.constant(29)
 R_OBJ_SEL_T = wp.constant(30)
@@ -105,8 +105,9 @@ def interrupt_mode(phase: int) -> int:
 
 
 @wp.func
-def ly_visible(m: Machine, env: int, t: wp.int64) -> int:
+def ly_visible(ms: MachineRef, env: int, t: wp.int64) -> int:
     """LY as read: line 153 reads 0 after its first M-cycle."""
+    m = ms[0]
     ly = m.r32[env, R_LY]
     if ly == 153 and t >= m.r64[env, T_LINE_START] + wp.int64(4):
         ly = 0
@@ -114,8 +115,9 @@ def ly_visible(m: Machine, env: int, t: wp.int64) -> int:
 
 
 @wp.func
-def ly_compared(m: Machine, env: int) -> int:
+def ly_compared(ms: MachineRef, env: int) -> int:
     """The LY value LYC is compared with now; -1 while no comparison happens."""
+    m = ms[0]
     phase = m.r32[env, R_PPU_MODE]
     ly = m.r32[env, R_LY]
     if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_VBLANK_LINE:
@@ -126,11 +128,12 @@ def ly_compared(m: Machine, env: int) -> int:
 
 
 @wp.func
-def _stat_line(m: Machine, env: int, stat: int) -> int:
+def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
+    m = ms[0]
     line = 0
     if (int(m.io[env, 0x40]) & 0x80) != 0:
         mode = interrupt_mode(m.r32[env, R_PPU_MODE])
-        if (stat & 0x40) != 0 and ly_compared(m, env) == int(m.io[env, 0x45]):
+        if (stat & 0x40) != 0 and ly_compared(ms, env) == int(m.io[env, 0x45]):
             line = 1
         if (stat & 0x08) != 0 and mode == 0:
             line = 1
@@ -142,25 +145,28 @@ def _stat_line(m: Machine, env: int, stat: int) -> int:
 
 
 @wp.func
-def stat_update(m: Machine, env: int, t: wp.int64):
+def stat_update(ms: MachineRef, env: int, t: wp.int64):
     """Recompute the STAT interrupt line; IF bit 1 on its rising edge."""
-    line = _stat_line(m, env, int(m.io[env, 0x41]))
+    m = ms[0]
+    line = _stat_line(ms, env, int(m.io[env, 0x41]))
     if line == 1 and m.r32[env, R_STAT_LINE] == 0:
-        raise_if(m, env, 2)
+        raise_if(ms, env, 2)
     m.r32[env, R_STAT_LINE] = line
 
 
 @wp.func
-def _wy_check(m: Machine, env: int):
+def _wy_check(ms: MachineRef, env: int):
     """Set the frame's WY condition if LY == WY on a visible line with the window enabled."""
+    m = ms[0]
     ly = m.r32[env, R_LY]
     if (int(m.io[env, 0x40]) & 0xA0) == 0xA0 and ly < 144 and ly == int(m.io[env, 0x4A]):
         m.r32[env, R_WY_TRIGGERED] = 1
 
 
 @wp.func
-def _mode3_length(m: Machine, env: int, ly: int, t: wp.int64) -> int:
+def _mode3_length(ms: MachineRef, env: int, ly: int, t: wp.int64) -> int:
     """Mode 3's length for line ly, starting at t (also keeps the line's OAM selection)."""
+    m = ms[0]
     lcdc = int(m.io[env, 0x40])
     scx = int(m.io[env, 0x43])
     wx = int(m.io[env, 0x4B])
@@ -179,11 +185,13 @@ def _mode3_length(m: Machine, env: int, ly: int, t: wp.int64) -> int:
 
 
 @wp.func
-def _line_selection(m: Machine, env: int, ly: int, lcdc: int, t: wp.int64) -> wp.uint64:
+def _line_selection(ms: MachineRef, env: int, ly: int, lcdc: int, t: wp.int64) -> wp.uint64:
     """objects_on_line for the line whose mode 3 ends at t: the selection kept from the
     start of mode 3 (t - R_MODE3_LEN) if OAM cannot have changed since — the CPU cannot
-    write OAM in modes 2-3, and no OAM DMA started after it — and LCDC.1/LCDC.2 are as
-    they were; else a new scan."""
+    write OAM in modes 2-3, and no OAM DMA started after it (a DMA written after the PPU
+    caught up to that start is at or after it) — and LCDC.1/LCDC.2 are as they were; else
+    a new scan."""
+    m = ms[0]
     lo = m.r32[env, R_OBJ_SEL_LO]
     start = t - wp.int64(m.r32[env, R_MODE3_LEN])
     if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and m.r32[env, R_OBJ_SEL_T] == int(
@@ -193,8 +201,9 @@ def _line_selection(m: Machine, env: int, ly: int, lcdc: int, t: wp.int64) -> wp
 
 
 @wp.func
-def ppu_advance(m: Machine, env: int):
+def ppu_advance(ms: MachineRef, env: int):
     """Process the PPU event at r64[T_PPU_EVENT]."""
+    m = ms[0]
     t = m.r64[env, T_PPU_EVENT]
     ls = m.r64[env, T_LINE_START]
     ly = m.r32[env, R_LY]
@@ -205,7 +214,7 @@ def ppu_advance(m: Machine, env: int):
         nxt = ls + wp.int64(MODE2_CYCLES)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
         m.r32[env, R_PPU_MODE] = 3
-        m3 = _mode3_length(m, env, ly, t)
+        m3 = _mode3_length(ms, env, ly, t)
         m.r32[env, R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
     elif phase == 3:
@@ -216,7 +225,7 @@ def ppu_advance(m: Machine, env: int):
         lcdc = int(m.io[env, 0x40])
         selected = wp.uint64(0)
         if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
-            selected = _line_selection(m, env, ly, lcdc, t)
+            selected = _line_selection(ms, env, ly, lcdc, t)
         drew_window = render_line(
             m.vram, m.oam, env, ly, lcdc, int(m.io[env, 0x42]),
             int(m.io[env, 0x43]), m.r32[env, R_WY_TRIGGERED], int(m.io[env, 0x4B]),
@@ -248,7 +257,7 @@ def ppu_advance(m: Machine, env: int):
         if ly == 144:
             m.r32[env, R_PPU_MODE] = PH_VBLANK_START
             m.r32[env, R_LCD_WARMUP] = 0
-            raise_if(m, env, 1)
+            raise_if(ms, env, 1)
         elif ly >= 154:
             ly = 0
             m.r32[env, R_WIN_LINE] = 0
@@ -259,25 +268,27 @@ def ppu_advance(m: Machine, env: int):
         else:
             m.r32[env, R_PPU_MODE] = PH_VBLANK_LINE
         m.r32[env, R_LY] = ly
-        _wy_check(m, env)
+        _wy_check(ms, env)
         nxt = ls + wp.int64(4)
     m.r64[env, T_PPU_EVENT] = nxt
-    stat_update(m, env, t)
+    stat_update(ms, env, t)
 
 
 @wp.func
-def ppu_sync(m: Machine, env: int, now: wp.int64):
+def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
+    m = ms[0]
     while m.r64[env, T_PPU_EVENT] <= now:
-        ppu_advance(m, env)
+        ppu_advance(ms, env)
 
 
 @wp.func
-def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
-    ppu_sync(m, env, t)
+def lcdc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
+    ppu_sync(ms, env, t)
     old = int(m.io[env, 0x40])
     # The LY=LYC comparator stops with the LCD: STAT bit 2 keeps the value it had as the
     # LCD went off (DMG; gambatte agrees, and games such as Mr. Do! rely on it).
-    coincidence = (stat_value(m, env, t) >> 2) & 1
+    coincidence = (stat_value(ms, env, t) >> 2) & 1
     m.io[env, 0x40] = wp.uint8(value)
     if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off: blank screen
         m.r32[env, R_LCD_OFF_COINCIDENCE] = coincidence
@@ -300,23 +311,25 @@ def lcdc_write(m: Machine, env: int, value: int, t: wp.int64):
         m.r32[env, R_LCD_WARMUP] = 1
         m.r32[env, R_PPU_MODE] = PH_LCD_ON_LINE0
         m.r64[env, T_PPU_EVENT] = t + wp.int64(MODE2_CYCLES)
-    _wy_check(m, env)
-    stat_update(m, env, t)
+    _wy_check(ms, env)
+    stat_update(ms, env, t)
 
 
 @wp.func
-def stat_read(m: Machine, env: int, t: wp.int64) -> int:
-    ppu_sync(m, env, t)
-    return stat_value(m, env, t)
+def stat_read(ms: MachineRef, env: int, t: wp.int64) -> int:
+    m = ms[0]
+    ppu_sync(ms, env, t)
+    return stat_value(ms, env, t)
 
 
 @wp.func
-def stat_value(m: Machine, env: int, t: wp.int64) -> int:
+def stat_value(ms: MachineRef, env: int, t: wp.int64) -> int:
     """STAT as read, from the PPU state as it stands (no sync)."""
+    m = ms[0]
     v = 0x80 | (int(m.io[env, 0x41]) & 0x78)
     if (int(m.io[env, 0x40]) & 0x80) != 0:
         v = v | stat_mode_bits(m.r32[env, R_PPU_MODE])
-        if ly_compared(m, env) == int(m.io[env, 0x45]):
+        if ly_compared(ms, env) == int(m.io[env, 0x45]):
             v = v | 4
     elif m.r32[env, R_LCD_OFF_COINCIDENCE] != 0:
         v = v | 4  # LCD off: the flag as it was when the LCD went off
@@ -324,40 +337,44 @@ def stat_value(m: Machine, env: int, t: wp.int64) -> int:
 
 
 @wp.func
-def ly_read(m: Machine, env: int, t: wp.int64) -> int:
-    ppu_sync(m, env, t)
-    return ly_visible(m, env, t)
+def ly_read(ms: MachineRef, env: int, t: wp.int64) -> int:
+    m = ms[0]
+    ppu_sync(ms, env, t)
+    return ly_visible(ms, env, t)
 
 
 @wp.func
-def ppu_reg_write(m: Machine, env: int, reg: int, value: int, t: wp.int64):
+def ppu_reg_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
     """STAT (writable bits 3-6), LYC, scroll, palettes, window: sync first so the change
     lands between the right lines, then re-evaluate the STAT line."""
-    ppu_sync(m, env, t)
+    m = ms[0]
+    ppu_sync(ms, env, t)
     if reg == 0x41:
         # DMG quirk: for one cycle STAT acts as if every source were enabled
-        line = _stat_line(m, env, 0xF8)
+        line = _stat_line(ms, env, 0xF8)
         if line == 1 and m.r32[env, R_STAT_LINE] == 0:
-            raise_if(m, env, 2)
+            raise_if(ms, env, 2)
         m.r32[env, R_STAT_LINE] = line
         m.io[env, 0x41] = wp.uint8((int(m.io[env, 0x41]) & 0x07) | (value & 0x78))
     elif reg != 0x44:
         m.io[env, reg] = wp.uint8(value)
     if reg == 0x4A:
-        _wy_check(m, env)
-    stat_update(m, env, t)
+        _wy_check(ms, env)
+    stat_update(ms, env, t)
 
 
 @wp.func
-def vram_accessible(m: Machine, env: int, t: wp.int64) -> bool:
+def vram_accessible(ms: MachineRef, env: int, t: wp.int64) -> bool:
     """False while the PPU reads VRAM for drawing (mode 3): CPU reads give $FF, writes are lost."""
-    ppu_sync(m, env, t)
+    m = ms[0]
+    ppu_sync(ms, env, t)
     return (int(m.io[env, 0x40]) & 0x80) == 0 or m.r32[env, R_PPU_MODE] != 3
 
 
 @wp.func
-def oam_accessible(m: Machine, env: int, t: wp.int64) -> bool:
+def oam_accessible(ms: MachineRef, env: int, t: wp.int64) -> bool:
     """False in modes 2 and 3 (OAM scan and drawing)."""
-    ppu_sync(m, env, t)
+    m = ms[0]
+    ppu_sync(ms, env, t)
     mode = m.r32[env, R_PPU_MODE]
     return (int(m.io[env, 0x40]) & 0x80) == 0 or (mode != 2 and mode != 3)

@@ -13,21 +13,23 @@ so once more than SERIAL_CAP bytes were sent only the last SERIAL_CAP are kept.
 import warp as wp
 
 from .interrupts import raise_if
-from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, Machine
+from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, Machine, MachineRef
 
 
 @wp.func
-def serial_sync(m: Machine, env: int, now: wp.int64):
+def serial_sync(ms: MachineRef, env: int, now: wp.int64):
+    m = ms[0]
     if now >= m.r64[env, T_SERIAL_END]:
         m.io[env, 2] = wp.uint8(int(m.io[env, 2]) & 0x7F)
         m.io[env, 1] = wp.uint8(0xFF)
-        raise_if(m, env, 8)
+        raise_if(ms, env, 8)
         m.r64[env, T_SERIAL_END] = NEVER
 
 
 @wp.func
-def sc_write(m: Machine, env: int, value: int, t: wp.int64):
-    serial_sync(m, env, t)
+def sc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
+    serial_sync(ms, env, t)
     m.io[env, 2] = wp.uint8(value)
     if (value & 0x81) == 0x81:
         count = m.r32[env, R_SERIAL_COUNT]
@@ -40,10 +42,11 @@ def sc_write(m: Machine, env: int, value: int, t: wp.int64):
 
 
 @wp.func
-def sb_read(m: Machine, env: int, t: wp.int64) -> int:
+def sb_read(ms: MachineRef, env: int, t: wp.int64) -> int:
     """SB as read at t: mid-transfer, the outgoing byte (the last one latched) shifted left
     once per 8192 Hz clock edge so far, 1s coming in."""
-    serial_sync(m, env, t)
+    m = ms[0]
+    serial_sync(ms, env, t)
     v = int(m.io[env, 1])
     end = m.r64[env, T_SERIAL_END]
     if end != NEVER:

@@ -123,6 +123,18 @@ class Machine:
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
 
 
+# How functions take the machine: a one-element array of Machine (a 56-byte handle), not the
+# struct itself. Warp passes structs by value, and an out-of-line function taking Machine made
+# every call copy its ~1 KB of array descriptors; through the handle a function loads only the
+# fields it uses (`m = ms[0]` at the top of each function).
+MachineRef = wp.array(dtype=Machine)
+
+
+def machine_ref(m: Machine) -> wp.array:
+    """The MachineRef handle of a Machine (built per launch: it holds the struct by value,
+    render_mode included)."""
+    return wp.array([m], dtype=Machine, device=m.rom.device)
+
 # Per-env arrays that make up the snapshot, in a fixed order (name, per-env shape, dtype).
 def per_env_layout(cart_ram_bytes: int, mbc_regs: int) -> list[tuple[str, tuple, type]]:
     return [

@@ -14,7 +14,7 @@ import warp as wp
 
 from .interrupts import raise_if
 from .state import (NEVER, T_DIV_BASE, T_TIMA_OVERFLOW, T_TIMA_RELOADED, T_TIMER_EVENT,
-                    T_TIMER_LAST, Machine)
+                    T_TIMER_LAST, Machine, MachineRef)
 
 
 @wp.func
@@ -32,13 +32,15 @@ def tac_bit(tac: int) -> int:
 
 
 @wp.func
-def system_counter(m: Machine, env: int, t: wp.int64) -> int:
+def system_counter(ms: MachineRef, env: int, t: wp.int64) -> int:
+    m = ms[0]
     return int((t - m.r64[env, T_DIV_BASE]) & wp.int64(0xFFFF))
 
 
 @wp.func
-def timer_schedule(m: Machine, env: int):
+def timer_schedule(ms: MachineRef, env: int):
     """Next time the timer needs a sync: a pending reload, or the next overflow's reload."""
+    m = ms[0]
     ev = NEVER
     ov = m.r64[env, T_TIMA_OVERFLOW]
     tac = int(m.io[env, 7])
@@ -54,8 +56,9 @@ def timer_schedule(m: Machine, env: int):
 
 
 @wp.func
-def timer_sync(m: Machine, env: int, now: wp.int64):
+def timer_sync(ms: MachineRef, env: int, now: wp.int64):
     """Bring TIMA (and the delayed reload / IF bit 2) up to time `now`."""
+    m = ms[0]
     last = m.r64[env, T_TIMER_LAST]
     if now > last:
         ov = m.r64[env, T_TIMA_OVERFLOW]
@@ -68,7 +71,7 @@ def timer_sync(m: Machine, env: int, now: wp.int64):
             if ov >= wp.int64(0):
                 if now >= ov + wp.int64(4):
                     tima = int(m.io[env, 6])
-                    raise_if(m, env, 4)
+                    raise_if(ms, env, 4)
                     m.r64[env, T_TIMA_RELOADED] = ov + wp.int64(4)
                     ov = wp.int64(-1)
                 else:
@@ -93,11 +96,12 @@ def timer_sync(m: Machine, env: int, now: wp.int64):
         m.io[env, 5] = wp.uint8(tima)
         m.r64[env, T_TIMA_OVERFLOW] = ov
         m.r64[env, T_TIMER_LAST] = now
-        timer_schedule(m, env)
+        timer_schedule(ms, env)
 
 
 @wp.func
-def _tima_glitch_increment(m: Machine, env: int, t: wp.int64):
+def _tima_glitch_increment(ms: MachineRef, env: int, t: wp.int64):
+    m = ms[0]
     tima = int(m.io[env, 5])
     if tima == 255:
         m.io[env, 5] = wp.uint8(0)
@@ -107,21 +111,23 @@ def _tima_glitch_increment(m: Machine, env: int, t: wp.int64):
 
 
 @wp.func
-def div_write(m: Machine, env: int, t: wp.int64):
+def div_write(ms: MachineRef, env: int, t: wp.int64):
     """Writing DIV resets the system counter; if the selected bit was 1 that is a falling edge."""
-    timer_sync(m, env, t)
+    m = ms[0]
+    timer_sync(ms, env, t)
     tac = int(m.io[env, 7])
-    if (tac & 4) != 0 and ((system_counter(m, env, t) >> tac_bit(tac)) & 1) == 1:
-        _tima_glitch_increment(m, env, t)
+    if (tac & 4) != 0 and ((system_counter(ms, env, t) >> tac_bit(tac)) & 1) == 1:
+        _tima_glitch_increment(ms, env, t)
     m.r64[env, T_DIV_BASE] = t
-    timer_schedule(m, env)
+    timer_schedule(ms, env)
 
 
 @wp.func
-def tac_write(m: Machine, env: int, value: int, t: wp.int64):
-    timer_sync(m, env, t)
+def tac_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
+    timer_sync(ms, env, t)
     old = int(m.io[env, 7])
-    cnt = system_counter(m, env, t)
+    cnt = system_counter(ms, env, t)
     old_sig = 0
     if (old & 4) != 0:
         old_sig = (cnt >> tac_bit(old)) & 1
@@ -129,14 +135,15 @@ def tac_write(m: Machine, env: int, value: int, t: wp.int64):
     if (value & 4) != 0:
         new_sig = (cnt >> tac_bit(value)) & 1
     if old_sig == 1 and new_sig == 0:
-        _tima_glitch_increment(m, env, t)
+        _tima_glitch_increment(ms, env, t)
     m.io[env, 7] = wp.uint8(value & 7)
-    timer_schedule(m, env)
+    timer_schedule(ms, env)
 
 
 @wp.func
-def tima_write(m: Machine, env: int, value: int, t: wp.int64):
-    timer_sync(m, env, t)
+def tima_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
+    timer_sync(ms, env, t)
     rel = m.r64[env, T_TIMA_RELOADED]
     if m.r64[env, T_TIMA_OVERFLOW] >= wp.int64(0):
         m.r64[env, T_TIMA_OVERFLOW] = wp.int64(-1)   # cycle A: cancels reload and IF
@@ -145,14 +152,15 @@ def tima_write(m: Machine, env: int, value: int, t: wp.int64):
         pass                                       # cycle B: TMA wins
     else:
         m.io[env, 5] = wp.uint8(value)
-    timer_schedule(m, env)
+    timer_schedule(ms, env)
 
 
 @wp.func
-def tma_write(m: Machine, env: int, value: int, t: wp.int64):
-    timer_sync(m, env, t)
+def tma_write(ms: MachineRef, env: int, value: int, t: wp.int64):
+    m = ms[0]
+    timer_sync(ms, env, t)
     m.io[env, 6] = wp.uint8(value)
     rel = m.r64[env, T_TIMA_RELOADED]
     if t >= rel and t < rel + wp.int64(4):
         m.io[env, 5] = wp.uint8(value)
-    timer_schedule(m, env)
+    timer_schedule(ms, env)

@@ -136,16 +136,24 @@ def _oam_words(oam: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.u
 
 
 @wp.func
-def _tile_colours(vr: wp.array(dtype=wp.uint8), map_index: int, lcdc: int, row: int) -> wp.uint64:
-    """Colour numbers of row `row` of the BG/window tile named at map_index.
+def _tile_colours(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), map_index: int, tile_xor: int,
+                  row_base: int) -> wp.uint64:
+    """Colour numbers of one row of the BG/window tile named at map_index.
 
-    LCDC.4=1: tile n at $8000+16n; LCDC.4=0: signed n at $9000+16n.
-    """
-    t = int(vr[map_index])
-    addr = 0x1000 + ((t ^ 0x80) - 0x80) * 16 + row * 2
+    rows: VRAM as 4096 (lo, hi) byte pairs. LCDC.4=1: tile n at $8000+16n; LCDC.4=0:
+    signed n at $9000+16n = $8800 + 16 (n ^ $80). So the pair index is
+    (n ^ tile_xor) * 8 + row_base, with tile_xor = 0 or $80 and row_base = the tile row,
+    plus $400 in the signed case (_tile_addressing)."""
+    pair = int(rows[((int(vr[map_index]) ^ tile_xor) << 3) + row_base])
+    return _colours8(pair & 0xFF, pair >> 8)
+
+
+@wp.func
+def _tile_addressing(lcdc: int, row: int) -> wp.vec2i:
+    """(tile_xor, row_base) of _tile_colours for tile row `row` under LCDC.4."""
     if (lcdc & 0x10) != 0:
-        addr = t * 16 + row * 2
-    return _colours8(int(vr[addr]), int(vr[addr + 1]))
+        return wp.vec2i(0, row)
+    return wp.vec2i(0x80, 0x400 + row)
 
 
 @wp.func
@@ -197,26 +205,29 @@ def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: in
 
 
 @wp.func
-def _span(vr: wp.array(dtype=wp.uint8), line: wp.array(dtype=wp.uint64), lcdc: int, map_row: int,
-          tile_row: int, j0: int, j1: int, map_x: int):
+def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), line: wp.array(dtype=wp.uint64),
+          lcdc: int, map_row: int, tile_row: int, j0: int, j1: int, map_x: int):
     """Colour numbers of screen words j0..j1-1 (x = 8*j0 .. 8*j1-1) from one 32-tile map row,
     screen x showing map pixel x + map_x (wrapping at 256) -> line[j + 1]."""
+    addressing = _tile_addressing(lcdc, tile_row)
+    tile_xor = addressing[0]
+    row_base = addressing[1]
     mx = 8 * j0 + map_x
     fine = mx & 7
     col = mx >> 3
     j = j0
     if fine == 0:
         while j < j1:
-            line[j + 1] = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
+            line[j + 1] = _tile_colours(vr, rows, map_row + (col & 31), tile_xor, row_base)
             col += 1
             j += 1
     else:
         right = wp.uint64(8 * fine)
         left = wp.uint64(64 - 8 * fine)
-        cur = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
+        cur = _tile_colours(vr, rows, map_row + (col & 31), tile_xor, row_base)
         while j < j1:
             col += 1
-            nxt = _tile_colours(vr, map_row + (col & 31), lcdc, tile_row)
+            nxt = _tile_colours(vr, rows, map_row + (col & 31), tile_xor, row_base)
             line[j + 1] = (cur >> right) | (nxt << left)
             cur = nxt
             j += 1
@@ -337,6 +348,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     env's VRAM/OAM and the output rows as plain addresses: one copy of the code for every
     place the PPU catches up, and a call that copies no array descriptors."""
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
+    rows = wp.array(ptr=vram_env, shape=(4096,), dtype=wp.uint16)
     colours = wp.zeros(shape=(22,), dtype=wp.uint64)
     shades = wp.zeros(shape=(22,), dtype=wp.uint64)
     if (lcdc & 0x01) != 0:
@@ -349,14 +361,14 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
             if (lcdc & 0x08) != 0:
                 bg_map_row = _MAP_9C00
             bg_y = (ly + scy) & 255
-            _span(vr, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3, scx)
+            _span(vr, rows, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3, scx)
         if bg_end < 160:
             win_map_row = _MAP_9800
             if (lcdc & 0x40) != 0:
                 win_map_row = _MAP_9C00
             j = bg_end >> 3
             shared = colours[j + 1]  # BG pixels left of the window in a word both draw
-            _span(vr, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20, -win_start)
+            _span(vr, rows, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20, -win_start)
             if (bg_end & 7) != 0:
                 keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
                 colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)

@@ -48,8 +48,8 @@ import warp as wp
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, window_visible)
-from .state import (NEVER, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE, R_WIN_LINE,
-                    R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine, MachineRef)
+from .state import (NEVER, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
+                    R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine, MachineRef)
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
@@ -114,12 +114,37 @@ def ly_visible(ms: MachineRef, env: int, t: wp.int64) -> int:
     return ly
 
 
+# The PPU's bookkeeping is reached through one env's rows of io/r32/r64, built once per
+# catch-up (``_io_of`` ...): constant strides, and descriptors that live in registers, where
+# the 2-d machine arrays made every access reload its strides after each byte store.
+IO = wp.array(dtype=wp.uint8)
+R32 = wp.array(dtype=wp.int32)
+R64 = wp.array(dtype=wp.int64)
+
+
 @wp.func
-def ly_compared(ms: MachineRef, env: int) -> int:
-    """The LY value LYC is compared with now; -1 while no comparison happens."""
+def _io_of(ms: MachineRef, env: int) -> wp.array(dtype=wp.uint8):
+    """env's 128 I/O register bytes (the machine's arrays are contiguous)."""
     m = ms[0]
-    phase = m.r32[env, R_PPU_MODE]
-    ly = m.r32[env, R_LY]
+    return wp.array(ptr=wp.uint64(m.io.ptr) + wp.uint64(env * 128), shape=(128,), dtype=wp.uint8)
+
+
+@wp.func
+def _r32_of(ms: MachineRef, env: int) -> wp.array(dtype=wp.int32):
+    m = ms[0]
+    return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
+
+
+@wp.func
+def _r64_of(ms: MachineRef, env: int) -> wp.array(dtype=wp.int64):
+    m = ms[0]
+    return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
+
+
+@wp.func
+def _ly_compared(r32: R32) -> int:
+    phase = r32[R_PPU_MODE]
+    ly = r32[R_LY]
     if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_VBLANK_LINE:
         ly = -1
     elif ly == 153 and phase != PH_LY153:
@@ -128,12 +153,18 @@ def ly_compared(ms: MachineRef, env: int) -> int:
 
 
 @wp.func
-def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
-    m = ms[0]
+def ly_compared(ms: MachineRef, env: int) -> int:
+    """The LY value LYC is compared with now; -1 while no comparison happens."""
+    return _ly_compared(_r32_of(ms, env))
+
+
+@wp.func
+def _line_of_sources(io: IO, r32: R32, stat: int) -> int:
+    """The STAT interrupt line: OR of the sources `stat` enables (bits 3-6)."""
     line = 0
-    if (int(m.io[env, 0x40]) & 0x80) != 0:
-        mode = interrupt_mode(m.r32[env, R_PPU_MODE])
-        if (stat & 0x40) != 0 and ly_compared(ms, env) == int(m.io[env, 0x45]):
+    if (int(io[0x40]) & 0x80) != 0:
+        mode = interrupt_mode(r32[R_PPU_MODE])
+        if (stat & 0x40) != 0 and _ly_compared(r32) == int(io[0x45]):
             line = 1
         if (stat & 0x08) != 0 and mode == 0:
             line = 1
@@ -145,140 +176,162 @@ def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
 
 
 @wp.func
+def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
+    return _line_of_sources(_io_of(ms, env), _r32_of(ms, env), stat)
+
+
+@wp.func
+def _stat_update(io: IO, r32: R32):
+    line = _line_of_sources(io, r32, int(io[0x41]))
+    if line == 1 and r32[R_STAT_LINE] == 0:
+        io[0x0F] = wp.uint8(int(io[0x0F]) | 2)   # IF bit 1 (interrupts.raise_if)
+    r32[R_STAT_LINE] = line
+
+
+@wp.func
 def stat_update(ms: MachineRef, env: int, t: wp.int64):
     """Recompute the STAT interrupt line; IF bit 1 on its rising edge."""
-    m = ms[0]
-    line = _stat_line(ms, env, int(m.io[env, 0x41]))
-    if line == 1 and m.r32[env, R_STAT_LINE] == 0:
-        raise_if(ms, env, 2)
-    m.r32[env, R_STAT_LINE] = line
+    _stat_update(_io_of(ms, env), _r32_of(ms, env))
+
+
+@wp.func
+def _wy_check_rows(io: IO, r32: R32):
+    ly = r32[R_LY]
+    if (int(io[0x40]) & 0xA0) == 0xA0 and ly < 144 and ly == int(io[0x4A]):
+        r32[R_WY_TRIGGERED] = 1
 
 
 @wp.func
 def _wy_check(ms: MachineRef, env: int):
     """Set the frame's WY condition if LY == WY on a visible line with the window enabled."""
-    m = ms[0]
-    ly = m.r32[env, R_LY]
-    if (int(m.io[env, 0x40]) & 0xA0) == 0xA0 and ly < 144 and ly == int(m.io[env, 0x4A]):
-        m.r32[env, R_WY_TRIGGERED] = 1
+    _wy_check_rows(_io_of(ms, env), _r32_of(ms, env))
 
 
 @wp.func
-def _mode3_length(ms: MachineRef, env: int, ly: int, t: wp.int64) -> int:
+def _mode3_length(ms: MachineRef, env: int, io: IO, r32: R32, ly: int, t: wp.int64) -> int:
     """Mode 3's length for line ly, starting at t (also keeps the line's OAM selection)."""
     m = ms[0]
-    lcdc = int(m.io[env, 0x40])
-    scx = int(m.io[env, 0x43])
-    wx = int(m.io[env, 0x4B])
+    lcdc = int(io[0x40])
+    scx = int(io[0x43])
+    wx = int(io[0x4B])
     length = MODE3_MIN_CYCLES + (scx & 7)
     win_start = int(1 << 20)
-    if window_visible(lcdc, m.r32[env, R_WY_TRIGGERED], wx) != 0:
+    if window_visible(lcdc, r32[R_WY_TRIGGERED], wx) != 0:
         length += WINDOW_PENALTY
         win_start = wx - 7
     selected = objects_on_line(m.oam, env, ly, lcdc)
-    m.r32[env, R_OBJ_SEL_LO] = int(selected & wp.uint64(0xFFFFF)) | (1 << 20) | ((lcdc & 0x06) << 20)
-    m.r32[env, R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
-    m.r32[env, R_OBJ_SEL_T] = int(t & wp.int64(0x7FFFFFFF))
+    r32[R_OBJ_SEL_LO] = int(selected & wp.uint64(0xFFFFF)) | (1 << 20) | ((lcdc & 0x06) << 20)
+    r32[R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
+    r32[R_OBJ_SEL_T] = int(t & wp.int64(0x7FFFFFFF))
     if selected != wp.uint64(0):
         length += objects_mode3_penalty(m.oam, env, selected, scx, win_start)
     return length
 
 
 @wp.func
-def _line_selection(ms: MachineRef, env: int, ly: int, lcdc: int, t: wp.int64) -> wp.uint64:
+def _line_selection(ms: MachineRef, env: int, r32: R32, r64: R64, ly: int, lcdc: int,
+                    t: wp.int64) -> wp.uint64:
     """objects_on_line for the line whose mode 3 ends at t: the selection kept from the
     start of mode 3 (t - R_MODE3_LEN) if OAM cannot have changed since — the CPU cannot
     write OAM in modes 2-3, and no OAM DMA started after it (a DMA written after the PPU
     caught up to that start is at or after it) — and LCDC.1/LCDC.2 are as they were; else
     a new scan."""
     m = ms[0]
-    lo = m.r32[env, R_OBJ_SEL_LO]
-    start = t - wp.int64(m.r32[env, R_MODE3_LEN])
-    if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and m.r32[env, R_OBJ_SEL_T] == int(
-            start & wp.int64(0x7FFFFFFF)) and m.r64[env, T_DMA_START] <= start:
-        return wp.uint64(lo & 0xFFFFF) | (wp.uint64(m.r32[env, R_OBJ_SEL_HI]) << wp.uint64(20))
+    lo = r32[R_OBJ_SEL_LO]
+    start = t - wp.int64(r32[R_MODE3_LEN])
+    if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and r32[R_OBJ_SEL_T] == int(
+            start & wp.int64(0x7FFFFFFF)) and r64[T_DMA_START] <= start:
+        return wp.uint64(lo & 0xFFFFF) | (wp.uint64(r32[R_OBJ_SEL_HI]) << wp.uint64(20))
     return objects_on_line(m.oam, env, ly, lcdc)
+
+
+@wp.func
+def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64):
+    """Process the PPU event at r64[T_PPU_EVENT] (io/r32/r64: env's rows)."""
+    t = r64[T_PPU_EVENT]
+    ls = r64[T_LINE_START]
+    ly = r32[R_LY]
+    phase = r32[R_PPU_MODE]
+    nxt = NEVER
+    if phase == PH_LINE_START or phase == PH_LINE0_START:
+        r32[R_PPU_MODE] = 2
+        nxt = ls + wp.int64(MODE2_CYCLES)
+    elif phase == 2 or phase == PH_LCD_ON_LINE0:
+        r32[R_PPU_MODE] = 3
+        m3 = _mode3_length(ms, env, io, r32, ly, t)
+        r32[R_MODE3_LEN] = m3
+        nxt = t + wp.int64(m3)
+    elif phase == 3:
+        m = ms[0]
+        warmup = r32[R_LCD_WARMUP]
+        mode = m.render_mode
+        if warmup != 0:
+            mode = RENDER_NONE
+        lcdc = int(io[0x40])
+        selected = wp.uint64(0)
+        if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
+            selected = _line_selection(ms, env, r32, r64, ly, lcdc, t)
+        drew_window = render_line(
+            m.vram, m.oam, env, ly, lcdc, int(io[0x42]), int(io[0x43]), r32[R_WY_TRIGGERED],
+            int(io[0x4B]), r32[R_WIN_LINE], int(io[0x47]), int(io[0x48]), int(io[0x49]), selected,
+            m.frame, m.obs, mode)
+        if warmup != 0:
+            blank_scanline(env, ly, 0, m.frame, m.obs, m.render_mode)
+        if drew_window != 0:
+            r32[R_WIN_LINE] = r32[R_WIN_LINE] + 1
+        r32[R_PPU_MODE] = 0
+        nxt = ls + wp.int64(LINE_CYCLES)
+    elif phase == PH_VBLANK_START:
+        r32[R_PPU_MODE] = 1
+        nxt = ls + wp.int64(LINE_CYCLES)
+    elif phase == PH_VBLANK_LINE:
+        if ly == 153:
+            r32[R_PPU_MODE] = PH_LY153
+            nxt = ls + wp.int64(8)
+        else:
+            r32[R_PPU_MODE] = 1
+            nxt = ls + wp.int64(LINE_CYCLES)
+    elif phase == PH_LY153:
+        r32[R_PPU_MODE] = 1
+        nxt = ls + wp.int64(LINE_CYCLES)
+    else:  # end of a line (mode 0 or mode 1): the next line starts
+        ly = ly + 1
+        ls = ls + wp.int64(LINE_CYCLES)
+        r64[T_LINE_START] = ls
+        if ly == 144:
+            r32[R_PPU_MODE] = PH_VBLANK_START
+            r32[R_LCD_WARMUP] = 0
+            io[0x0F] = wp.uint8(int(io[0x0F]) | 1)   # IF bit 0 (interrupts.raise_if)
+        elif ly >= 154:
+            ly = 0
+            r32[R_WIN_LINE] = 0
+            r32[R_WY_TRIGGERED] = 0
+            r32[R_PPU_MODE] = PH_LINE0_START
+        elif ly < 144:
+            r32[R_PPU_MODE] = PH_LINE_START
+        else:
+            r32[R_PPU_MODE] = PH_VBLANK_LINE
+        r32[R_LY] = ly
+        _wy_check_rows(io, r32)
+        nxt = ls + wp.int64(4)
+    r64[T_PPU_EVENT] = nxt
+    _stat_update(io, r32)
 
 
 @wp.func
 def ppu_advance(ms: MachineRef, env: int):
     """Process the PPU event at r64[T_PPU_EVENT]."""
-    m = ms[0]
-    t = m.r64[env, T_PPU_EVENT]
-    ls = m.r64[env, T_LINE_START]
-    ly = m.r32[env, R_LY]
-    phase = m.r32[env, R_PPU_MODE]
-    nxt = NEVER
-    if phase == PH_LINE_START or phase == PH_LINE0_START:
-        m.r32[env, R_PPU_MODE] = 2
-        nxt = ls + wp.int64(MODE2_CYCLES)
-    elif phase == 2 or phase == PH_LCD_ON_LINE0:
-        m.r32[env, R_PPU_MODE] = 3
-        m3 = _mode3_length(ms, env, ly, t)
-        m.r32[env, R_MODE3_LEN] = m3
-        nxt = t + wp.int64(m3)
-    elif phase == 3:
-        warmup = m.r32[env, R_LCD_WARMUP]
-        mode = m.render_mode
-        if warmup != 0:
-            mode = RENDER_NONE
-        lcdc = int(m.io[env, 0x40])
-        selected = wp.uint64(0)
-        if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
-            selected = _line_selection(ms, env, ly, lcdc, t)
-        drew_window = render_line(
-            m.vram, m.oam, env, ly, lcdc, int(m.io[env, 0x42]),
-            int(m.io[env, 0x43]), m.r32[env, R_WY_TRIGGERED], int(m.io[env, 0x4B]),
-            m.r32[env, R_WIN_LINE], int(m.io[env, 0x47]), int(m.io[env, 0x48]),
-            int(m.io[env, 0x49]), selected, m.frame, m.obs, mode)
-        if warmup != 0:
-            blank_scanline(env, ly, 0, m.frame, m.obs, m.render_mode)
-        if drew_window != 0:
-            m.r32[env, R_WIN_LINE] = m.r32[env, R_WIN_LINE] + 1
-        m.r32[env, R_PPU_MODE] = 0
-        nxt = ls + wp.int64(LINE_CYCLES)
-    elif phase == PH_VBLANK_START:
-        m.r32[env, R_PPU_MODE] = 1
-        nxt = ls + wp.int64(LINE_CYCLES)
-    elif phase == PH_VBLANK_LINE:
-        if ly == 153:
-            m.r32[env, R_PPU_MODE] = PH_LY153
-            nxt = ls + wp.int64(8)
-        else:
-            m.r32[env, R_PPU_MODE] = 1
-            nxt = ls + wp.int64(LINE_CYCLES)
-    elif phase == PH_LY153:
-        m.r32[env, R_PPU_MODE] = 1
-        nxt = ls + wp.int64(LINE_CYCLES)
-    else:  # end of a line (mode 0 or mode 1): the next line starts
-        ly = ly + 1
-        ls = ls + wp.int64(LINE_CYCLES)
-        m.r64[env, T_LINE_START] = ls
-        if ly == 144:
-            m.r32[env, R_PPU_MODE] = PH_VBLANK_START
-            m.r32[env, R_LCD_WARMUP] = 0
-            raise_if(ms, env, 1)
-        elif ly >= 154:
-            ly = 0
-            m.r32[env, R_WIN_LINE] = 0
-            m.r32[env, R_WY_TRIGGERED] = 0
-            m.r32[env, R_PPU_MODE] = PH_LINE0_START
-        elif ly < 144:
-            m.r32[env, R_PPU_MODE] = PH_LINE_START
-        else:
-            m.r32[env, R_PPU_MODE] = PH_VBLANK_LINE
-        m.r32[env, R_LY] = ly
-        _wy_check(ms, env)
-        nxt = ls + wp.int64(4)
-    m.r64[env, T_PPU_EVENT] = nxt
-    stat_update(ms, env, t)
+    _advance(ms, env, _io_of(ms, env), _r32_of(ms, env), _r64_of(ms, env))
 
 
 @wp.func
 def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
-    m = ms[0]
-    while m.r64[env, T_PPU_EVENT] <= now:
-        ppu_advance(ms, env)
+    """Process every PPU event due by `now`."""
+    io = _io_of(ms, env)
+    r32 = _r32_of(ms, env)
+    r64 = _r64_of(ms, env)
+    while r64[T_PPU_EVENT] <= now:
+        _advance(ms, env, io, r32, r64)
 
 
 @wp.func

@@ -246,8 +246,8 @@ def _line_selection(ms: MachineRef, env: int, r32: R32, r64: R64, ly: int, lcdc:
 
 
 @wp.func
-def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64):
-    """Process the PPU event at r64[T_PPU_EVENT] (io/r32/r64: env's rows)."""
+def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64):
+    """Process the PPU event at r64[T_PPU_EVENT] (io/r32/r64: env's rows), catching up to `now`."""
     t = r64[T_PPU_EVENT]
     ls = r64[T_LINE_START]
     ly = r32[R_LY]
@@ -258,7 +258,13 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64):
         nxt = ls + wp.int64(MODE2_CYCLES)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
         r32[R_PPU_MODE] = 3
-        m3 = _mode3_length(ms, env, io, r32, ly, t)
+        m3 = MODE3_MIN_CYCLES
+        m = ms[0]
+        if ls + wp.int64(LINE_CYCLES) > now or (m.render_mode != RENDER_NONE and r32[R_LCD_WARMUP] == 0):
+            m3 = _mode3_length(ms, env, io, r32, ly, t)
+        # else the whole line is caught up in this call and draws nothing: its mode 3 ends
+        # before `now` whatever its length, in the same order of events, and the length
+        # is read by nothing else (R_MODE3_LEN only tags the OAM selection for drawing)
         r32[R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
     elif phase == 3:
@@ -321,7 +327,7 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64):
 @wp.func
 def ppu_advance(ms: MachineRef, env: int):
     """Process the PPU event at r64[T_PPU_EVENT]."""
-    _advance(ms, env, _io_of(ms, env), _r32_of(ms, env), _r64_of(ms, env))
+    _advance(ms, env, _io_of(ms, env), _r32_of(ms, env), _r64_of(ms, env), wp.int64(-1))
 
 
 @wp.func
@@ -331,7 +337,7 @@ def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
     r32 = _r32_of(ms, env)
     r64 = _r64_of(ms, env)
     while r64[T_PPU_EVENT] <= now:
-        _advance(ms, env, io, r32, r64)
+        _advance(ms, env, io, r32, r64, now)
 
 
 @wp.func

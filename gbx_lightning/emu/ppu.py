@@ -31,6 +31,12 @@ The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled 
 STAT on the DMG behaves as if $FF were written for one cycle (Pan Docs, STAT), which can
 raise a spurious interrupt.
 
+Cost: events are processed through one env's rows of io/r32/r64 (``_io_of`` ...), built
+once per catch-up. The line's OAM selection is made once, as mode 3 starts, and kept in
+spare r32 words for drawing as mode 3 ends (``_line_selection`` says why OAM cannot have
+changed in between, or scans again). With nothing drawn, a line caught up whole in one
+call skips the OAM scan: its mode 3 ends before the call's time whatever its length.
+
 The WY condition (window may show from this line on) is set when LY == WY while the
 window is enabled (LCDC.5): as a line starts, or when LCDC/WY is written mid-line.
 

@@ -37,10 +37,16 @@ Objects are drawn over the finished line highest priority first: each one's
 opaque pixels claim their bytes in a claim word (lower-priority objects cannot
 show there, even where the winner hides behind BG colours 1-3).  The finished
 line is stored as 20 uint64 words into frame[env, ly] and/or, on even lines,
-compacted to 10 words (even bytes) into obs[env, ly / 2].  The output arrays,
-VRAM and OAM are addressed through row views built in the kernel from their
-base pointers, so they must be contiguous (every array the machine allocates
-is).
+compacted to 10 words (even bytes) into obs[env, ly / 2].  The line is drawn by
+one out-of-line function (``_draw_line``) that takes the env's VRAM, OAM and
+output rows as plain addresses and views them as 1-d arrays (constant strides;
+one copy of the code however many places the PPU catches up from), so these
+arrays must be contiguous (every array the machine allocates is).
+
+The OAM scan (``objects_on_line``) is one branch-free pass over the 40 Y bytes,
+read as uint32 OAM words, to a 40-bit mask (LLVM vectorises it), then the
+10-object limit; the PPU makes it once per line as mode 3 starts (its length
+depends on the objects) and hands the mask to ``render_line`` when mode 3 ends.
 
 Limits (documented hardware behaviour not modelled): a line is drawn at once
 with the registers as mode 3 ends, so a write that lands inside mode 3 affects

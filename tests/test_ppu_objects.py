@@ -102,3 +102,51 @@ def test_mode3_penalty_matches_the_rule(scanned):
         for ly in range(144):
             sel = _ref_selection(oam[e], ly, int(lcdc[e]))
             assert dots[e, ly] == _ref_penalty(oam[e], sel, int(scx[e]), int(win_start[e])), f"env {e} line {ly}"
+
+
+# ------------------------------------------------- the selection kept from mode 3 start
+
+from gbx_lightning.emu import ppu  # noqa: E402
+from gbx_lightning.emu.state import T_DMA_START, MachineRef, machine_ref  # noqa: E402
+
+
+@wp.kernel(enable_backward=False)
+def _selection_kernel(ms: MachineRef, ly: int, lcdc: int, t: wp.int64, out: wp.array(dtype=wp.uint64)):
+    out[0] = ppu._line_selection(ms, 0, ppu._r32_of(ms, 0), ppu._r64_of(ms, 0), ly, lcdc, t)
+
+
+def test_kept_selection_is_used_only_while_oam_cannot_have_changed():
+    """The renderer reuses the mask made as mode 3 started unless an OAM DMA started after
+    that, LCDC.1/LCDC.2 changed, or the mask belongs to another mode 3: then it scans again."""
+    from gbx_lightning.emu import VecGameBoy
+    from gbx_lightning.roms import build_rom
+
+    gb = VecGameBoy(build_rom("orchard"), 1)
+    a = gb._arrays
+    oam = np.zeros(160, np.uint8)
+    oam[0::4] = 200                     # nothing on any line ...
+    oam[4 * 7] = 16 + 30                # ... but object 7 on lines 30-37
+    a["oam"].assign(oam[None])
+    start, length, ly = 1_000_000, 200, 33
+    kept = (1 << 3) | (1 << 25)         # a mask the scan would not give: proves it was reused
+    r32 = a["r32"].numpy()
+    r64 = a["r64"].numpy()
+
+    def run(lcdc, dma_start=0, tag=start, mode3_len=length):
+        r32[0, ppu.R_OBJ_SEL_LO] = (kept & 0xFFFFF) | (1 << 20) | (0x02 << 20)   # made with LCDC.1 on, 8x8
+        r32[0, ppu.R_OBJ_SEL_HI] = kept >> 20
+        r32[0, ppu.R_OBJ_SEL_T] = tag & 0x7FFFFFFF
+        r32[0, ppu.R_MODE3_LEN] = mode3_len
+        r64[0, T_DMA_START] = dma_start
+        a["r32"].assign(r32)
+        a["r64"].assign(r64)
+        out = wp.zeros(1, dtype=wp.uint64)
+        wp.launch(_selection_kernel, dim=1, inputs=[machine_ref(gb._m), ly, lcdc, start + length, out])
+        return int(out.numpy()[0])
+
+    assert run(0x83) == kept                                # same mode 3, no DMA since: reused
+    assert run(0x83, dma_start=start - 600) == kept         # a DMA that started before: reused
+    assert run(0x83, dma_start=start + 8) == 1 << 7         # a DMA written after the start: new scan
+    assert run(0x87) == 1 << 7                              # LCDC.2 changed (8x16): new scan
+    assert run(0x81) == 0                                   # LCDC.1 now off: no objects
+    assert run(0x83, tag=start - 456) == 1 << 7             # kept from another line's mode 3

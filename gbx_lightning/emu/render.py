@@ -239,16 +239,20 @@ def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), line: w
             j += 1
 
 
-@wp.func
-def _draw_objects(vr: wp.array(dtype=wp.uint8), ow: wp.array(dtype=wp.uint32), ly: int, lcdc: int,
-                  obp0: int, obp1: int, selected: wp.uint64, colours: wp.array(dtype=wp.uint64),
-                  shades: wp.array(dtype=wp.uint64)):
+@wp.func(inline=False)
+def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, obp0: int, obp1: int,
+                  selected: wp.uint64, line: wp.uint64):
     """Draw this line's objects over the BG/window shades, highest priority first.
 
     The first opaque object pixel at a position claims it, so lower-priority objects
-    cannot show there even where the winner hides behind BG colours 1-3 (colours holds
-    the BG/window colour numbers).
+    cannot show there even where the winner hides behind BG colours 1-3. line: the
+    address of the line buffer (22 words of BG/window colour numbers, then 22 of shades).
+    Out of line, so that lines without objects do not set up its local arrays.
     """
+    vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
+    ow = wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32)
+    colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)
+    shades = wp.array(ptr=line + wp.uint64(176), shape=(22,), dtype=wp.uint64)
     h = _obj_height(lcdc)
     # the selected objects sorted by priority key X * 64 + index (unique)
     keys = wp.zeros(shape=(10,), dtype=wp.int32)
@@ -355,8 +359,10 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     place the PPU catches up, and a call that copies no array descriptors."""
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     rows = wp.array(ptr=vram_env, shape=(4096,), dtype=wp.uint16)
-    colours = wp.zeros(shape=(22,), dtype=wp.uint64)
-    shades = wp.zeros(shape=(22,), dtype=wp.uint64)
+    buffer = wp.zeros(shape=(44,), dtype=wp.uint64)  # the line: colour numbers, then shades
+    line = wp.uint64(buffer.ptr)
+    colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)
+    shades = wp.array(ptr=line + wp.uint64(176), shape=(22,), dtype=wp.uint64)
     if (lcdc & 0x01) != 0:
         win_start = int(1 << 20)
         if win != 0:
@@ -389,8 +395,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
         for k in range(1, 21):
             shades[k] = blank
     if selected != wp.uint64(0):
-        _draw_objects(vr, wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32), ly, lcdc, obp0, obp1, selected,
-                      colours, shades)
+        _draw_objects(vram_env, oam_env, ly, lcdc, obp0, obp1, selected, line)
     if render_mode == RENDER_FULL:
         row = wp.array(ptr=frame_row, shape=(20,), dtype=wp.uint64)
         for j in range(20):

@@ -188,7 +188,10 @@ def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
 
 @wp.func
 def _stat_update(io: IO, r32: R32):
-    line = _line_of_sources(io, r32, int(io[0x41]))
+    stat = int(io[0x41])
+    if (stat & 0x78) == 0 and r32[R_STAT_LINE] == 0:
+        return  # no source enabled: the line stays low
+    line = _line_of_sources(io, r32, stat)
     if line == 1 and r32[R_STAT_LINE] == 0:
         io[0x0F] = wp.uint8(int(io[0x0F]) | 2)   # IF bit 1 (interrupts.raise_if)
     r32[R_STAT_LINE] = line

@@ -34,8 +34,9 @@ raise a spurious interrupt.
 Cost: events are processed through one env's rows of io/r32/r64 (``_io_of`` ...), built
 once per catch-up. The line's OAM selection is made once, as mode 3 starts, and kept in
 spare r32 words for drawing as mode 3 ends (``_line_selection`` says why OAM cannot have
-changed in between, or scans again). With nothing drawn, a line caught up whole in one
-call skips the OAM scan: its mode 3 ends before the call's time whatever its length.
+changed in between, or scans again). A line that draws nothing (render "none", odd lines
+in "obs", the blank frame after LCD on) and is caught up whole in one call skips the OAM
+scan: its mode 3 ends before the call's time whatever its length.
 
 The WY condition (window may show from this line on) is set when LY == WY while the
 window is enabled (LCDC.5): as a line starts, or when LCDC/WY is written mid-line.
@@ -269,7 +270,8 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
         r32[R_PPU_MODE] = 3
         m3 = MODE3_MIN_CYCLES
         m = ms[0]
-        if ls + wp.int64(LINE_CYCLES) > now or (m.render_mode != RENDER_NONE and r32[R_LCD_WARMUP] == 0):
+        draws = m.render_mode == RENDER_FULL or (m.render_mode == RENDER_OBS and (ly & 1) == 0)
+        if ls + wp.int64(LINE_CYCLES) > now or (draws and r32[R_LCD_WARMUP] == 0):
             m3 = _mode3_length(ms, env, io, r32, ly, t)
         # else the whole line is caught up in this call and draws nothing: its mode 3 ends
         # before `now` whatever its length, in the same order of events, and the length

@@ -31,8 +31,9 @@ a line buffer on the stack: 22 words of colour numbers and 22 of shades (word 0
 is x = -8..-1, words 1..20 the screen, word 21 x = 160..167, so objects partly
 off screen need no bounds test).  A tile row (two VRAM bytes) becomes a word of
 colour numbers by bit spreading (``_colours8``: no table, a multiply, a shift and
-a mask per plane); a span that is not tile-aligned (SCX % 8, the window's start) shifts two tile
-words together; the palette maps all eight colours at once (``_shades8``).
+a mask per plane); a span that is not tile-aligned (SCX % 8, the window's
+start) shifts two tile words together; the palette maps all eight colours at
+once (``_shades8``).
 Objects are drawn over the finished line highest priority first (out of line,
 ``_draw_objects``, so lines without objects skip its setup): each one's opaque
 pixels claim their bytes in a claim word (lower-priority objects cannot show

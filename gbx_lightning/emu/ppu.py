@@ -1,8 +1,10 @@
 """PPU timing: modes 2/3/0/1, LY/LYC, the STAT interrupt line, VBlank, LCD on/off.
 
-Event driven: r64[T_PPU_EVENT] is the next PPU state change; ``ppu_sync(now)`` processes
-every event up to `now` (called at scheduled events and before any PPU register is read
-or written, so mid-frame register writes land between the right lines). Each visible
+Event driven and lazy: r64[T_PPU_EVENT] is the next PPU state change; ``ppu_sync(now)``
+processes every event up to `now`. It runs when the CPU could tell the difference —
+before any PPU register, VRAM/OAM slow-path access, IF read, IE write or OAM DMA start —
+and at the stops bus.ppu_wake schedules (where a PPU interrupt the CPU could take is
+requested), so mid-frame register writes land between the right lines. Each visible
 line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
 registers of that moment.
 
@@ -68,13 +70,12 @@ WINDOW_PENALTY = wp.constant(6)
 # the next line's mode 3, so a line start not yet processed is harmless).
 MODE3_FREE_FROM = wp.constant(80 + 296)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
-# 1 from LCD on until the first VBlank: that frame is not shown. A spare r32 word
-# (state.py allots 32, uses 0..27); to be listed in state.py's table.
+# 1 from LCD on until the first VBlank: that frame is not shown (r32 word listed in state.py).
 R_LCD_WARMUP = wp.constant(28)
 # The line's OAM selection (render.objects_on_line), made as mode 3 starts and reused when
 # it ends: bits 0-19 and 20-39 of the mask, then flags (bit 20 of the first word: valid,
 # 21: LCDC.1 objects on, 22: LCDC.2 8x16) and the low 31 bits of the mode-3 start time it
-# belongs to. Spare r32 words, to be listed in state.py's table.
+# belongs to (r32 words listed in state.py).
 R_OBJ_SEL_LO = wp.constant(25)
 R_OBJ_SEL_HI = wp.constant(29)
 R_OBJ_SEL_T = wp.constant(30)

@@ -33,24 +33,42 @@ def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
     The PPU is lazy: its events are processed when the CPU can tell — any PPU register,
     VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first syncs it to that
     moment, and the kernel's VRAM/LY fast paths stop at the stale state's next event. So
-    the loop only has to stop where an interrupt the CPU could take is requested: at every
-    PPU event while a STAT interrupt is possible (IE bit 1 and a STAT source enabled), else
-    only at VBlank start if IE bit 0 is set, else never (the launch's final sync and the
-    frame-end arithmetic need no stops). IF bits whose IE bit is clear may be raised late;
-    nothing reads them before a sync (IE&IF masks them; IF reads and IE writes sync).
-    Halved the stops per line on the workload ROM (4 PPU events per line otherwise)."""
+    the loop only has to stop where an interrupt the CPU could take may be requested:
+    - STAT (IE bit 1) with the mode 0 or mode 2 source enabled: every PPU event;
+    - else the line start before each other possible request: VBlank start (IE bit 0, or
+      the STAT mode 1 source), line LYC (STAT LYC source; line 153 for LYC = 0, whose
+      match begins there). From a line start the loop then steps event by event, because
+      the wake-up is never earlier than the PPU's next event.
+    IF bits whose IE bit is clear may be raised late; nothing reads them before a sync
+    (IE&IF masks them; IF reads and IE writes sync). Stale state is fine: lines follow
+    each other every 456 T while the LCD is on, so any earlier line start predicts the
+    later ones, and a wake-up already past just syncs at once."""
     m = ms[0]
     ev = m.r64[env, T_PPU_EVENT]
-    ie = int(m.hram[env, 127])
-    if (int(m.io[env, 0x40]) & 0x80) != 0 and ((ie & 0x02) == 0 or (int(m.io[env, 0x41]) & 0x78) == 0):
-        if (ie & 0x01) != 0:
+    if (int(m.io[env, 0x40]) & 0x80) != 0:
+        ie = int(m.hram[env, 127])
+        stat = int(0)
+        if (ie & 0x02) != 0:
+            stat = int(m.io[env, 0x41]) & 0x78
+        if (stat & 0x28) == 0:
             ly = m.r32[env, R_LY]
-            lines = 144 - ly
-            if ly >= 144:
-                lines = 298 - ly
-            ev = wp.max(ev, m.r64[env, T_LINE_START] + wp.int64(lines * 456))
-        else:
-            ev = NEVER
+            ls = m.r64[env, T_LINE_START]
+            wake = NEVER
+            if (ie & 0x01) != 0:                   # VBlank: its request is the line start
+                lines = 144 - ly
+                if ly >= 144:
+                    lines = 298 - ly
+                wake = ls + wp.int64(lines * 456)
+            if (stat & 0x10) != 0:                 # STAT mode 1 rises 4 T into line 144
+                wake = wp.min(wake, ls + wp.int64(((144 - ly + 154) % 154) * 456))
+            if (stat & 0x40) != 0:
+                lyc = int(m.io[env, 0x45])
+                if lyc <= 153:
+                    target = lyc
+                    if lyc == 0:
+                        target = 153
+                    wake = wp.min(wake, ls + wp.int64(((target - ly + 154) % 154) * 456))
+            ev = wp.max(ev, wake)
     return ev
 
 

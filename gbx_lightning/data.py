@@ -217,8 +217,9 @@ class RolloutStream(IterableDataset):
         return out
 
     @torch.no_grad()
-    def _collect(self, steps: int, logprobs: bool) -> dict[str, torch.Tensor]:
-        """Act and step ``steps`` times with the current policy; each field stacked once to [steps, N, ...]."""
+    def _collect(self, steps: int, logprobs: bool, flat: bool = False) -> dict[str, torch.Tensor]:
+        """Act and step ``steps`` times with the current policy; each field stacked once to [steps, N, ...]
+        (``flat``: concatenated to [steps * N, ...] instead, the same rows in the same order)."""
         keys = ("obs", "final_obs", "actions", "rewards", "terminated", "truncated")
         if logprobs:
             keys += ("logprobs", "values")
@@ -239,13 +240,13 @@ class RolloutStream(IterableDataset):
             for k in keys:
                 cols[k].append(step[k])
             self.obs = next_obs
-        return {k: torch.stack(v) for k, v in cols.items()}
+        join = torch.cat if flat else torch.stack
+        return {k: join(v) for k, v in cols.items()}
 
     def _transitions(self) -> Iterator[dict[str, torch.Tensor]]:
         """A2C: ``steps_per_batch`` transitions of all N envs per batch, rows flattened to [steps_per_batch * N]."""
         while True:
-            window = self._collect(self.steps_per_batch, logprobs=False)
-            yield {k: v.flatten(0, 1) for k, v in window.items()}
+            yield self._collect(self.steps_per_batch, logprobs=False, flat=True)
 
     @torch.no_grad()
     def _collect_rollout(self) -> dict[str, torch.Tensor]:

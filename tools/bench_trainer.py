@@ -33,7 +33,7 @@ from lightning.pytorch import Callback, Trainer  # noqa: E402
 from lightning.pytorch.loggers import TensorBoardLogger  # noqa: E402
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
-from gbx_lightning.callbacks import TrainingLog  # noqa: E402
+from gbx_lightning.callbacks import TrainingLog, write_scalars  # noqa: E402
 from gbx_lightning.data import EpisodeStats, sample_actions  # noqa: E402
 from gbx_lightning.envs import make_env  # noqa: E402
 from gbx_lightning.models import make_policy  # noqa: E402
@@ -192,9 +192,7 @@ def run_plain(args, seed: int) -> tuple[float, float]:
             record.update(zip(names + ["grad_norm"], means))
             log.write(json.dumps(record) + "\n")
             log.flush()
-            for k, v in record.items():
-                if isinstance(v, (int, float)):
-                    writer.add_scalar(k, float(v), env_steps)
+            write_scalars(writer, {k: float(v) for k, v in record.items() if isinstance(v, (int, float))}, env_steps)
     t1 = _now()
     log.close()
     writer.close()

@@ -245,8 +245,12 @@ class RolloutStream(IterableDataset):
 
     def _transitions(self) -> Iterator[dict[str, torch.Tensor]]:
         """A2C: ``steps_per_batch`` transitions of all N envs per batch, rows flattened to [steps_per_batch * N]."""
+        batch = None
         while True:
-            yield self._collect(self.steps_per_batch, logprobs=False, flat=True)
+            # rebinding keeps the previous batch alive until the next one is built, as a plain loop's
+            # `batch = collect()` does, so both free batch memory in the same order
+            batch = self._collect(self.steps_per_batch, logprobs=False, flat=True)
+            yield batch
 
     @torch.no_grad()
     def _collect_rollout(self) -> dict[str, torch.Tensor]:
@@ -267,8 +271,10 @@ class RolloutStream(IterableDataset):
 
     def _rollouts(self) -> Iterator[dict[str, torch.Tensor]]:
         """PPO: one T-step rollout of all N envs per batch, T*N flattened samples with GAE advantages/returns."""
+        batch = None
         while True:
-            yield self._collect_rollout()
+            batch = self._collect_rollout()  # the previous rollout is freed after this one is built (see above)
+            yield batch
 
 
 class EvalEpisodes(IterableDataset):

@@ -11,7 +11,9 @@ reads as the algorithm: forward, loss (from ``gbx_lightning.rl``), backward, cli
 Lightning still owns the outer loop, devices, checkpoints, callbacks and logging, and
 ``trainer.global_step`` counts optimizer steps (``opt.step()`` calls), so
 ``trainer.max_steps`` is the number of updates; ``val_check_interval`` counts batches
-(A2C updates, PPO rollouts).
+(A2C updates, PPO rollouts). Backward and step go through Lightning's wrappers only when
+something listens to their hooks or needs them (AMP, multi-device); otherwise torch is called
+directly and the step is still counted (``RLModule._can_step_directly``).
 
 Where things live: the env and the policy are built in ``setup`` (after config
 validation, on the Trainer's device; the env's observation shape sizes the

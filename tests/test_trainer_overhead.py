@@ -26,10 +26,10 @@ class _CountsOptimizerSteps(Callback):
         self.calls += 1
 
 
-def _fit(module, max_steps, callbacks=()):
+def _fit(module, max_steps, callbacks=(), progress_bar=False):
     torch.manual_seed(0)  # the policy's initial weights
     trainer = Trainer(max_steps=max_steps, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                      enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                      enable_progress_bar=progress_bar, enable_model_summary=False, num_sanity_val_steps=0,
                       limit_val_batches=0, callbacks=list(callbacks))
     trainer.fit(module)
     return trainer
@@ -94,3 +94,18 @@ def test_training_log_tensorboard_scalars_match_jsonl(tmp_path):
     for key in ("loss", "grad_norm", "reward_mean", "opt_steps", "sps"):
         assert [(e.step, e.value) for e in acc.Scalars(key)] == [
             (r["env_steps"], pytest.approx(r[key], rel=1e-5)) for r in records], key
+
+
+def test_progress_bar_redraws_every_refresh_rate_batches_and_at_the_end(tmp_path, monkeypatch):
+    from lightning.pytorch.callbacks import RichProgressBar
+
+    from gbx_lightning.callbacks import EnvStepsProgressBar
+
+    drawn = []
+    monkeypatch.setattr(RichProgressBar, "on_train_batch_end",
+                        lambda self, trainer, pl_module, outputs, batch, batch_idx: drawn.append(batch_idx + 1))
+    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=2, policy="mlp", policy_kwargs={"hidden": [8]},
+                       update_every=1, seed=0)
+    log = TrainingLog(tmp_path / "train.jsonl", config={}, log_every=1)
+    _fit(module, 7, [log, EnvStepsProgressBar(log, refresh_rate=3)], progress_bar=True)
+    assert drawn == [3, 6, 7]

@@ -4,15 +4,25 @@ Both paths use the same env (ForagingEnv), policy, loss (rl.a2c_td0 or rl.ppo_lo
 update schedule (A2C: one update per `update_every` env steps of all N envs, computed on the whole
 window at once, as A2CModule does; PPO: one rollout, then epochs x minibatches steps on it, as
 PPOModule.training_step does) and the same bookkeeping (episode statistics and losses reduced on
-device, one JSONL record + TensorBoard scalars every `--log_every` updates); they differ only in who
-runs the loop (see run_plain). `fit` runs as the CLI runs it (A2CModule / PPOModule, RolloutStream,
-the JSONL + TensorBoard TrainingLog), minus checkpoints, evaluation and the progress bar. Each repeat times the steady state: the first `--warmup`
-optimizer steps (env/kernel set-up, first allocations) are excluded from both. Repeats are
-interleaved (plain, fit, plain, fit, ...) because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
-wall time and for this process's CPU time (robust when other processes share the cores).
+device, one JSONL record + TensorBoard scalars every `--log_every` updates, written with the same
+helper, callbacks.write_scalars); they differ only in who runs the loop (see run_plain). `fit`
+runs as the CLI runs it (A2CModule / PPOModule, RolloutStream, the JSONL + TensorBoard
+TrainingLog), minus checkpoints, evaluation and the progress bar, which neither path does here.
+Each repeat times the steady state: the first `--warmup` optimizer steps (env/kernel set-up, first
+allocations) are excluded from both. Repeats are interleaved (plain, fit, fit, plain, ...) because
+this machine is noisy. Printed per repeat and as the median and range of the per-repeat ratios,
+both for wall time and for this process's CPU time (robust when other processes share the cores).
+
+Allocator (`--malloc`): by default both loops run with glibc told to keep freed heap memory
+(keep_freed_heap). With glibc's adaptive defaults the ~1.5 MB batch tensors are often returned to
+the OS and page-faulted back in; how often depends on the order of earlier allocations and frees
+(the same loop measured 30 to 215 thousand minor faults per 400 A2C updates), and `fit`, whose
+loop drops its batch before the next one is built, tends to get more of them. `--malloc default`
+measures that case (report both). The CLI does not change the allocator.
 
     python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 256 envs, update_every 2)
     python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)
+    python tools/bench_trainer.py --malloc default    # glibc's default allocator thresholds (noisier)
 """
 
 from __future__ import annotations
@@ -121,9 +131,12 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     `minibatches` shuffled minibatch steps (forward, rl.ppo_loss, backward, clip, Adam).
     Bookkeeping a plain-PyTorch user of our env also does, as fit does it: episode statistics summed on
     device (data.EpisodeStats, the same helper the stream uses), loss terms and grad norms summed on
-    device, and every `log_every` updates one host read of both, one JSONL line and TensorBoard scalars.
-    Not included (only fit does them): Lightning's loop, hooks and optimizer/backward wrappers, and the
-    per-phase timers of the stream and module (a few perf_counter calls per env step).
+    device, and every `log_every` updates one host read of both, one JSONL line and TensorBoard scalars
+    (one event, callbacks.write_scalars, as TrainingLog writes them). fit's records carry a few keys
+    more (wall_time_s, sps, lr, the phase times). Not included (only fit does them): Lightning's loop
+    and hooks (with no listener for the backward/optimizer hooks, as here, the module calls
+    loss.backward() and optimizer.step() itself, as this loop does), and the per-phase timers of the
+    stream and module (a few perf_counter calls per env step).
     """
     torch.manual_seed(seed)
     env = make_env("foraging", num_envs=args.num_envs, **ENV_KWARGS)

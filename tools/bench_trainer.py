@@ -16,9 +16,10 @@ both for wall time and for this process's CPU time (robust when other processes 
 Allocator (`--malloc`): by default both loops run with glibc told to keep freed heap memory
 (keep_freed_heap). With glibc's adaptive defaults the ~1.5 MB batch tensors are often returned to
 the OS and page-faulted back in; how often depends on the order of earlier allocations and frees
-(the same loop measured 30 to 215 thousand minor faults per 400 A2C updates), and `fit`, whose
-loop drops its batch before the next one is built, tends to get more of them. `--malloc default`
-measures that case (report both). The CLI does not change the allocator.
+(the same loop measured 30 to 215 thousand minor faults per 400 A2C updates, up to ~8% of its
+CPU time), and `fit` tends to get more of them (in fresh processes 107-186 thousand against 31-117
+thousand for this loop; why was not pinned down). `--malloc default` measures that case (report
+both). The CLI does not change the allocator.
 
     python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 256 envs, update_every 2)
     python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)

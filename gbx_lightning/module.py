@@ -246,7 +246,7 @@ class RLModule(LightningModule):
         32-bit training on one device they add nothing else: the plugin's backward is
         ``loss.backward()`` and its optimizer step is ``optimizer.step()``. So when the precision
         plugin is the plain one, the strategy is single-device, no profiler is set and no callback
-        (nor this module) overrides one of those hooks, ``_backward``/``_optimizer_step`` call torch
+        (nor this module) overrides one of those hooks, ``_backward``/``_clip_and_step`` call torch
         directly and count the step in Lightning's own progress tracker, the counter behind
         ``trainer.global_step`` (``max_steps``, checkpoint names, resume). Anything else (AMP, DDP,
         FSDP, a gradient-logging callback) takes Lightning's path, hooks and all.

@@ -13,17 +13,17 @@ allocations) are excluded from both. Repeats are interleaved (plain, fit, fit, p
 this machine is noisy. Printed per repeat and as the median and range of the per-repeat ratios,
 both for wall time and for this process's CPU time (robust when other processes share the cores).
 
-Allocator (`--malloc`): by default both loops run with glibc told to keep freed heap memory
-(keep_freed_heap). With glibc's adaptive defaults the ~1.5 MB batch tensors are often returned to
-the OS and page-faulted back in; how often depends on the order of earlier allocations and frees
-(the same loop measured 30 to 215 thousand minor faults per 400 A2C updates, up to ~8% of its
-CPU time), and `fit` tends to get more of them (in fresh processes 107-186 thousand against 31-117
-thousand for this loop; why was not pinned down). `--malloc default` measures that case (report
-both). The CLI does not change the allocator.
+Allocator (`--malloc`): by default glibc's, as a user runs. With its adaptive thresholds the
+~1.5 MB batch tensors are often returned to the OS and page-faulted back in; how often depends on
+the order of earlier allocations and frees (the same loop measured 30 to 215 thousand minor faults
+per 400 A2C updates, up to ~8% of its CPU time), and `fit` tends to get more of them (in fresh
+processes 107-186 thousand against 31-117 thousand for the plain loop; why was not pinned down).
+`--malloc keep` tells glibc to keep freed heap memory (keep_freed_heap) for both loops, which
+takes the page faults out of the comparison. The CLI does not change the allocator.
 
     python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 256 envs, update_every 2)
     python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)
-    python tools/bench_trainer.py --malloc default    # glibc's default allocator thresholds (noisier)
+    python tools/bench_trainer.py --malloc keep       # no heap trimming (page faults) in either loop
 """
 
 from __future__ import annotations
@@ -251,9 +251,9 @@ def main() -> None:
                    help="updates (A2C updates, PPO rollouts) per JSONL/TensorBoard record, both paths; "
                         "default as in configs/a2c.yaml (10) and configs/ppo.yaml (1 rollout = 16 opt steps)")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--malloc", choices=("keep", "default"), default="keep",
-                   help="keep: glibc keeps freed heap memory for both loops (keep_freed_heap); default: glibc's "
-                        "adaptive trimming, whose page faults vary with allocation history (noisier)")
+    p.add_argument("--malloc", choices=("default", "keep"), default="default",
+                   help="default: glibc's adaptive heap trimming, as a user runs (its page faults vary with "
+                        "allocation history); keep: glibc keeps freed heap memory for both loops (keep_freed_heap)")
     args = p.parse_args()
     if args.malloc == "keep" and not keep_freed_heap():
         print("note: mallopt not available (not glibc?); allocator left at its defaults", flush=True)

@@ -29,7 +29,8 @@ Training log (one JSON object per line, appended; schema stable):
   ``eval/*`` or ``test/*`` metrics (episodes, return_mean, success_rate, length_mean, extras).
 * ``{"error": {...}}`` if the run dies (``type``, ``message``, ``env_steps``, ``opt_steps``).
 
-TensorBoard receives the same numeric keys with ``env_steps`` as the step axis.
+TensorBoard receives the same numeric keys with ``env_steps`` as the step axis, one event per
+record (``write_scalars``).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ from typing import Any
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import RichProgressBar
+from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-__all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "package_versions"]
+__all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "package_versions", "write_scalars"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -66,6 +68,21 @@ def package_versions() -> dict[str, str | None]:
 
         out["gbx_lightning"] = gbx_lightning.__version__
     return out
+
+
+def write_scalars(writer, scalars: dict[str, float], step: int) -> None:
+    """Write ``scalars`` to a ``torch.utils.tensorboard.SummaryWriter`` as one event at ``step``.
+
+    TensorBoard reads it as ``add_scalar(tag, value, step)`` for every key (one ``Summary.Value``
+    with ``simple_value`` per tag, which is what ``add_scalar`` writes), but it is one protobuf
+    and one hand-off to the writer thread per record instead of one per key: about 0.2 ms for a
+    25-key record instead of about 1.5 ms on CPU (most of it the writer queue), paid every
+    ``log_every`` steps.
+    """
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    summary = Summary(value=[Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()])
+    writer._get_file_writer().add_summary(summary, step)
 
 
 def _clean(v: Any) -> Any:
@@ -119,10 +136,18 @@ class TrainingLog(Callback):
         self._file.flush()
 
     def _tensorboard(self, trainer: Trainer, metrics: dict[str, Any], step: int) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
         scalars = {k: float(v) for k, v in metrics.items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
         for logger in trainer.loggers:
-            logger.log_metrics(scalars, step=step)
+            # TensorBoardLogger.log_metrics is one add_scalar per key; the same scalars as one event are cheaper
+            # (write_scalars). Other loggers, a prefixed TensorBoardLogger, or a non-zero rank's dummy: log_metrics.
+            writer = logger.experiment if isinstance(logger, TensorBoardLogger) and not logger._prefix else None
+            if isinstance(writer, SummaryWriter):
+                write_scalars(writer, scalars, step)
+            else:
+                logger.log_metrics(scalars, step=step)
 
     # ---- hooks -----------------------------------------------------------------------------------
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -227,6 +252,13 @@ class EnvStepsProgressBar(RichProgressBar):
     @property
     def total_train_batches(self):
         return self.trainer.num_training_batches
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        # Lightning's Rich bar updates its task, rebuilds its metrics and redraws after every batch whatever
+        # refresh_rate says (~0.1 ms a batch on CPU); here that happens every refresh_rate batches and at the last.
+        done = batch_idx + 1
+        if done % self.refresh_rate == 0 or done >= self.total_train_batches:
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
     def _get_train_description(self, current_epoch: int) -> str:
         return "train"

@@ -217,8 +217,9 @@ class RolloutStream(IterableDataset):
         return out
 
     @torch.no_grad()
-    def _collect(self, steps: int, logprobs: bool) -> dict[str, torch.Tensor]:
-        """Act and step ``steps`` times with the current policy; each field stacked once to [steps, N, ...]."""
+    def _collect(self, steps: int, logprobs: bool, flat: bool = False) -> dict[str, torch.Tensor]:
+        """Act and step ``steps`` times with the current policy; each field stacked once to [steps, N, ...]
+        (``flat``: concatenated to [steps * N, ...] instead, the same rows in the same order)."""
         keys = ("obs", "final_obs", "actions", "rewards", "terminated", "truncated")
         if logprobs:
             keys += ("logprobs", "values")
@@ -239,13 +240,17 @@ class RolloutStream(IterableDataset):
             for k in keys:
                 cols[k].append(step[k])
             self.obs = next_obs
-        return {k: torch.stack(v) for k, v in cols.items()}
+        join = torch.cat if flat else torch.stack
+        return {k: join(v) for k, v in cols.items()}
 
     def _transitions(self) -> Iterator[dict[str, torch.Tensor]]:
         """A2C: ``steps_per_batch`` transitions of all N envs per batch, rows flattened to [steps_per_batch * N]."""
+        batch = None
         while True:
-            window = self._collect(self.steps_per_batch, logprobs=False)
-            yield {k: v.flatten(0, 1) for k, v in window.items()}
+            # rebinding keeps the previous batch alive until the next one is built, as a plain loop's
+            # `batch = collect()` does, so both free batch memory in the same order
+            batch = self._collect(self.steps_per_batch, logprobs=False, flat=True)
+            yield batch
 
     @torch.no_grad()
     def _collect_rollout(self) -> dict[str, torch.Tensor]:
@@ -266,8 +271,10 @@ class RolloutStream(IterableDataset):
 
     def _rollouts(self) -> Iterator[dict[str, torch.Tensor]]:
         """PPO: one T-step rollout of all N envs per batch, T*N flattened samples with GAE advantages/returns."""
+        batch = None
         while True:
-            yield self._collect_rollout()
+            batch = self._collect_rollout()  # the previous rollout is freed after this one is built (see above)
+            yield batch
 
 
 class EvalEpisodes(IterableDataset):

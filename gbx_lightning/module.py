@@ -11,7 +11,9 @@ reads as the algorithm: forward, loss (from ``gbx_lightning.rl``), backward, cli
 Lightning still owns the outer loop, devices, checkpoints, callbacks and logging, and
 ``trainer.global_step`` counts optimizer steps (``opt.step()`` calls), so
 ``trainer.max_steps`` is the number of updates; ``val_check_interval`` counts batches
-(A2C updates, PPO rollouts).
+(A2C updates, PPO rollouts). Backward and step go through Lightning's wrappers only when
+something listens to their hooks or needs them (AMP, multi-device); otherwise torch is called
+directly and the step is still counted (``RLModule._can_step_directly``).
 
 Where things live: the env and the policy are built in ``setup`` (after config
 validation, on the Trainer's device; the env's observation shape sizes the
@@ -23,6 +25,7 @@ current observation) is stored by Lightning's fit loop.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import warnings
@@ -44,6 +47,17 @@ for _msg in (r".*does not have many workers.*", r".*`IterableDataset` has `__len
              r".*Using ModelCheckpoint with manual optimization and every_n_train_steps.*",
              r".*isinstance\(treespec, LeafSpec\).*"):
     warnings.filterwarnings("ignore", message=_msg)
+
+
+def _signature_precomputed(fn):
+    """Store ``fn``'s signature on it (``inspect`` returns ``__signature__`` when present).
+
+    Lightning asks whether ``training_step`` takes ``batch_idx`` on every batch
+    (``inspect.getfullargspec`` in the training loop's ``_build_kwargs``); with the signature
+    precomputed that question no longer rebuilds it from the code object each time.
+    """
+    fn.__signature__ = inspect.signature(fn)
+    return fn
 
 
 class ConfigError(ValueError):
@@ -109,6 +123,7 @@ class RLModule(LightningModule):
         self.opt_steps = 0
         self._restored_env_steps = 0
         self.time_update_s = 0.0
+        self._direct_steps = False  # set in on_train_start (see _can_step_directly)
         self._metric_names: list[str] | None = None
         self._metric_sums: torch.Tensor | None = None
         self._metric_count = 0
@@ -218,13 +233,59 @@ class RLModule(LightningModule):
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
 
-    # ---- the optimizer step shared by both algorithms --------------------------------------------
+    # ---- backward and optimizer step shared by both algorithms ------------------------------------
+    def on_train_start(self) -> None:
+        self._direct_steps = self._can_step_directly()
+
+    def _can_step_directly(self) -> bool:
+        """True when Lightning's backward/optimizer wrappers would only dispatch hooks nobody listens to.
+
+        ``manual_backward`` and ``LightningOptimizer.step`` route through the strategy and precision
+        plugin and call ``on_before_backward``, ``on_after_backward`` and ``on_before_optimizer_step``
+        on every callback and on this module, once per optimizer step (16 times per PPO batch). For
+        32-bit training on one device they add nothing else: the plugin's backward is
+        ``loss.backward()`` and its optimizer step is ``optimizer.step()``. So when the precision
+        plugin is the plain one, the strategy is single-device, no profiler is set and no callback
+        (nor this module) overrides one of those hooks, ``_backward``/``_clip_and_step`` call torch
+        directly and count the step in Lightning's own progress tracker, the counter behind
+        ``trainer.global_step`` (``max_steps``, checkpoint names, resume). Anything else (AMP, DDP,
+        FSDP, a gradient-logging callback) takes Lightning's path, hooks and all.
+        """
+        from lightning.pytorch import Callback
+        from lightning.pytorch.plugins.precision import Precision
+        from lightning.pytorch.profilers import PassThroughProfiler
+        from lightning.pytorch.strategies import SingleDeviceStrategy
+        from lightning.pytorch.utilities.model_helpers import is_overridden
+
+        trainer = self.trainer
+        hooks = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
+        return (type(trainer.precision_plugin) is Precision
+                and type(trainer.strategy) is SingleDeviceStrategy
+                and not trainer.gradient_clip_val
+                and isinstance(trainer.profiler, PassThroughProfiler)
+                and hasattr(trainer.fit_loop.epoch_loop, "manual_optimization")
+                and not any(is_overridden(h, self, parent=LightningModule) for h in hooks + ("backward",))
+                and not any(is_overridden(h, cb, parent=Callback) for cb in trainer.callbacks for h in hooks))
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        if self._direct_steps:
+            loss.backward()
+        else:
+            self.manual_backward(loss)
+
     def _clip_and_step(self, opt) -> torch.Tensor:
         params = [p for p in self.policy.parameters() if p.grad is not None]
         max_norm = self.hparams.max_grad_norm
         # clip_grad_norm_ returns the pre-clip norm as a device tensor (no host sync)
         grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm is not None else float("inf"))
-        opt.step()
+        if self._direct_steps:
+            # what LightningOptimizer.step does here, minus hooks nobody overrides (see _can_step_directly)
+            progress = self.trainer.fit_loop.epoch_loop.manual_optimization.optim_step_progress
+            progress.increment_ready()
+            opt.optimizer.step()
+            progress.increment_completed()
+        else:
+            opt.step()
         opt.zero_grad(set_to_none=True)
         self.opt_steps += 1
         self._grad_norm_sum = grad_norm.detach() if self._grad_norm_sum is None else self._grad_norm_sum + grad_norm
@@ -343,6 +404,7 @@ class A2CModule(RLModule):
     def _stream_kwargs(self) -> dict:
         return {"steps_per_batch": self.hparams.update_every}
 
+    @_signature_precomputed
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         """One update from ``update_every`` transitions of all N envs (rows of ``batch``), acted with these weights."""
         t0 = time.perf_counter()
@@ -355,7 +417,7 @@ class A2CModule(RLModule):
                       gamma=self.hparams.gamma, value_coef=self.hparams.value_coef,
                       entropy_coef=self.hparams.entropy_coef)
         # 3. backward, clip, step
-        self.manual_backward(out["loss"])
+        self._backward(out["loss"])
         self._clip_and_step(self.optimizers())
         self._track(out)
         self.time_update_s += time.perf_counter() - t0
@@ -421,6 +483,7 @@ class PPOModule(RLModule):
                     return
                 yield idx
 
+    @_signature_precomputed
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         """One PPO update from one rollout: ``epochs`` x ``minibatches`` clipped-surrogate steps."""
         t0 = time.perf_counter()
@@ -444,7 +507,7 @@ class PPOModule(RLModule):
                            entropy_coef=hp.entropy_coef)
             out["value_mean"] = values.detach().mean()
             # 3. one optimizer step per minibatch (counted by trainer.global_step)
-            self.manual_backward(out["loss"])
+            self._backward(out["loss"])
             self._clip_and_step(opt)
             self._track(out)
         self.time_update_s += time.perf_counter() - t0

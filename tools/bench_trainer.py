@@ -4,15 +4,26 @@ Both paths use the same env (ForagingEnv), policy, loss (rl.a2c_td0 or rl.ppo_lo
 update schedule (A2C: one update per `update_every` env steps of all N envs, computed on the whole
 window at once, as A2CModule does; PPO: one rollout, then epochs x minibatches steps on it, as
 PPOModule.training_step does) and the same bookkeeping (episode statistics and losses reduced on
-device, one JSONL record + TensorBoard scalars every `--log_every` updates); they differ only in who
-runs the loop (see run_plain). `fit` runs as the CLI runs it (A2CModule / PPOModule, RolloutStream,
-the JSONL + TensorBoard TrainingLog), minus checkpoints, evaluation and the progress bar. Each repeat times the steady state: the first `--warmup`
-optimizer steps (env/kernel set-up, first allocations) are excluded from both. Repeats are
-interleaved (plain, fit, plain, fit, ...) because this machine is noisy. Printed per repeat and as the median of the per-repeat ratios, both for
-wall time and for this process's CPU time (robust when other processes share the cores).
+device, one JSONL record + TensorBoard scalars every `--log_every` updates, written with the same
+helper, callbacks.write_scalars); they differ only in who runs the loop (see run_plain). `fit`
+runs as the CLI runs it (A2CModule / PPOModule, RolloutStream, the JSONL + TensorBoard
+TrainingLog), minus checkpoints, evaluation and the progress bar, which neither path does here.
+Each repeat times the steady state: the first `--warmup` optimizer steps (env/kernel set-up, first
+allocations) are excluded from both. Repeats are interleaved (plain, fit, fit, plain, ...) because
+this machine is noisy. Printed per repeat and as the median and range of the per-repeat ratios,
+both for wall time and for this process's CPU time (robust when other processes share the cores).
+
+Allocator (`--malloc`): by default glibc's, as a user runs. With its adaptive thresholds the
+~1.5 MB batch tensors are often returned to the OS and page-faulted back in; how often depends on
+the order of earlier allocations and frees (the same loop measured 30 to 215 thousand minor faults
+per 400 A2C updates, up to ~8% of its CPU time), and `fit` tends to get more of them (in fresh
+processes 107-186 thousand against 31-117 thousand for the plain loop; why was not pinned down).
+`--malloc keep` tells glibc to keep freed heap memory (keep_freed_heap) for both loops, which
+takes the page faults out of the comparison. The CLI does not change the allocator.
 
     python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 256 envs, update_every 2)
     python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)
+    python tools/bench_trainer.py --malloc keep       # no heap trimming (page faults) in either loop
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from lightning.pytorch import Callback, Trainer  # noqa: E402
 from lightning.pytorch.loggers import TensorBoardLogger  # noqa: E402
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
-from gbx_lightning.callbacks import TrainingLog  # noqa: E402
+from gbx_lightning.callbacks import TrainingLog, write_scalars  # noqa: E402
 from gbx_lightning.data import EpisodeStats, sample_actions  # noqa: E402
 from gbx_lightning.envs import make_env  # noqa: E402
 from gbx_lightning.models import make_policy  # noqa: E402
@@ -41,6 +52,27 @@ from gbx_lightning.module import A2CModule, PPOModule, RLModule  # noqa: E402
 from gbx_lightning.rl import a2c_td0, gae, ppo_loss  # noqa: E402
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99}
+
+
+def keep_freed_heap() -> bool:
+    """Ask glibc to keep freed heap memory (fixed mmap threshold 32 MiB, trim threshold 1 GiB). True if applied.
+
+    By default glibc returns the free top of its heap to the OS once it exceeds twice a threshold that
+    adapts to the sizes freed so far, and the next batch page-faults it back in. How often that happens
+    depends on the order in which the process allocated and freed everything before (measured here: 30
+    to 215 thousand minor faults per 400-update A2C run, up to ~8% of the CPU time, differing between
+    runs of the same loop); fixing both thresholds makes it not happen, for both loops alike.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
+    return bool(mallopt(M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
 def _policy_kwargs(args) -> dict:
@@ -100,9 +132,12 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     `minibatches` shuffled minibatch steps (forward, rl.ppo_loss, backward, clip, Adam).
     Bookkeeping a plain-PyTorch user of our env also does, as fit does it: episode statistics summed on
     device (data.EpisodeStats, the same helper the stream uses), loss terms and grad norms summed on
-    device, and every `log_every` updates one host read of both, one JSONL line and TensorBoard scalars.
-    Not included (only fit does them): Lightning's loop, hooks and optimizer/backward wrappers, and the
-    per-phase timers of the stream and module (a few perf_counter calls per env step).
+    device, and every `log_every` updates one host read of both, one JSONL line and TensorBoard scalars
+    (one event, callbacks.write_scalars, as TrainingLog writes them). fit's records carry a few keys
+    more (wall_time_s, sps, lr, the phase times). Not included (only fit does them): Lightning's loop
+    and hooks (with no listener for the backward/optimizer hooks, as here, the module calls
+    loss.backward() and optimizer.step() itself, as this loop does), and the per-phase timers of the
+    stream and module (a few perf_counter calls per env step).
     """
     torch.manual_seed(seed)
     env = make_env("foraging", num_envs=args.num_envs, **ENV_KWARGS)
@@ -192,9 +227,7 @@ def run_plain(args, seed: int) -> tuple[float, float]:
             record.update(zip(names + ["grad_norm"], means))
             log.write(json.dumps(record) + "\n")
             log.flush()
-            for k, v in record.items():
-                if isinstance(v, (int, float)):
-                    writer.add_scalar(k, float(v), env_steps)
+            write_scalars(writer, {k: float(v) for k, v in record.items() if isinstance(v, (int, float))}, env_steps)
     t1 = _now()
     log.close()
     writer.close()
@@ -217,8 +250,13 @@ def main() -> None:
     p.add_argument("--log_every", type=int, default=None,
                    help="updates (A2C updates, PPO rollouts) per JSONL/TensorBoard record, both paths; "
                         "default as in configs/a2c.yaml (10) and configs/ppo.yaml (1 rollout = 16 opt steps)")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--malloc", choices=("default", "keep"), default="default",
+                   help="default: glibc's adaptive heap trimming, as a user runs (its page faults vary with "
+                        "allocation history); keep: glibc keeps freed heap memory for both loops (keep_freed_heap)")
     args = p.parse_args()
+    if args.malloc == "keep" and not keep_freed_heap():
+        print("note: mallopt not available (not glibc?); allocator left at its defaults", flush=True)
     args.num_envs = args.num_envs or (256 if args.algo == "a2c" else 32)
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
     args.steps = args.steps or (400 if args.algo == "a2c" else 20 * cycle)  # PPO: 20 rollouts
@@ -242,7 +280,8 @@ def main() -> None:
         ratio = statistics.median(ratios)
         print(f"{args.algo} ({what}): plain PyTorch loop {mp:.0f} env steps/s, Lightning fit {mf:.0f} env steps/s "
               f"(medians of {args.repeats}); fit/plain per repeat {', '.join(f'{x:.3f}' for x in ratios)}; "
-              f"median ratio {ratio:.3f} (overhead {100 * (1 - ratio):.1f}%)")
+              f"median ratio {ratio:.3f} (overhead {100 * (1 - ratio):.1f}%), range {min(ratios):.3f}-"
+              f"{max(ratios):.3f}; malloc {args.malloc}")
 
 
 if __name__ == "__main__":

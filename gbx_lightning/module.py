@@ -263,7 +263,7 @@ class RLModule(LightningModule):
                 and type(trainer.strategy) is SingleDeviceStrategy
                 and not trainer.gradient_clip_val
                 and isinstance(trainer.profiler, PassThroughProfiler)
-                and hasattr(trainer.fit_loop.epoch_loop, "manual_optimization")
+                and hasattr(getattr(trainer.fit_loop.epoch_loop, "manual_optimization", None), "optim_step_progress")
                 and not any(is_overridden(h, self, parent=LightningModule) for h in hooks + ("backward",))
                 and not any(is_overridden(h, cb, parent=Callback) for cb in trainer.callbacks for h in hooks))
 

@@ -260,6 +260,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     # kernel_inputs checks).
     rg = wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env) * wp.uint64(m.r32.shape[1] * 4), shape=(16,),
                   dtype=wp.int32)
+    # This env's WRAM/HRAM/VRAM rows and the ROM as 1-d views on local base pointers (the
+    # arrays are allocated contiguous, kernel_inputs checks): constant stride 1.
+    rom_v = wp.array(ptr=wp.uint64(rom.ptr), shape=(rom.shape[0],), dtype=wp.uint8)
+    wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
+    hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
+    vram_e = wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env) * wp.uint64(vram.shape[1]), shape=(vram.shape[1],), dtype=wp.uint8)
     nf = frames
     if flat != 0:
         nf = 1
@@ -361,7 +367,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 fast = c.t >= fast_until
                 # ---- fetch (the HALT bug: PC fails to increment once) ----
                 was_pending = rg[R_EI_PENDING]
-                op = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                op = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                 if op < 0:
                     op = bus_read(ms, env, c.pc, c.t)
                     slow = 1
@@ -380,7 +386,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if op == 0xCB:
-                    op2 = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                    op2 = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if op2 < 0:
                         op2 = bus_read(ms, env, c.pc, c.t)
                         slow = 1
@@ -392,7 +398,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(rg[R_H], rg[R_L]), c.t)
+                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                         if v < 0:
                             v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
                             slow = 1
@@ -413,7 +419,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         r = v | (1 << cy)
                     if cx != 1:
                         if cz == 6:
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
                                 bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
                                 slow = 1
                                 fast = False
@@ -434,7 +440,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:  # LD r[y], r[z]
                         v = int(0)
                         if z == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(rg[R_H], rg[R_L]), c.t)
+                            v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                             if v < 0:
                                 v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
                                 slow = 1
@@ -443,7 +449,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         else:
                             v = rg[z]
                         if y == 6:
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(rg[R_H], rg[R_L]), v, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), v, c.t) == 0:
                                 bus_write(ms, env, hl(rg[R_H], rg[R_L]), v, c.t)
                                 slow = 1
                                 fast = False
@@ -453,7 +459,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 elif x == 2:  # ALU A, r[z]
                     v = int(0)
                     if z == 6:
-                        v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(rg[R_H], rg[R_L]), c.t)
+                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                         if v < 0:
                             v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
                             slow = 1
@@ -467,13 +473,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 elif x == 0:
                     if z == 0:
                         if y == 1:  # LD (nn), SP
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -481,12 +487,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, rg[R_SP] & 0xFF, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_SP] & 0xFF, c.t) == 0:
                                 bus_write(ms, env, addr, rg[R_SP] & 0xFF, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t) == 0:
                                 bus_write(ms, env, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t)
                                 slow = 1
                                 fast = False
@@ -501,7 +507,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     c.stopped = 1
                                     slow = 1
                         elif y >= 3:  # JR d / JR cc, d
-                            d = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            d = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if d < 0:
                                 d = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
@@ -513,13 +519,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0:  # LD rp, nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -541,12 +547,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if p < 2:
                             addr = get_rp(rg, rg[R_SP], p)
                         if q == 0:
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, rg[R_A], c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
                                 bus_write(ms, env, addr, rg[R_A], c.t)
                                 slow = 1
                                 fast = False
                         else:
-                            rg[R_A] = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, addr, c.t)
+                            rg[R_A] = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
                             if rg[R_A] < 0:
                                 rg[R_A] = bus_read(ms, env, addr, c.t)
                                 slow = 1
@@ -566,7 +572,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     elif z == 4 or z == 5:  # INC r / DEC r
                         v = int(0)
                         if y == 6:
-                            v = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, hl(rg[R_H], rg[R_L]), c.t)
+                            v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                             if v < 0:
                                 v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
                                 slow = 1
@@ -582,7 +588,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             r = (v - 1) & 0xFF
                             rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                         if y == 6:
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
                                 bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
                                 slow = 1
                                 fast = False
@@ -590,7 +596,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         else:
                             rg[y] = r
                     elif z == 6:  # LD r, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                         if n < 0:
                             n = bus_read(ms, env, c.pc, c.t)
                             slow = 1
@@ -598,7 +604,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 1) & 0xFFFF
                         if y == 6:
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, hl(rg[R_H], rg[R_L]), n, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), n, c.t) == 0:
                                 bus_write(ms, env, hl(rg[R_H], rg[R_L]), n, c.t)
                                 slow = 1
                                 fast = False
@@ -627,13 +633,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if y < 4:  # RET cc: one internal M-cycle for the condition
                             c.t = c.t + FOUR
                             if cond(rg[R_F], y):
-                                lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, rg[R_SP], c.t)
+                                lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
                                 if lo < 0:
                                     lo = bus_read(ms, env, rg[R_SP], c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
-                                hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                                hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
                                 if hi < 0:
                                     hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
                                     slow = 1
@@ -643,7 +649,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
                         else:
-                            n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if n < 0:
                                 n = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
@@ -651,13 +657,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:  # LDH (n), A
-                                if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, 0xFF00 | n, rg[R_A], c.t) == 0:
+                                if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | n, rg[R_A], c.t) == 0:
                                     bus_write(ms, env, 0xFF00 | n, rg[R_A], c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             elif y == 6:  # LDH A, (n)
-                                rg[R_A] = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, 0xFF00 | n, c.t)
+                                rg[R_A] = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | n, c.t)
                                 if rg[R_A] < 0:
                                     rg[R_A] = bus_read(ms, env, 0xFF00 | n, c.t)
                                     slow = 1
@@ -675,13 +681,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     c.t = c.t + FOUR
                     elif z == 1:
                         if q == 0 or p <= 1:  # POP rp2 / RET / RETI
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, rg[R_SP], c.t)
+                            lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, rg[R_SP], c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -707,25 +713,25 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     elif z == 2:
                         if y == 4 or y == 6:  # LD (C), A / LD A, (C)
                             if y == 4:
-                                if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, 0xFF00 | rg[R_C], rg[R_A], c.t) == 0:
+                                if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | rg[R_C], rg[R_A], c.t) == 0:
                                     bus_write(ms, env, 0xFF00 | rg[R_C], rg[R_A], c.t)
                                     slow = 1
                                     fast = False
                             else:
-                                rg[R_A] = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, 0xFF00 | rg[R_C], c.t)
+                                rg[R_A] = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | rg[R_C], c.t)
                                 if rg[R_A] < 0:
                                     rg[R_A] = bus_read(ms, env, 0xFF00 | rg[R_C], c.t)
                                     slow = 1
                                     fast = False
                             c.t = c.t + FOUR
                         else:  # JP cc, nn / LD (nn), A / LD A, (nn)
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -738,13 +744,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                     c.pc = addr
                                     c.t = c.t + FOUR
                             elif y == 5:
-                                if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, addr, rg[R_A], c.t) == 0:
+                                if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
                                     bus_write(ms, env, addr, rg[R_A], c.t)
                                     slow = 1
                                     fast = False
                                 c.t = c.t + FOUR
                             else:
-                                rg[R_A] = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, addr, c.t)
+                                rg[R_A] = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
                                 if rg[R_A] < 0:
                                     rg[R_A] = bus_read(ms, env, addr, c.t)
                                     slow = 1
@@ -752,13 +758,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.t = c.t + FOUR
                     elif z == 3:
                         if y == 0:  # JP nn
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -780,7 +786,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         slow = 1
                         c.pc = (c.pc - 1) & 0xFFFF
                     elif z == 6:  # ALU A, n
-                        n = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                        n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                         if n < 0:
                             n = bus_read(ms, env, c.pc, c.t)
                             slow = 1
@@ -795,13 +801,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         do_push = True
                         v = c.pc
                         if z == 4 or z == 5 and q == 1:    # CALL
-                            lo = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, c.pc, c.t)
+                            lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                             if lo < 0:
                                 lo = bus_read(ms, env, c.pc, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
-                            hi = bus_read_fast(rom, wram, hram, vram, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, env, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                             if hi < 0:
                                 hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
                                 slow = 1
@@ -819,13 +825,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if do_push:
                             c.t = c.t + FOUR
                             sp = (rg[R_SP] - 1) & 0xFFFF
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, sp, v >> 8, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v >> 8, c.t) == 0:
                                 bus_write(ms, env, sp, v >> 8, c.t)
                                 slow = 1
                                 fast = False
                             c.t = c.t + FOUR
                             sp = (sp - 1) & 0xFFFF
-                            if bus_write_fast(wram, hram, vram, fast, hram_fast, vram_until, env, sp, v & 0xFF, c.t) == 0:
+                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v & 0xFF, c.t) == 0:
                                 bus_write(ms, env, sp, v & 0xFF, c.t)
                                 slow = 1
                                 fast = False
@@ -861,6 +867,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
 
 def kernel_inputs(m) -> list:
     """The Machine's handle followed by the hot-path arrays it holds (machine_kernel's first args)."""
+    for a in (m.rom, m.wram, m.vram, m.hram):
+        if not a.is_contiguous:     # machine_kernel indexes rows from base pointers
+            raise ValueError(f"kernel_inputs: expected contiguous machine arrays, got strides {a.strides}")
     if not m.r32.is_contiguous:     # machine_kernel reads the registers from a base pointer
         raise ValueError(f"kernel_inputs: expected a contiguous r32 array, got strides {m.r32.strides}")
     return [machine_ref(m), m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]

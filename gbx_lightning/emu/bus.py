@@ -282,10 +282,10 @@ def flat_write(ms: MachineRef, env: int, addr: int, value: int):
 
 
 @wp.func(inline=True)
-def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8),
-                  hram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
+def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
+                  hram: wp.array(dtype=wp.uint8), vram: wp.array(dtype=wp.uint8),
                   fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, vram_until: wp.int64,
-                  ly_until: wp.int64, ly_value: int, env: int, addr: int, t: wp.int64) -> int:
+                  ly_until: wp.int64, ly_value: int, addr: int, t: wp.int64) -> int:
     """Hot path on plain arrays and cached locals; -1 means "use bus_read".
     ROM through the MBC's current bank offsets (romx_off: ROM index of $4000), WRAM, HRAM; VRAM while t < vram_until (the
     PPU is not in mode 3 before its next event); LY while t < ly_until (LY cannot change
@@ -293,21 +293,23 @@ def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array2d(dtype=wp.uint8
     `fast` is False during OAM DMA, while a boot ROM is mapped and on the flat bus;
     `hram_fast` only on the flat bus.
     Plain arrays and scalars, not the Machine struct: a struct parameter of an inlined
-    function that reaches an out-of-line call is copied whole on every call."""
+    function that reaches an out-of-line call is copied whole on every call. wram/hram/vram
+    are this env's rows as 1-d views that machine_kernel builds (an access is one add on a
+    local base pointer, no stride multiply)."""
     v = int(-1)
     if addr >= 0xFF80:
         if hram_fast:                      # HRAM stays reachable during OAM DMA
-            v = int(hram[env, addr - 0xFF80])
+            v = int(hram[addr - 0xFF80])
     elif fast:
         if addr < 0x4000:
             v = int(rom[rom0_base + (addr & 0x3FFF)])
         elif addr < 0x8000:
             v = int(rom[romx_off + (addr & 0x3FFF)])
         elif addr >= 0xC000 and addr < 0xE000:
-            v = int(wram[env, addr - 0xC000])
+            v = int(wram[addr - 0xC000])
         elif addr < 0xA000:
             if t < vram_until:
-                v = int(vram[env, addr - 0x8000])
+                v = int(vram[addr - 0x8000])
         elif addr == 0xFF44:
             if t < ly_until:
                 v = ly_value
@@ -373,23 +375,22 @@ def bus_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func(inline=True)
-def bus_write_fast(wram: wp.array2d(dtype=wp.uint8), hram: wp.array2d(dtype=wp.uint8),
-                   vram: wp.array2d(dtype=wp.uint8), fast: bool, hram_fast: bool,
-                   vram_until: wp.int64,
-                   env: int, addr: int, value: int, t: wp.int64) -> int:
+def bus_write_fast(wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8),
+                   vram: wp.array(dtype=wp.uint8), fast: bool, hram_fast: bool,
+                   vram_until: wp.int64, addr: int, value: int, t: wp.int64) -> int:
     """Hot path writes (WRAM, HRAM but not IE, VRAM outside mode 3); returns 0 if bus_write
-    must handle the access."""
+    must handle the access. wram/hram/vram: this env's rows, as in bus_read_fast."""
     done = int(0)
     if addr >= 0xFF80:
         if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler
-            hram[env, addr - 0xFF80] = wp.uint8(value)   # must re-check IE&IF
+            hram[addr - 0xFF80] = wp.uint8(value)   # must re-check IE&IF
             done = 1
     elif fast:
         if addr >= 0xC000 and addr < 0xE000:
-            wram[env, addr - 0xC000] = wp.uint8(value)
+            wram[addr - 0xC000] = wp.uint8(value)
             done = 1
         elif addr >= 0x8000 and addr < 0xA000 and t < vram_until:
-            vram[env, addr - 0x8000] = wp.uint8(value)
+            vram[addr - 0x8000] = wp.uint8(value)
             done = 1
     return done
 

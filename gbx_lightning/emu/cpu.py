@@ -865,11 +865,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     store_cpu(ms, env, c)
 
 
-def kernel_inputs(m) -> list:
-    """The Machine's handle followed by the hot-path arrays it holds (machine_kernel's first args)."""
+def kernel_inputs(m, ref=None) -> list:
+    """The Machine's handle followed by the hot-path arrays it holds (machine_kernel's first args).
+    `ref`: a MachineRef already built for `m` as it is now (building one costs ~0.25 ms of
+    Python, so callers that launch often keep theirs: VecGameBoy.run_frames)."""
     for a in (m.rom, m.wram, m.vram, m.hram):
         if not a.is_contiguous:     # machine_kernel indexes rows from base pointers
             raise ValueError(f"kernel_inputs: expected contiguous machine arrays, got strides {a.strides}")
     if not m.r32.is_contiguous:     # machine_kernel reads the registers from a base pointer
         raise ValueError(f"kernel_inputs: expected a contiguous r32 array, got strides {m.r32.strides}")
-    return [machine_ref(m), m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]
+    return [machine_ref(m) if ref is None else ref, m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64]

@@ -101,6 +101,7 @@ class VecGameBoy:
         m.flat_mode = 0
         m.render_mode = RENDER_MODES["full"]
         self._m = m
+        self._refs = {}   # render mode -> MachineRef of self._m (its arrays never change)
         self._no_buttons = wp.zeros(num_envs, dtype=wp.uint8, device=d)
         self.reset()
 
@@ -228,9 +229,17 @@ class VecGameBoy:
             b = wp.array(arr, dtype=wp.uint8, device=self.device)
         if frames == 0:
             return
-        self._m.render_mode = RENDER_MODES[render]
-        wp.launch(machine_kernel, dim=self.num_envs, inputs=kernel_inputs(self._m) + [frames, b, 1, rel],
+        wp.launch(machine_kernel, dim=self.num_envs,
+                  inputs=kernel_inputs(self._m, self._ref(render)) + [frames, b, 1, rel],
                   device=self.device)
+
+    def _ref(self, render: str) -> wp.array:
+        """The MachineRef the kernels take, with this render mode; built once per mode."""
+        ref = self._refs.get(render)
+        if ref is None:
+            self._m.render_mode = RENDER_MODES[render]
+            ref = self._refs[render] = machine_ref(self._m)
+        return ref
 
     # -- outputs ---------------------------------------------------------------------------
     def frame(self) -> np.ndarray:
@@ -286,5 +295,5 @@ class VecGameBoy:
         if length == 0:
             return b""
         out = wp.zeros(length, dtype=wp.uint8, device=self.device)
-        wp.launch(peek_kernel, dim=length, inputs=[machine_ref(self._m), env, addr, out], device=self.device)
+        wp.launch(peek_kernel, dim=length, inputs=[self._ref("none"), env, addr, out], device=self.device)
         return bytes(out.numpy())

@@ -41,7 +41,7 @@ from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_syn
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .ppu import LINE_CYCLES
+from .ppu import LINE_CYCLES, RENDER_NONE, set_render_mode
 from .state import R_A, R_B, R_C, R_D, R_E, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine, MachineRef, machine_ref
 from .timer import div_write
 
@@ -290,6 +290,11 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 if fi == release_after:
                     set_buttons(ms, env, 0)
                 c.stopped = m.r32[env, R_STOPPED]
+            # draw only the launch's last frame (frame()/obs() hold just that one)
+            want = RENDER_NONE
+            if fi == nf - 1:
+                want = m.render_mode
+            set_render_mode(ms, env, want, c.t)
             slow = 1
             frame_deadline = r64[env, T_FRAME_START] + FRAME_CYCLES
             t_end = frame_deadline         # lowered to the next VBlank in the reload below

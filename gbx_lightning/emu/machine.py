@@ -203,7 +203,9 @@ class VecGameBoy:
         buttons: uint8[num_envs] (bit0 Right, 1 Left, 2 Up, 3 Down, 4 A, 5 B, 6 Select,
         7 Start), pressed from frame 0 and released at frame `release_after` (held through
         all frames, and after, if None); None = no button pressed.
-        render: "full" (frame() and obs()), "obs" (obs() only) or "none".
+        render: "full" (frame() and obs()), "obs" (obs() only) or "none". Only the last
+        frame of the call is drawn: the earlier ones would be overwritten unseen (an env that
+        repeats an action for 24 frames pays for one drawn frame).
         A wp.array for buttons (uint8, on this device) is read in the kernel directly.
         """
         frames = _check_int("frames", frames, 0)

@@ -57,7 +57,7 @@ import warp as wp
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, window_visible)
-from .state import (NEVER, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
+from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
                     R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine, MachineRef)
 
 LINE_CYCLES = wp.constant(456)
@@ -271,7 +271,7 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
         r32[R_PPU_MODE] = 3
         m3 = MODE3_MIN_CYCLES
         m = ms[0]
-        draws = m.render_mode == RENDER_FULL or (m.render_mode == RENDER_OBS and (ly & 1) == 0)
+        draws = r32[R_RENDER_NOW] == RENDER_FULL or (r32[R_RENDER_NOW] == RENDER_OBS and (ly & 1) == 0)
         if ls + wp.int64(LINE_CYCLES) > now or (draws and r32[R_LCD_WARMUP] == 0):
             m3 = _mode3_length(ms, env, io, r32, ly, t)
         # else the whole line is caught up in this call and draws nothing: its mode 3 ends
@@ -282,7 +282,7 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
     elif phase == 3:
         m = ms[0]
         warmup = r32[R_LCD_WARMUP]
-        mode = m.render_mode
+        mode = r32[R_RENDER_NOW]
         if warmup != 0:
             mode = RENDER_NONE
         lcdc = int(io[0x40])
@@ -294,7 +294,7 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
             int(io[0x4B]), r32[R_WIN_LINE], int(io[0x47]), int(io[0x48]), int(io[0x49]), selected,
             m.frame, m.obs, mode)
         if warmup != 0:
-            blank_scanline(env, ly, 0, m.frame, m.obs, m.render_mode)
+            blank_scanline(env, ly, 0, m.frame, m.obs, r32[R_RENDER_NOW])
         if drew_window != 0:
             r32[R_WIN_LINE] = r32[R_WIN_LINE] + 1
         r32[R_PPU_MODE] = 0
@@ -353,6 +353,36 @@ def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
 
 
 @wp.func
+def _blank_screen(ms: MachineRef, env: int, mode: int):
+    """The blank (shade 0) screen of an LCD that is off, in the buffers `mode` writes."""
+    m = ms[0]
+    if mode == RENDER_FULL:
+        for y in range(144):
+            for x in range(160):
+                m.frame[env, y, x] = wp.uint8(0)
+    if mode != RENDER_NONE:
+        for y in range(72):
+            for x in range(80):
+                m.obs[env, y, x] = wp.uint8(0)
+
+
+@wp.func(inline=False)
+def set_render_mode(ms: MachineRef, env: int, mode: int, t: wp.int64):
+    """Switch the render mode in effect at time t (the kernel draws only the last frame of a
+    launch: earlier ones are overwritten unseen). Lines before t are caught up under the old
+    mode first. A frame that starts with the LCD off, or inside the blank first frame after
+    the LCD was switched on, shows a blank screen; its lines before t were not drawn, so the
+    buffers are blanked here. Otherwise the previous frame ended at VBlank and this frame
+    draws all 144 lines itself."""
+    m = ms[0]
+    if m.r32[env, R_RENDER_NOW] != mode:
+        ppu_sync(ms, env, t)
+        m.r32[env, R_RENDER_NOW] = mode
+        if (int(m.io[env, 0x40]) & 0x80) == 0 or m.r32[env, R_LCD_WARMUP] != 0:
+            _blank_screen(ms, env, mode)
+
+
+@wp.func
 def lcdc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
     m = ms[0]
     ppu_sync(ms, env, t)
@@ -366,14 +396,7 @@ def lcdc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
         m.r32[env, R_LY] = 0
         m.r32[env, R_PPU_MODE] = 0
         m.r64[env, T_PPU_EVENT] = NEVER
-        if m.render_mode == RENDER_FULL:
-            for y in range(144):
-                for x in range(160):
-                    m.frame[env, y, x] = wp.uint8(0)
-        if m.render_mode != RENDER_NONE:
-            for y in range(72):
-                for x in range(80):
-                    m.obs[env, y, x] = wp.uint8(0)
+        _blank_screen(ms, env, m.r32[env, R_RENDER_NOW])
     elif (old & 0x80) == 0 and (value & 0x80) != 0:    # LCD on: frame restarts at line 0
         m.r32[env, R_LY] = 0
         m.r32[env, R_WIN_LINE] = 0

@@ -36,7 +36,8 @@ R_WIN_LINE = wp.constant(22)     # window internal line counter
 R_WY_TRIGGERED = wp.constant(23)
 R_LCD_OFF_COINCIDENCE = wp.constant(24)  # STAT bit 2 frozen when the LCD went off
 # words 25, 29, 30: the line's OAM selection kept from mode 3 start (ppu.R_OBJ_SEL_*)
-# word 28: 1 from LCD on until the first VBlank (ppu.R_LCD_WARMUP); word 31 is free
+# word 28: 1 from LCD on until the first VBlank (ppu.R_LCD_WARMUP)
+R_RENDER_NOW = wp.constant(31)  # render mode in effect: the launch's in its last frame, else none
 R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
 R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
 NUM_R32 = 32

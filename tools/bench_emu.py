@@ -15,7 +15,11 @@ from one run, not numbers across runs).  Every emulator holds the same
 buttons (default: Right) for the whole run.  Ratios are against the faster
 peer, for wall time and for CPU time (frames per CPU-second of this process:
 every emulator here runs on this process's calling thread, and CPU time barely
-moves when other processes compete).  Nothing here is asserted: it prints a table.
+moves when other processes compete).  With --step-frames K it also times RL env
+steps: one run_frames(K) call per step (buttons released after 8 frames), of
+which only the last frame is drawn, as an env does it; their ratios are against
+peers drawing every frame, so they show what an env gets, not a like-for-like
+race (a peer could skip drawing too).  Nothing here is asserted: it prints a table.
 """
 from __future__ import annotations
 
@@ -84,6 +88,27 @@ def bench_vecgameboy(rom: bytes, envs: int, render: str, frames: int, mask: int)
     return run
 
 
+def bench_env_step(rom: bytes, envs: int, render: str, step_frames: int, steps: int, mask: int):
+    """An RL env step: one run_frames(step_frames) call per step, buttons released after 8
+    frames; run_frames draws only the step's last frame."""
+    import warp as wp
+
+    from gbx_lightning.emu import VecGameBoy
+
+    gb = VecGameBoy(rom, envs)
+    buttons = np.full(envs, mask, np.uint8)
+    gb.run_frames(step_frames, buttons=buttons, release_after=8, render=render)
+
+    def run() -> tuple[float, float]:
+        t, c = _clocks()
+        for _ in range(steps):
+            gb.run_frames(step_frames, buttons=buttons, release_after=8, render=render)
+        wp.synchronize()
+        return _rates(envs * step_frames * steps, t, c)
+
+    return run
+
+
 def bench_pyboy(rom: bytes, frames: int, mask: int):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -130,6 +155,9 @@ def main(argv=None) -> None:
     ap.add_argument("--peer-frames", type=int, default=1200, help="frames per PyBoy/gambatte measurement")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best is kept (default 3)")
     ap.add_argument("--buttons", default="right", help="buttons held, e.g. right+a (default: right)")
+    ap.add_argument("--step-frames", type=int, default=24,
+                    help="also time RL env steps of this many frames (run_frames(K) per step, the largest "
+                         "--envs; 0: skip; default 24)")
     args = ap.parse_args(argv)
 
     mask = 0
@@ -146,6 +174,12 @@ def main(argv=None) -> None:
         for render in renders:
             frames = max(1, args.env_frames // envs)
             runs[f"VecGameBoy {envs:>4} envs, render={render}"] = bench_vecgameboy(rom, envs, render, frames, mask)
+    if args.step_frames > 0:
+        envs = max(envs_list)
+        steps = max(1, args.env_frames // (envs * args.step_frames))
+        for render in renders:
+            runs[f"env step of {args.step_frames} frames, {envs} envs, render={render}"] = bench_env_step(
+                rom, envs, render, args.step_frames, steps, mask)
     peers = {}
     try:
         peers["PyBoy (render on)"] = bench_pyboy(rom, args.peer_frames, mask)
@@ -168,14 +202,16 @@ def main(argv=None) -> None:
     print(f"cpu count {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (shared machine: other "
           f"processes compete, so compare ratios within this run; the CPU-time columns are the "
           f"robust ones)")
-    print(f"{'emulator':<40} {'frames/s':>10} {'vs faster':>10} {'frames/CPU-s':>13} {'vs faster':>10}")
+    print(f"{'emulator':<44} {'frames/s':>10} {'vs faster':>10} {'frames/CPU-s':>13} {'vs faster':>10}")
     for col in (0, 1):
         fastest = max((best[k][col] for k in peers), default=0.0)
         for name in everything:
             best[name] += (best[name][col] / fastest if fastest else float("nan"),)
     for name in everything:
         wall, cpu, r_wall, r_cpu = best[name]
-        print(f"{name:<40} {wall:>10,.0f} {r_wall:>9.2f}x {cpu:>13,.0f} {r_cpu:>9.2f}x")
+        print(f"{name:<44} {wall:>10,.0f} {r_wall:>9.2f}x {cpu:>13,.0f} {r_cpu:>9.2f}x")
+    if args.step_frames > 0:
+        print("(env step rows draw only each step's last frame; the peers draw every frame)")
 
 if __name__ == "__main__":
     main()

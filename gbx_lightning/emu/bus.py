@@ -16,13 +16,12 @@ writes, the boot ROM overlay, the flat bus.
 import warp as wp
 
 from .dma import dma_blocks, dma_index, dma_write
-from .interrupts import raise_if
 from .joypad import joypad_update, p1_read
 from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (NEVER, R_LY, T_LINE_START, T_BOOT_MAPPED, CartSpec, T_DMA_END, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
-                    Machine, MachineRef, cart_read, cart_write)
+from .state import (NEVER, R_LY, T_LINE_START, T_BOOT_MAPPED, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
+                    MachineRef, cart_read, cart_write)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
 

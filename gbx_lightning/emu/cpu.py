@@ -42,7 +42,7 @@ from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import LINE_CYCLES, RENDER_NONE, set_render_mode
-from .state import R_A, R_B, R_C, R_D, R_E, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, Machine, MachineRef, machine_ref
+from .state import R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachineRef, machine_ref
 from .timer import div_write
 
 ZF = wp.constant(0x80)

@@ -11,7 +11,7 @@ at the write and only the bus conflict is timed. During d = 2..161 (DMG):
 Sources $E0-$FF read the WRAM echo."""
 import warp as wp
 
-from .state import T_DMA_END, T_DMA_START, Machine, MachineRef, cart_read
+from .state import T_DMA_END, T_DMA_START, MachineRef, cart_read
 
 
 @wp.func

@@ -3,7 +3,7 @@ IE ($FFFF) in hram[127]. Dispatch itself is CPU microcode (cpu.py: the kernel's 
 and ``dispatch_interrupt``)."""
 import warp as wp
 
-from .state import Machine, MachineRef
+from .state import MachineRef
 
 VECTOR_BASE = 0x40  # VBlank 40, STAT 48, Timer 50, Serial 58, Joypad 60 (priority in bit order)
 

@@ -4,7 +4,7 @@ caused by a press (between frames / at the release frame) or by a select-bit wri
 import warp as wp
 
 from .interrupts import raise_if
-from .state import R_BUTTONS, R_JOYP_LINES, R_STOPPED, Machine, MachineRef
+from .state import R_BUTTONS, R_JOYP_LINES, R_STOPPED, MachineRef
 
 
 @wp.func

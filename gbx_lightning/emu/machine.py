@@ -13,7 +13,7 @@ from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
 from .ppu import POST_BOOT_LINE0_T
 from .savestate import masked_copy
-from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_FRAME_START, T_NEXT_EVENT, T_NOW,
+from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_NOW,
                     Machine, MachineRef, machine_ref)
 
 RENDER_MODES = {"none": 0, "obs": 1, "full": 2}

@@ -58,7 +58,7 @@ from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, window_visible)
 from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
-                    R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, Machine, MachineRef)
+                    R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, MachineRef)
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)

@@ -13,7 +13,7 @@ so once more than SERIAL_CAP bytes were sent only the last SERIAL_CAP are kept.
 import warp as wp
 
 from .interrupts import raise_if
-from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, Machine, MachineRef
+from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, MachineRef
 
 
 @wp.func

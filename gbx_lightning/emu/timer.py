@@ -14,7 +14,7 @@ import warp as wp
 
 from .interrupts import raise_if
 from .state import (NEVER, T_DIV_BASE, T_TIMA_OVERFLOW, T_TIMA_RELOADED, T_TIMER_EVENT,
-                    T_TIMER_LAST, Machine, MachineRef)
+                    T_TIMER_LAST, MachineRef)
 
 
 @wp.func

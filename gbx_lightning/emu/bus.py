@@ -17,7 +17,7 @@ import warp as wp
 
 from .dma import dma_blocks, dma_index, dma_write
 from .joypad import joypad_update, p1_read
-from .ppu import (oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
+from .ppu import (line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
                   stat_value)
 from .serial import sb_read, sc_write, serial_sync
 from .state import (NEVER, R_LY, T_LINE_START, T_BOOT_MAPPED, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
@@ -54,19 +54,16 @@ def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
             ls = m.r64[env, T_LINE_START]
             wake = NEVER
             if (ie & 0x01) != 0:                   # VBlank: its request is the line start
-                lines = 144 - ly
-                if ly >= 144:
-                    lines = 298 - ly
-                wake = ls + wp.int64(lines * 456)
+                wake = next_vblank_start(ls, ly)
             if (stat & 0x10) != 0:                 # STAT mode 1 rises 4 T into line 144
-                wake = wp.min(wake, ls + wp.int64(((144 - ly + 154) % 154) * 456))
+                wake = wp.min(wake, line_start_from(ls, ly, 144))
             if (stat & 0x40) != 0:
                 lyc = int(m.io[env, 0x45])
                 if lyc <= 153:
                     target = lyc
                     if lyc == 0:
                         target = 153
-                    wake = wp.min(wake, ls + wp.int64(((target - ly + 154) % 154) * 456))
+                    wake = wp.min(wake, line_start_from(ls, ly, target))
             ev = wp.max(ev, wake)
     return ev
 

@@ -41,7 +41,7 @@ from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_syn
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .ppu import LINE_CYCLES, RENDER_NONE, set_render_mode
+from .ppu import RENDER_NONE, next_vblank_start, set_render_mode
 from .state import R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachineRef, machine_ref
 from .timer import div_write
 
@@ -348,10 +348,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     # c.t follows from any earlier line start)
                     t_end = frame_deadline
                     if (int(io[env, 0x40]) & 0x80) != 0:
-                        lines_left = 144 - ly_value
-                        if ly_value >= 144:
-                            lines_left = 298 - ly_value
-                        vblank = r64[env, T_LINE_START] + wp.int64(lines_left * LINE_CYCLES)
+                        vblank = next_vblank_start(r64[env, T_LINE_START], ly_value)
                         if vblank <= c.t:
                             vblank = vblank + ((c.t - vblank) // FRAME_CYCLES + wp.int64(1)) * FRAME_CYCLES
                         t_end = wp.min(frame_deadline, vblank)

@@ -113,6 +113,24 @@ def interrupt_mode(phase: int) -> int:
 
 
 @wp.func
+def line_start_from(ls: wp.int64, ly: int, target: int) -> wp.int64:
+    """Start of line `target` at or after the start `ls` of line `ly` (the current line if
+    ly == target). While the LCD is on a line starts every 456 T and a frame has 154 lines,
+    so a stale (lazy) line start still predicts the later ones."""
+    return ls + wp.int64(((target - ly + 154) % 154) * LINE_CYCLES)
+
+
+@wp.func
+def next_vblank_start(ls: wp.int64, ly: int) -> wp.int64:
+    """Start of the next VBlank (line 144) after the start `ls` of line `ly`: one frame on
+    if line 144 is the current line (its VBlank request is already made)."""
+    t = line_start_from(ls, ly, 144)
+    if ly == 144:
+        t = t + wp.int64(154 * LINE_CYCLES)
+    return t
+
+
+@wp.func
 def ly_visible(ms: MachineRef, env: int, t: wp.int64) -> int:
     """LY as read: line 153 reads 0 after its first M-cycle."""
     m = ms[0]

@@ -60,7 +60,6 @@ class Cpu:
     all fields are scalars: Warp's generated code then has no whole-struct selects and no
     vector temporaries."""
     pc: int
-    stopped: int
     t: wp.int64
 
 
@@ -211,7 +210,6 @@ def load_cpu(ms: MachineRef, env: int) -> Cpu:
     m = ms[0]
     c = Cpu()
     c.pc = m.r32[env, 9]
-    c.stopped = m.r32[env, 14]
     c.t = m.r64[env, T_NOW]
     return c
 
@@ -220,7 +218,6 @@ def load_cpu(ms: MachineRef, env: int) -> Cpu:
 def store_cpu(ms: MachineRef, env: int, c: Cpu):
     m = ms[0]
     m.r32[env, 9] = c.pc
-    m.r32[env, 14] = c.stopped
     m.r64[env, T_NOW] = c.t
 
 
@@ -250,6 +247,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     flat = m.flat_mode
     hram_fast = flat == 0
     c = load_cpu(ms, env)
+    stopped = m.r32[env, R_STOPPED]
     # The register file stays in this env's r32 words 0..15 (B C D E H L F A in the opcode's
     # r-field order, SP, IME, EI pending, HALT, locked, HALT bug): a register operand or
     # destination is one load or store indexed by the opcode field instead of a 7-way
@@ -284,12 +282,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
         if flat == 0:
             if (fi == 0 and set_flag != 0) or fi == release_after:
                 # a press (falling P1 line) ends STOP: joypad_update clears r32[R_STOPPED]
-                m.r32[env, R_STOPPED] = c.stopped
+                m.r32[env, R_STOPPED] = stopped
                 if fi == 0 and set_flag != 0:
                     set_buttons(ms, env, int(buttons[env]))
                 if fi == release_after:
                     set_buttons(ms, env, 0)
-                c.stopped = m.r32[env, R_STOPPED]
+                stopped = m.r32[env, R_STOPPED]
             # draw only the launch's last frame (frame()/obs() hold just that one)
             want = RENDER_NONE
             if fi == nf - 1:
@@ -352,7 +350,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if vblank <= c.t:
                             vblank = vblank + ((c.t - vblank) // FRAME_CYCLES + wp.int64(1)) * FRAME_CYCLES
                         t_end = wp.min(frame_deadline, vblank)
-            if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or c.stopped != 0:
+            if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or stopped != 0:
                 wake = int(0)
                 if rg[R_HALTED] != 0 and rg[R_LOCKED] == 0:
                     wake = 1                     # HALT ends on IE&IF; STOP/locked do not
@@ -364,20 +362,32 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
             limit = wp.min(next_ev, t_end)
             if flat != 0:
                 limit = t_end
+            # fast accesses: none during OAM DMA (until fast_until), so split the run there
+            fast_run = c.t >= fast_until
+            if not fast_run:
+                limit = wp.min(limit, fast_until)
+            # EI takes effect after the instruction that follows it: run that one alone
+            ei_step = rg[R_EI_PENDING]
+            if ei_step != 0:
+                limit = c.t
+            # the HALT bug: the next opcode fetch fails to increment PC, once
+            pc_step = 1 - rg[R_HALT_BUG]
+            rg[R_HALT_BUG] = 0
             running = bool(True)
             while running:
-                fast = c.t >= fast_until
-                # ---- fetch (the HALT bug: PC fails to increment once) ----
-                was_pending = rg[R_EI_PENDING]
-                op = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                if op < 0:
-                    op = bus_read(ms, env, c.pc, c.t)
-                    slow = 1
-                    fast = False
-                if rg[R_HALT_BUG] != 0:
-                    rg[R_HALT_BUG] = 0
+                fast = fast_run
+                # ---- fetch: ROM through the bank offsets first (where code runs) ----
+                op = int(-1)
+                if fast and c.pc < 0x8000:
+                    op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
                 else:
-                    c.pc = (c.pc + 1) & 0xFFFF
+                    op = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
+                    if op < 0:
+                        op = bus_read(ms, env, c.pc, c.t)
+                        slow = 1
+                        fast = False
+                c.pc = (c.pc + pc_step) & 0xFFFF
+                pc_step = 1
                 c.t = c.t + FOUR
                 # ---- execute ----
                 x = op >> 6
@@ -506,7 +516,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                                 c.pc = (c.pc + 1) & 0xFFFF
                                 if joypad_lines(ms, env) == 0xF:
                                     div_write(ms, env, c.t)
-                                    c.stopped = 1
+                                    stopped = 1
                                     slow = 1
                         elif y >= 3:  # JR d / JR cc, d
                             d = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
@@ -777,8 +787,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         elif y == 6:  # DI
                             rg[R_IME] = 0
                             rg[R_EI_PENDING] = 0
-                        elif y == 7:  # EI
+                        elif y == 7:  # EI (the scheduler runs the next instruction alone)
                             rg[R_EI_PENDING] = 1
+                            slow = 1
                         else:  # D3 DB E3 EB: illegal, the CPU hangs
                             rg[R_LOCKED] = 1
                             slow = 1
@@ -853,18 +864,17 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:
                         rg[R_A] = hi16
                         rg[R_F] = lo16 & 0xF0
-                # EI takes effect after the instruction that follows it
-                if was_pending != 0 and rg[R_EI_PENDING] != 0:
-                    rg[R_IME] = 1
-                    rg[R_EI_PENDING] = 0
-                    slow = 1
                 running = slow == 0 and c.t < limit
+            if ei_step != 0 and rg[R_EI_PENDING] != 0:   # (DI in between cancels it)
+                rg[R_IME] = 1
+                rg[R_EI_PENDING] = 0
         if flat == 0:
             r64[env, T_FRAME_START] = t_end
         fi = fi + 1
     if flat == 0:
         sync_all(ms, env, c.t)
     store_cpu(ms, env, c)
+    m.r32[env, R_STOPPED] = stopped
 
 
 def kernel_inputs(m, ref=None) -> list:

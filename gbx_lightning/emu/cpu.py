@@ -328,6 +328,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
     hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
     vram_e = wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env) * wp.uint64(vram.shape[1]), shape=(vram.shape[1],), dtype=wp.uint8)
+    groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(256,), dtype=wp.int32)
     nf = frames
     if flat != 0:
         nf = 1
@@ -456,7 +457,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 # ---- execute: one branch per opcode group (OPCODE_GROUPS); the chain of
                 # compares on g compiles to a single jump table. y, z, p, q: the opcode's
                 # bit fields (op>>3&7, op&7, y>>1, y&1) ----
-                g = groups[op]
+                g = groups_v[op & 0xFF]
                 y = (op >> 3) & 7
                 z = op & 7
                 p = y >> 1

@@ -288,13 +288,13 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
         r32[R_PPU_MODE] = 3
         m3 = MODE3_MIN_CYCLES
-        m = ms[0]
-        draws = r32[R_RENDER_NOW] == RENDER_FULL or (r32[R_RENDER_NOW] == RENDER_OBS and (ly & 1) == 0)
-        if ls + wp.int64(LINE_CYCLES) > now or (draws and r32[R_LCD_WARMUP] == 0):
+        if ls + wp.int64(LINE_CYCLES) > now:
             m3 = _mode3_length(ms, env, io, r32, ly, t)
-        # else the whole line is caught up in this call and draws nothing: its mode 3 ends
-        # before `now` whatever its length, in the same order of events, and the length
-        # is read by nothing else (R_MODE3_LEN only tags the OAM selection for drawing)
+        # else the whole line is caught up in this call: its mode 3 ends before `now`
+        # whatever its length, in the same order of events, and the length is read by
+        # nothing else. R_MODE3_LEN only tags the OAM selection kept for drawing; with the
+        # tag unmatched, the line is drawn from a new scan, of the same OAM and LCDC (the
+        # CPU changes neither during a catch-up: their writes sync the PPU first)
         r32[R_MODE3_LEN] = m3
         nxt = t + wp.int64(m3)
     elif phase == 3:

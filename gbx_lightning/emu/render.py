@@ -118,15 +118,21 @@ def _opaque8(colours: wp.uint64) -> wp.uint64:
 
 @wp.func
 def _shades8(colours: wp.uint64, palette: int) -> wp.uint64:
-    """BGP/OBP0/OBP1 applied to 8 colour numbers at once (colour n -> palette bits 2n+1..2n)."""
+    """BGP/OBP0/OBP1 applied to 8 colour numbers at once (colour n -> palette bits 2n+1..2n).
+
+    Each colour's bytes are masked to 3 and ANDed with that colour's shade repeated in
+    every byte (a scalar per palette, which loops hoist): no vector multiplies (vpmullq is
+    slow, and LLVM vectorises the BG loop)."""
     b0 = colours & _ONES
     b1 = (colours >> wp.uint64(1)) & _ONES
     c3 = b0 & b1
     c1 = b0 ^ c3
     c2 = b1 ^ c3
     c0 = _ONES ^ (b0 | b1)
-    return (c0 * wp.uint64(palette & 3) + c1 * wp.uint64((palette >> 2) & 3)
-            + c2 * wp.uint64((palette >> 4) & 3) + c3 * wp.uint64((palette >> 6) & 3))
+    return (((c0 | (c0 << wp.uint64(1))) & (wp.uint64(palette & 3) * _ONES))
+            | ((c1 | (c1 << wp.uint64(1))) & (wp.uint64((palette >> 2) & 3) * _ONES))
+            | ((c2 | (c2 << wp.uint64(1))) & (wp.uint64((palette >> 4) & 3) * _ONES))
+            | ((c3 | (c3 << wp.uint64(1))) & (wp.uint64((palette >> 6) & 3) * _ONES)))
 
 
 @wp.func

@@ -362,3 +362,16 @@ def test_buttons_as_device_array():
     assert [gb.read_memory(e, 0xC000, 1)[0] for e in range(2)] == [0xEE, 0xE7]  # Right / Down
     with pytest.raises(ValueError, match="buttons"):
         gb.run_frames(1, buttons=wp.zeros(2, dtype=wp.int32))
+
+
+def test_opcode_groups_table():
+    """Every base opcode has an execute branch; the 11 illegal ones hang (Pan Docs, CPU
+    instruction set: D3 DB DD E3 E4 EB EC ED F4 FC FD), $CB is the prefix, $76 HALT."""
+    from gbx_lightning.emu import cpu
+    groups = cpu.OPCODE_GROUPS
+    assert groups.shape == (256,) and set(groups.tolist()) == set(range(cpu.G_ILLEGAL + 1))
+    illegal = [op for op in range(256) if groups[op] == cpu.G_ILLEGAL]
+    assert illegal == [0xD3, 0xDB, 0xDD, 0xE3, 0xE4, 0xEB, 0xEC, 0xED, 0xF4, 0xFC, 0xFD]
+    assert groups[0xCB] == cpu.G_CB and groups[0x76] == cpu.G_HALT and groups[0x00] == cpu.G_NOP
+    assert [op for op in range(256) if groups[op] == cpu.G_LD_R_R] == [
+        op for op in range(0x40, 0x80) if op & 7 != 6 and (op >> 3) & 7 != 6]

@@ -1,11 +1,12 @@
-"""The SM83 CPU, decoded by opcode bit fields (x = op>>6, y = op>>3&7, z = op&7, p = y>>1,
-q = y&1), so one path serves a whole family (LD r,r'; ALU A,r; INC r; ...).
+"""The SM83 CPU. Each opcode is executed by the branch of its group (``OPCODE_GROUPS``: LD r,r';
+ALU A,r; INC r; ...), which reads the opcode's bit fields (y = op>>3&7, z = op&7, p = y>>1,
+q = y&1) for its registers and variant, so one path serves a whole family.
 
 Timing is by construction: every bus access happens at the current M-cycle's start time
 `t` and then `t += 4`; internal M-cycles just add 4. An instruction's duration is therefore
 the number of M-cycles its microcode walks through (checked against opcodes.py and the
-SingleStepTests cases). PC, the clock and the STOP state live in a ``Cpu`` struct value
-(locals) for a whole launch; the register file (B C D E H L F A, SP, IME and the other CPU
+SingleStepTests cases). PC and the clock live in a ``Cpu`` struct value and the STOP state
+in a local for a whole launch; the register file (B C D E H L F A, SP, IME and the other CPU
 flags) stays in the env's r32 words, addressed through a local 1-d view (``rg``).
 
 Layout for speed (measured, see the module's commit history): the fetch/decode/execute
@@ -14,7 +15,10 @@ bank bases, WRAM, HRAM) take plain arrays and locals. Passing the Machine struct
 inlined function made LLVM copy the whole struct (~1 KB) on every memory access — 10x
 slower. Everything rare (I/O registers, VRAM/OAM with PPU blocking, DMA conflicts, MBC
 writes, events, interrupt dispatch) is an out-of-line call that takes the Machine; after
-one, the cached locals (bank bases, DMA window, next event) are reloaded.
+one, the cached locals (bank bases, DMA window, next event) are reloaded. Per instruction
+the loop does only the fetch (from ROM first), one jump on the opcode's group and the
+run-limit test: the EI delay and the HALT bug are handled by the scheduler around the
+run (see machine_kernel), and OAM DMA ends a run so the fast-path flag is fixed within it.
 
 Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
@@ -55,9 +59,10 @@ FRAME_CYCLES = FRAME_CYCLES_T
 
 
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
-# one value that LLVM turns into a single jump table. Decoding the bit fields as a tree
-# (x, then z, then y) took about a third of a NOP's time in branches (measured: ~1.5x more
-# NOPs/s and ~1.3x more workload frames/s together with the leaner fetch).
+# one value that LLVM turns into a single jump table. The bit-field decode tree it replaced
+# (x, then z, then y) spent about a third of a NOP's time in branches. Measured in one
+# process, A and B alternating: on top of the leaner fetch (1.5x NOPs/s, 1.27x workload
+# frames/s), the groups made it 1.8x and 1.4x in all.
 (G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ALU_R, G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
  G_JP, G_CALL_PUSH_RST, G_POP_RET, G_RET_CC, G_ROT_A_MISC, G_SP_E8, G_JP_HL, G_LD_SP_HL, G_DI, G_EI,
@@ -305,7 +310,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     the locals the fast paths cache; then either sleep to the next event (HALT, STOP,
     locked) or run the inner loop: fetch + execute instructions until the next event, or
     until one needed an out-of-line call or changed what the scheduler decides. Opcodes
-    are decoded by bit fields x = op>>6, y = op>>3&7, z = op&7, p = y>>1, q = y&1."""
+    are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1.
+    EI ends a run, and the scheduler runs the next instruction alone before setting IME;
+    a HALT bug makes the next run's first fetch leave PC as it is."""
     m = ms[0]
     env = wp.tid()
     flat = m.flat_mode

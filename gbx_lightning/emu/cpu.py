@@ -63,10 +63,11 @@ FRAME_CYCLES = FRAME_CYCLES_T
 # (x, then z, then y) spent about a third of a NOP's time in branches. Measured in one
 # process, A and B alternating: on top of the leaner fetch (1.5x NOPs/s, 1.27x workload
 # frames/s), the groups made it 1.8x and 1.4x in all.
-(G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ALU_R, G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
+(G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R,
+ G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
  G_JP, G_CALL_PUSH_RST, G_POP_RET, G_RET_CC, G_ROT_A_MISC, G_SP_E8, G_JP_HL, G_LD_SP_HL, G_DI, G_EI,
- G_NOP, G_HALT, G_STOP, G_LD_NN_SP, G_ILLEGAL) = (wp.constant(i) for i in range(34))
+ G_NOP, G_HALT, G_STOP, G_LD_NN_SP, G_ILLEGAL) = (wp.constant(i) for i in range(41))
 
 
 def _opcode_group(op: int) -> int:
@@ -78,7 +79,9 @@ def _opcode_group(op: int) -> int:
             return G_HALT
         return G_LD_R_HL if z == 6 else G_LD_HL_R if y == 6 else G_LD_R_R
     if x == 2:
-        return G_ALU_HL if z == 6 else G_ALU_R
+        if z == 6:
+            return G_ALU_HL
+        return (G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R)[y]
     if x == 0:
         if z == 0:
             return (G_NOP, G_LD_NN_SP, G_STOP)[y] if y < 3 else G_JR
@@ -192,6 +195,14 @@ def alu(a: int, f: int, op: int, v: int) -> int:
     if op == 7:
         r = a
     return r | (nf << 8)
+
+
+@wp.func(inline=True)
+def alu_to_a(rg: wp.array(dtype=wp.int32), op: int, v: int):
+    """A, F := alu(A, F, op, v) (rg: the register file)."""
+    res = alu(rg[R_A], rg[R_F], op, v)
+    rg[R_A] = res & 0xFF
+    rg[R_F] = res >> 8
 
 
 @wp.func(inline=True)
@@ -487,10 +498,23 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         slow = 1
                         fast = False
                     c.t = c.t + FOUR
-                elif g == G_ALU_R:  # ALU A, r[z]
-                    res = alu(rg[R_A], rg[R_F], y, rg[z])
-                    rg[R_A] = res & 0xFF
-                    rg[R_F] = res >> 8
+                # ALU A, r[z]: one group per operation, so the operation needs no second jump
+                elif g == G_ADD_R:
+                    alu_to_a(rg, 0, rg[z])
+                elif g == G_ADC_R:
+                    alu_to_a(rg, 1, rg[z])
+                elif g == G_SUB_R:
+                    alu_to_a(rg, 2, rg[z])
+                elif g == G_SBC_R:
+                    alu_to_a(rg, 3, rg[z])
+                elif g == G_AND_R:
+                    alu_to_a(rg, 4, rg[z])
+                elif g == G_XOR_R:
+                    alu_to_a(rg, 5, rg[z])
+                elif g == G_OR_R:
+                    alu_to_a(rg, 6, rg[z])
+                elif g == G_CP_R:
+                    alu_to_a(rg, 7, rg[z])
                 elif g == G_ALU_HL:  # ALU A, (HL)
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:

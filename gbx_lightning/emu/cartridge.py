@@ -110,7 +110,7 @@ class Cartridge:
 
     def spec(self):
         """The Warp CartSpec for the kernels (imports Warp only when asked)."""
-        from gbx_lightning.emu.mbc import make_cart_spec
+        from .mbc import make_cart_spec
         return make_cart_spec(self.mbc, self.rom_banks, self.ram_banks, self.has_rtc)
 
     def __repr__(self) -> str:

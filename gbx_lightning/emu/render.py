@@ -249,18 +249,20 @@ def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), line: w
 
 @wp.func(inline=False)
 def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, obp0: int, obp1: int,
-                  selected: wp.uint64, line: wp.uint64):
+                  selected: wp.uint64, line: wp.uint64, shades_at: wp.uint64):
     """Draw this line's objects over the BG/window shades, highest priority first.
 
     The first opaque object pixel at a position claims it, so lower-priority objects
     cannot show there even where the winner hides behind BG colours 1-3. line: the
-    address of the line buffer (22 words of BG/window colour numbers, then 22 of shades).
+    address of the 22 words of BG/window colour numbers; shades_at: of the 22 words of
+    shades (the same words with the identity palette: a pixel an object draws is claimed,
+    so no later object reads its colour number).
     Out of line, so that lines without objects do not set up its local arrays.
     """
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     ow = wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32)
     colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)
-    shades = wp.array(ptr=line + wp.uint64(176), shape=(22,), dtype=wp.uint64)
+    shades = wp.array(ptr=shades_at, shape=(22,), dtype=wp.uint64)
     h = _obj_height(lcdc)
     # the selected objects sorted by priority key X * 64 + index (unique)
     keys = wp.zeros(shape=(10,), dtype=wp.int32)
@@ -370,7 +372,10 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     buffer = wp.zeros(shape=(44,), dtype=wp.uint64)  # the line: colour numbers, then shades
     line = wp.uint64(buffer.ptr)
     colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)
-    shades = wp.array(ptr=line + wp.uint64(176), shape=(22,), dtype=wp.uint64)
+    shades_at = line + wp.uint64(176)
+    if bgp == 0xE4 and (lcdc & 0x01) != 0:   # the identity palette (common): shades = colours
+        shades_at = line
+    shades = wp.array(ptr=shades_at, shape=(22,), dtype=wp.uint64)
     if (lcdc & 0x01) != 0:
         win_start = int(1 << 20)
         if win != 0:
@@ -392,10 +397,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
             if (bg_end & 7) != 0:
                 keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
                 colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
-        if bgp == 0xE4:  # the identity palette, common
-            for k in range(1, 21):
-                shades[k] = colours[k]
-        else:
+        if bgp != 0xE4:
             for k in range(1, 21):
                 shades[k] = _shades8(colours[k], bgp)
     else:  # DMG: BG and window blank (colour 0); objects still drawn
@@ -403,7 +405,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
         for k in range(1, 21):
             shades[k] = blank
     if selected != wp.uint64(0):
-        _draw_objects(vram_env, oam_env, ly, lcdc, obp0, obp1, selected, line)
+        _draw_objects(vram_env, oam_env, ly, lcdc, obp0, obp1, selected, line, shades_at)
     if render_mode == RENDER_FULL:
         row = wp.array(ptr=frame_row, shape=(20,), dtype=wp.uint64)
         for j in range(20):

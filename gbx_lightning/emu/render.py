@@ -27,7 +27,7 @@ the window flag is computed in every mode because it is machine state.
 
 Cost: a line is built eight pixels at a time, as uint64 words of eight bytes
 (one byte per pixel, little-endian: byte i is the i-th pixel from the left), in
-a line buffer on the stack: 22 words of colour numbers and 22 of shades (word 0
+a per-env line buffer (Machine.line_buf): 22 words of colour numbers and 22 of shades (word 0
 is x = -8..-1, words 1..20 the screen, word 21 x = 160..167, so objects partly
 off screen need no bounds test).  A tile row (two VRAM bytes) becomes a word of
 colour numbers by bit spreading (``_colours8``: no table, a multiply, a shift and
@@ -84,6 +84,10 @@ _EVEN_BYTES = wp.constant(wp.uint64(0x00FF00FF00FF00FF))
 _EVEN_PAIRS = wp.constant(wp.uint64(0x0000FFFF0000FFFF))
 _LOW_HALF = wp.constant(wp.uint64(0x00000000FFFFFFFF))
 _LINE_WORDS = wp.constant(22)   # x = -8..167 in words of 8 (word 0: x = -8..-1)
+# Per-env scratch for drawing a line (Machine.line_buf): colour numbers, shades and the
+# objects' claim words, 22 each. A local array instead (wp.zeros) was zeroed and copied on
+# every line: about a third of the cost of a line without BG.
+LINE_BUF_WORDS = 66
 
 
 @wp.func
@@ -253,8 +257,9 @@ def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, o
     """Draw this line's objects over the BG/window shades, highest priority first.
 
     The first opaque object pixel at a position claims it, so lower-priority objects
-    cannot show there even where the winner hides behind BG colours 1-3. line: the
-    address of the 22 words of BG/window colour numbers; shades_at: of the 22 words of
+    cannot show there even where the winner hides behind BG colours 1-3. line: the env's
+    line_buf row (22 words of BG/window colour numbers, then shades, then the claim words,
+    which are cleared here); shades_at: of the 22 words of
     shades (the same words with the identity palette: a pixel an object draws is claimed,
     so no later object reads its colour number).
     Out of line, so that lines without objects do not set up its local arrays.
@@ -282,7 +287,9 @@ def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, o
             n += 1
     if n == 0:
         return
-    claimed = wp.zeros(shape=(22,), dtype=wp.uint64)
+    claimed = wp.array(ptr=line + wp.uint64(352), shape=(22,), dtype=wp.uint64)
+    for k in range(22):
+        claimed[k] = wp.uint64(0)
     for r in range(n):
         w = int(ow[keys[r] & 63])
         x = (w >> 8) & 0xFF
@@ -330,7 +337,7 @@ def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, o
 def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
                     lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
                     obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8),
-                    render_mode: int) -> int:
+                    line_buf: wp.array2d(dtype=wp.uint64), render_mode: int) -> int:
     """Draw line ly (0..143) into frame[env, ly] (RENDER_FULL) and obs[env, ly/2] (even ly, mode >= RENDER_OBS).
 
     Returns 1 if the window was drawn on this line (the caller then advances
@@ -340,14 +347,14 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
         return win
     return render_line(vram, oam, env, ly, lcdc, scy, scx, wy_triggered, wx, window_line, bgp, obp0, obp1,
-                       objects_on_line(oam, env, ly, lcdc), frame, obs, render_mode)
+                       objects_on_line(oam, env, ly, lcdc), frame, obs, line_buf, render_mode)
 
 
 @wp.func
 def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
                 lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
                 obp0: int, obp1: int, selected: wp.uint64, frame: wp.array3d(dtype=wp.uint8),
-                obs: wp.array3d(dtype=wp.uint8), render_mode: int) -> int:
+                obs: wp.array3d(dtype=wp.uint8), line_buf: wp.array2d(dtype=wp.uint64), render_mode: int) -> int:
     """render_scanline with the line's OAM selection given (objects_on_line's mask, which
     the PPU keeps from the start of mode 3 when OAM cannot have changed since)."""
     win = window_visible(lcdc, wy_triggered, wx)
@@ -356,12 +363,12 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
     _draw_line(wp.uint64(vram.ptr) + wp.uint64(env * 8192), wp.uint64(oam.ptr) + wp.uint64(env * 160),
                wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160),
                wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80),
-               ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode)
+               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode)
     return win
 
 
 @wp.func(inline=False)
-def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, ly: int,
+def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, line: wp.uint64, ly: int,
                lcdc: int, scy: int, scx: int, win: int, wx: int, window_line: int, bgp: int, obp0: int,
                obp1: int, selected: wp.uint64, render_mode: int):
     """The line into frame_row (RENDER_FULL) and obs_row (even ly). Out of line, with the
@@ -369,9 +376,9 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     place the PPU catches up, and a call that copies no array descriptors."""
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     rows = wp.array(ptr=vram_env, shape=(4096,), dtype=wp.uint16)
-    buffer = wp.zeros(shape=(44,), dtype=wp.uint64)  # the line: colour numbers, then shades
-    line = wp.uint64(buffer.ptr)
-    colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)
+    colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)   # line: this env's line_buf row
+    colours[0] = wp.uint64(0)    # off screen: BG colour 0 under objects that reach past x = 0 / 159
+    colours[21] = wp.uint64(0)
     shades_at = line + wp.uint64(176)
     if bgp == 0xE4 and (lcdc & 0x01) != 0:   # the identity palette (common): shades = colours
         shades_at = line
@@ -403,6 +410,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     else:  # DMG: BG and window blank (colour 0); objects still drawn
         blank = wp.uint64(bgp & 3) * _ONES
         for k in range(1, 21):
+            colours[k] = wp.uint64(0)
             shades[k] = blank
     if selected != wp.uint64(0):
         _draw_objects(vram_env, oam_env, ly, lcdc, obp0, obp1, selected, line, shades_at)

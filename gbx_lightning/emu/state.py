@@ -119,6 +119,7 @@ class Machine:
     serial: wp.array2d(dtype=wp.uint8)     # ring of latched SB bytes
     frame: wp.array3d(dtype=wp.uint8)      # [N,144,160] shades
     obs: wp.array3d(dtype=wp.uint8)        # [N,72,80] shades
+    line_buf: wp.array2d(dtype=wp.uint64)  # [N,66] scratch of the renderer (not state)
     flat_addr: wp.array2d(dtype=wp.int32)  # conformance flat RAM, sparse: addresses [N,K]
     flat_val: wp.array2d(dtype=wp.uint8)   # ... and their bytes (K slots, -1 = free)
     flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)

@@ -188,6 +188,17 @@ def _records(path):
         (meta if "meta" in rec else evals if "eval" in rec else steps).append(rec)
     return meta, steps, evals
 
+def _assert_straight_run_matches(cfg, runs, max_steps, steps, ckpt):
+    """A run of max_steps without interruption logs the same losses (`steps`, the resumed
+    run's records) and ends with the same weights (`ckpt`) as the interrupted, resumed run."""
+    assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", str(max_steps)) == 0
+    _, straight, _ = _records(runs / "straight" / "train.jsonl")
+    assert [r["loss"] for r in straight] == pytest.approx([r["loss"] for r in steps], rel=1e-5)
+    w1 = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    for k, v in ckpt["state_dict"].items():
+        torch.testing.assert_close(w1[k], v, msg=k)
+
+
 
 def _fit(cfg, runs, *extra):
     return main(["fit", "--config", str(cfg), "--runs_dir", str(runs), *extra])
@@ -227,12 +238,7 @@ def test_fit_then_resume_continues_counters_logs_and_matches_uninterrupted_run(t
     assert not list(run_dir.glob("version_*"))
 
     # the resumed run is the uninterrupted run: same losses, same final weights
-    assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", "8") == 0
-    _, straight, _ = _records(runs / "straight" / "train.jsonl")
-    assert [r["loss"] for r in straight] == pytest.approx([r["loss"] for r in steps], rel=1e-5)
-    w1 = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
-    for k, v in ckpt["state_dict"].items():
-        torch.testing.assert_close(w1[k], v, msg=k)
+    _assert_straight_run_matches(cfg, runs, 8, steps, ckpt)
 
 
 def test_fresh_fit_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
@@ -316,9 +322,4 @@ def test_ppo_resume_matches_uninterrupted_run(tmp_path):
     _, steps, evals = _records(runs / "tiny" / "train.jsonl")
     assert [r["opt_steps"] for r in steps] == list(range(4, 17, 4))  # log_every 1: one record per batch
     assert [e["eval"]["opt_steps"] for e in evals] == [4, 8, 12, 16]  # val_check_interval counts rollouts
-    assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", "16") == 0
-    _, straight, _ = _records(runs / "straight" / "train.jsonl")
-    assert [r["loss"] for r in straight] == pytest.approx([r["loss"] for r in steps], rel=1e-5)
-    w1 = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
-    for k, v in ckpt["state_dict"].items():
-        torch.testing.assert_close(w1[k], v, msg=k)
+    _assert_straight_run_matches(cfg, runs, 16, steps, ckpt)

@@ -1,7 +1,6 @@
 """VecGameBoy: N DMG Game Boys stepped by one Warp kernel (one thread = one Game Boy)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np

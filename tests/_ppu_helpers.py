@@ -139,7 +139,8 @@ def reference_frame(scene: Scene):
 def _render_frame_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8),
                          regs: wp.array3d(dtype=wp.int32), frame: wp.array3d(dtype=wp.uint8),
                          obs: wp.array3d(dtype=wp.uint8), wlines: wp.array2d(dtype=wp.int32),
-                         line_buf: wp.array2d(dtype=wp.uint64), render_mode: int):
+                         line_buf: wp.array2d(dtype=wp.uint64), bit_bytes: wp.array(dtype=wp.uint64),
+                         render_mode: int):
     env = wp.tid()
     window_line = int(0)
     wy_fired = int(0)
@@ -149,7 +150,8 @@ def _render_frame_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype
         wlines[env, ly] = window_line
         drawn = render.render_scanline(vram, oam, env, ly, regs[env, ly, 0], regs[env, ly, 1], regs[env, ly, 2],
                                        wy_fired, regs[env, ly, 4], window_line, regs[env, ly, 5],
-                                       regs[env, ly, 6], regs[env, ly, 7], frame, obs, line_buf, render_mode)
+                                       regs[env, ly, 6], regs[env, ly, 7], frame, obs, line_buf, bit_bytes,
+                                       render_mode)
         window_line += drawn
     wlines[env, 144] = window_line
 
@@ -175,7 +177,9 @@ def render_scenes(scenes, mode=render.RENDER_FULL):
     obs = wp.array(np.full((n, 72, 80), SENTINEL, np.uint8), dtype=wp.uint8)
     wlines = wp.zeros((n, 145), dtype=wp.int32)
     line_buf = wp.zeros((n, render.LINE_BUF_WORDS), dtype=wp.uint64)
-    wp.launch(_render_frame_kernel, dim=n, inputs=[vram, oam, regs, frame, obs, wlines, line_buf, int(mode)])
+    bit_bytes = wp.array(render.BIT_BYTES, dtype=wp.uint64)
+    wp.launch(_render_frame_kernel, dim=n, inputs=[vram, oam, regs, frame, obs, wlines, line_buf, bit_bytes,
+                                                   int(mode)])
     return frame.numpy(), obs.numpy(), wlines.numpy()
 
 

@@ -67,6 +67,7 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     m.frame = dummy((1, 1, 1), wp.uint8)
     m.obs = dummy((1, 1, 1), wp.uint8)
     m.line_buf = dummy((1, 1), wp.uint64)
+    m.bit_bytes = dummy((1,), wp.uint64)
     m.r32 = wp.array(r32, device=dev)
     m.r64 = wp.array(r64, device=dev)
     m.flat_addr = wp.array(faddr, device=dev)

@@ -11,7 +11,7 @@ from .bus import bus_peek
 from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
 from .ppu import POST_BOOT_LINE0_T
-from .render import LINE_BUF_WORDS
+from .render import BIT_BYTES, LINE_BUF_WORDS
 from .savestate import masked_copy
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_NOW,
                     Machine, MachineRef, machine_ref)
@@ -97,6 +97,7 @@ class VecGameBoy:
         for name, arr in self._arrays.items():
             setattr(m, name, arr)
         m.line_buf = wp.zeros((num_envs, LINE_BUF_WORDS), dtype=wp.uint64, device=d)
+        m.bit_bytes = wp.array(BIT_BYTES, dtype=wp.uint64, device=d)
         m.flat_addr = wp.zeros((1, 1), dtype=wp.int32, device=d)
         m.flat_val = wp.zeros((1, 1), dtype=wp.uint8, device=d)
         m.flat_mode = 0

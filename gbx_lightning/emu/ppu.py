@@ -342,7 +342,7 @@ def _mode3_end(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     drew_window = render_line(
         m.vram, m.oam, env, ly, lcdc, int(io[0x42]), int(io[0x43]), r32[R_WY_TRIGGERED],
         int(io[0x4B]), r32[R_WIN_LINE], int(io[0x47]), int(io[0x48]), int(io[0x49]), selected,
-        m.frame, m.obs, m.line_buf, mode)
+        m.frame, m.obs, m.line_buf, m.bit_bytes, mode)
     if warmup != 0:
         blank_scanline(env, ly, 0, m.frame, m.obs, r32[R_RENDER_NOW])
     if drew_window != 0:

@@ -30,8 +30,8 @@ Cost: a line is built eight pixels at a time, as uint64 words of eight bytes
 a per-env line buffer (Machine.line_buf): 22 words of colour numbers and 22 of shades (word 0
 is x = -8..-1, words 1..20 the screen, word 21 x = 160..167, so objects partly
 off screen need no bounds test).  A tile row (two VRAM bytes) becomes a word of
-colour numbers by bit spreading (``_colours8``: no table, a multiply, a shift and
-a mask per plane); a span that is not tile-aligned (SCX % 8, the window's
+colour numbers by two loads from a 256-entry table (``_colours8``, ``BIT_BYTES``:
+each bitplane byte spread to one bit per byte); a span that is not tile-aligned (SCX % 8, the window's
 start) shifts two tile words together; the palette maps all eight colours at
 once (``_shades8``).
 Objects are drawn over the finished line highest priority first (out of line,
@@ -58,6 +58,7 @@ shifted by SCX%8, WX=166, window disabled mid-line) are not reproduced.
 
 from __future__ import annotations
 
+import numpy as np
 import warp as wp
 
 RENDER_NONE = wp.constant(0)
@@ -78,7 +79,6 @@ _MAP_9C00 = wp.constant(0x1C00)
 _ONES = wp.constant(wp.uint64(0x0101010101010101))
 _LOW7 = wp.constant(wp.uint64(0x7F7F7F7F7F7F7F7F))
 _TWOS = wp.constant(wp.uint64(0x0202020202020202))
-_SPREAD = wp.constant(wp.uint64(0x8040201008040201))
 _BIT_I_IN_BYTE_I = wp.constant(wp.uint64(0x8040201008040201))
 _EVEN_BYTES = wp.constant(wp.uint64(0x00FF00FF00FF00FF))
 _EVEN_PAIRS = wp.constant(wp.uint64(0x0000FFFF0000FFFF))
@@ -96,15 +96,23 @@ def _obj_height(lcdc: int) -> int:
     return 8 + ((lcdc >> 2) & 1) * 8
 
 
-@wp.func
-def _colours8(lo: int, hi: int) -> wp.uint64:
-    """Colour numbers 0..3 of a tile row's 8 pixels, leftmost (bit 7) in byte 0.
+def _bit_bytes(b: int) -> int:
+    """Byte b's bits as eight bytes of 0/1, bit 7 (the leftmost pixel) in byte 0."""
+    return sum(((b >> (7 - i)) & 1) << (8 * i) for i in range(8))
 
-    b * 0x8040201008040201 lays copies of b at bit offsets 0, 9, 18, ..., 63 without
-    overlap, which puts bit 7-i of b at bit 8i+7 (byte i's top bit) for every i."""
-    lo_bits = ((wp.uint64(lo) * _SPREAD) >> wp.uint64(7)) & _ONES
-    hi_bits = ((wp.uint64(hi) * _SPREAD) >> wp.uint64(6)) & _TWOS
-    return lo_bits | hi_bits
+
+# A tile row's bitplane byte -> its 8 pixels' bits, one per byte (the Machine holds it as
+# `bit_bytes`): a row's colour numbers are BIT_BYTES[lo] | BIT_BYTES[hi] << 1. Two loads
+# instead of a multiply, shift and mask per plane: 1.04x frames/s on the workload ROM
+# with every frame drawn (tools/ab_emu.py --render full --per-frame --envs 64).
+BIT_BYTES = np.array([_bit_bytes(b) for b in range(256)], dtype=np.uint64)
+
+
+@wp.func
+def _colours8(bits: wp.array(dtype=wp.uint64), lo: int, hi: int) -> wp.uint64:
+    """Colour numbers 0..3 of a tile row's 8 pixels (bitplanes lo, hi), leftmost in byte 0.
+    bits: BIT_BYTES."""
+    return bits[lo] | (bits[hi] << wp.uint64(1))
 
 
 @wp.func
@@ -154,7 +162,7 @@ def _oam_words(oam: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.u
 
 
 @wp.func
-def _tile_colours(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), map_index: int, tile_xor: int,
+def _tile_colours(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: wp.array(dtype=wp.uint64), map_index: int, tile_xor: int,
                   row_base: int) -> wp.uint64:
     """Colour numbers of one row of the BG/window tile named at map_index.
 
@@ -163,7 +171,7 @@ def _tile_colours(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16),
     (n ^ tile_xor) * 8 + row_base, with tile_xor = 0 or $80 and row_base = the tile row,
     plus $400 in the signed case (_tile_addressing)."""
     pair = int(rows[((int(vr[map_index]) ^ tile_xor) << 3) + row_base])
-    return _colours8(pair & 0xFF, pair >> 8)
+    return _colours8(bits, pair & 0xFF, pair >> 8)
 
 
 @wp.func
@@ -223,7 +231,7 @@ def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: in
 
 
 @wp.func
-def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), line: wp.array(dtype=wp.uint64),
+def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: wp.array(dtype=wp.uint64), line: wp.array(dtype=wp.uint64),
           lcdc: int, map_row: int, tile_row: int, j0: int, j1: int, map_x: int):
     """Colour numbers of screen words j0..j1-1 (x = 8*j0 .. 8*j1-1) from one 32-tile map row,
     screen x showing map pixel x + map_x (wrapping at 256) -> line[j + 1]."""
@@ -236,24 +244,24 @@ def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), line: w
     j = j0
     if fine == 0:
         while j < j1:
-            line[j + 1] = _tile_colours(vr, rows, map_row + (col & 31), tile_xor, row_base)
+            line[j + 1] = _tile_colours(vr, rows, bits, map_row + (col & 31), tile_xor, row_base)
             col += 1
             j += 1
     else:
         right = wp.uint64(8 * fine)
         left = wp.uint64(64 - 8 * fine)
-        cur = _tile_colours(vr, rows, map_row + (col & 31), tile_xor, row_base)
+        cur = _tile_colours(vr, rows, bits, map_row + (col & 31), tile_xor, row_base)
         while j < j1:
             col += 1
-            nxt = _tile_colours(vr, rows, map_row + (col & 31), tile_xor, row_base)
+            nxt = _tile_colours(vr, rows, bits, map_row + (col & 31), tile_xor, row_base)
             line[j + 1] = (cur >> right) | (nxt << left)
             cur = nxt
             j += 1
 
 
 @wp.func(inline=False)
-def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, obp0: int, obp1: int,
-                  selected: wp.uint64, line: wp.uint64, shades_at: wp.uint64):
+def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, bits_at: wp.uint64, ly: int, lcdc: int, obp0: int,
+                  obp1: int, selected: wp.uint64, line: wp.uint64, shades_at: wp.uint64):
     """Draw this line's objects over the BG/window shades, highest priority first.
 
     The first opaque object pixel at a position claims it, so lower-priority objects
@@ -266,6 +274,7 @@ def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, o
     """
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     ow = wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32)
+    bits = wp.array(ptr=bits_at, shape=(256,), dtype=wp.uint64)
     colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)
     shades = wp.array(ptr=shades_at, shape=(22,), dtype=wp.uint64)
     h = _obj_height(lcdc)
@@ -308,7 +317,7 @@ def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, o
             if (attr & 0x20) != 0:
                 c = _spread_xflip(lo) | (_spread_xflip(hi) << wp.uint64(1))
             else:
-                c = _colours8(lo, hi)
+                c = _colours8(bits, lo, hi)
             pal = obp0
             if (attr & 0x10) != 0:
                 pal = obp1
@@ -337,7 +346,8 @@ def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, ly: int, lcdc: int, o
 def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
                     lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
                     obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8),
-                    line_buf: wp.array2d(dtype=wp.uint64), render_mode: int) -> int:
+                    line_buf: wp.array2d(dtype=wp.uint64), bit_bytes: wp.array(dtype=wp.uint64),
+                    render_mode: int) -> int:
     """Draw line ly (0..143) into frame[env, ly] (RENDER_FULL) and obs[env, ly/2] (even ly, mode >= RENDER_OBS).
 
     Returns 1 if the window was drawn on this line (the caller then advances
@@ -347,14 +357,15 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
         return win
     return render_line(vram, oam, env, ly, lcdc, scy, scx, wy_triggered, wx, window_line, bgp, obp0, obp1,
-                       objects_on_line(oam, env, ly, lcdc), frame, obs, line_buf, render_mode)
+                       objects_on_line(oam, env, ly, lcdc), frame, obs, line_buf, bit_bytes, render_mode)
 
 
 @wp.func
 def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8), env: int, ly: int,
                 lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
                 obp0: int, obp1: int, selected: wp.uint64, frame: wp.array3d(dtype=wp.uint8),
-                obs: wp.array3d(dtype=wp.uint8), line_buf: wp.array2d(dtype=wp.uint64), render_mode: int) -> int:
+                obs: wp.array3d(dtype=wp.uint8), line_buf: wp.array2d(dtype=wp.uint64),
+                bit_bytes: wp.array(dtype=wp.uint64), render_mode: int) -> int:
     """render_scanline with the line's OAM selection given (objects_on_line's mask, which
     the PPU keeps from the start of mode 3 when OAM cannot have changed since)."""
     win = window_visible(lcdc, wy_triggered, wx)
@@ -363,12 +374,13 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
     _draw_line(wp.uint64(vram.ptr) + wp.uint64(env * 8192), wp.uint64(oam.ptr) + wp.uint64(env * 160),
                wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160),
                wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80),
-               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode)
+               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), wp.uint64(bit_bytes.ptr), ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode)
     return win
 
 
 @wp.func(inline=False)
-def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, line: wp.uint64, ly: int,
+def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, line: wp.uint64,
+               bits_at: wp.uint64, ly: int,
                lcdc: int, scy: int, scx: int, win: int, wx: int, window_line: int, bgp: int, obp0: int,
                obp1: int, selected: wp.uint64, render_mode: int):
     """The line into frame_row (RENDER_FULL) and obs_row (even ly). Out of line, with the
@@ -376,6 +388,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     place the PPU catches up, and a call that copies no array descriptors."""
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     rows = wp.array(ptr=vram_env, shape=(4096,), dtype=wp.uint16)
+    bits = wp.array(ptr=bits_at, shape=(256,), dtype=wp.uint64)
     colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)   # line: this env's line_buf row
     colours[0] = wp.uint64(0)    # off screen: BG colour 0 under objects that reach past x = 0 / 159
     colours[21] = wp.uint64(0)
@@ -393,14 +406,14 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
             if (lcdc & 0x08) != 0:
                 bg_map_row = _MAP_9C00
             bg_y = (ly + scy) & 255
-            _span(vr, rows, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3, scx)
+            _span(vr, rows, bits, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3, scx)
         if bg_end < 160:
             win_map_row = _MAP_9800
             if (lcdc & 0x40) != 0:
                 win_map_row = _MAP_9C00
             j = bg_end >> 3
             shared = colours[j + 1]  # BG pixels left of the window in a word both draw
-            _span(vr, rows, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20, -win_start)
+            _span(vr, rows, bits, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20, -win_start)
             if (bg_end & 7) != 0:
                 keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
                 colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
@@ -413,7 +426,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
             colours[k] = wp.uint64(0)
             shades[k] = blank
     if selected != wp.uint64(0):
-        _draw_objects(vram_env, oam_env, ly, lcdc, obp0, obp1, selected, line, shades_at)
+        _draw_objects(vram_env, oam_env, bits_at, ly, lcdc, obp0, obp1, selected, line, shades_at)
     if render_mode == RENDER_FULL:
         row = wp.array(ptr=frame_row, shape=(20,), dtype=wp.uint64)
         for j in range(20):

@@ -120,6 +120,7 @@ class Machine:
     frame: wp.array3d(dtype=wp.uint8)      # [N,144,160] shades
     obs: wp.array3d(dtype=wp.uint8)        # [N,72,80] shades
     line_buf: wp.array2d(dtype=wp.uint64)  # [N,66] scratch of the renderer (not state)
+    bit_bytes: wp.array(dtype=wp.uint64)   # shared: the renderer's tile-row table (render.BIT_BYTES)
     flat_addr: wp.array2d(dtype=wp.int32)  # conformance flat RAM, sparse: addresses [N,K]
     flat_val: wp.array2d(dtype=wp.uint8)   # ... and their bytes (K slots, -1 = free)
     flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)

@@ -11,7 +11,10 @@ microseconds, counts against VecGameBoy).  PyBoy renders every frame (window "nu
 sound off); gambatte always renders into its video buffer.  Configurations
 are interleaved and repeated, and the best repeat is kept, because the machine
 is noisy and shared (other processes compete for the cores: compare ratios
-from one run, not numbers across runs).  Every emulator holds the same
+from one run, not numbers across runs).  Each VecGameBoy run is also paired
+with runs of the peers made right after it, and the median of those paired
+CPU-time ratios is printed: it follows the machine's drift, which best-of
+ratios (best runs possibly minutes apart) do not.  Every emulator holds the same
 buttons (default: Right) for the whole run.  Ratios are against the faster
 peer, for wall time and for CPU time (frames per CPU-second of this process:
 every emulator here runs on this process's calling thread, and CPU time barely
@@ -27,6 +30,7 @@ import argparse
 import io
 import logging
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -191,25 +195,40 @@ def main(argv=None) -> None:
         print(f"gambatte unavailable: {e}")
     everything = {**runs, **peers}
 
+    # Each VecGameBoy run is followed at once by a run of each peer, and the CPU-time ratio
+    # against the faster of them is kept per pair: the two sides of a pair run seconds
+    # apart, so the machine's drift (up to 2x over minutes here) moves both alike.
     best = {k: (0.0, 0.0) for k in everything}
+    pair_ratios = {k: [] for k in runs}
     for _ in range(args.repeats):
-        for name, run in everything.items():
+        for name, run in runs.items():
             wall, cpu = run()
             best[name] = (max(best[name][0], wall), max(best[name][1], cpu))
+            peer_cpu = 0.0
+            for peer, peer_run in peers.items():
+                p_wall, p_cpu = peer_run()
+                best[peer] = (max(best[peer][0], p_wall), max(best[peer][1], p_cpu))
+                peer_cpu = max(peer_cpu, p_cpu)
+            if peer_cpu > 0:
+                pair_ratios[name].append(cpu / peer_cpu)
 
-    print(f"ROM {rom_name} ({len(rom) // 1024} KiB), buttons {args.buttons}, best of {args.repeats} "
-          f"interleaved repeats, one core each (Warp CPU launches are single-threaded)")
+    print(f"ROM {rom_name} ({len(rom) // 1024} KiB), buttons {args.buttons}, {args.repeats} repeats "
+          f"(best kept), one core each (Warp CPU launches are single-threaded)")
     print(f"cpu count {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (shared machine: other "
           f"processes compete, so compare ratios within this run; the CPU-time columns are the "
           f"robust ones)")
-    print(f"{'emulator':<44} {'frames/s':>10} {'vs faster':>10} {'frames/CPU-s':>13} {'vs faster':>10}")
+    print(f"{'emulator':<44} {'frames/s':>10} {'vs faster':>10} {'frames/CPU-s':>13} {'vs faster':>10}"
+          f"   {'paired, CPU: median (min..max)':>30}")
     for col in (0, 1):
         fastest = max((best[k][col] for k in peers), default=0.0)
         for name in everything:
             best[name] += (best[name][col] / fastest if fastest else float("nan"),)
     for name in everything:
         wall, cpu, r_wall, r_cpu = best[name]
-        print(f"{name:<44} {wall:>10,.0f} {r_wall:>9.2f}x {cpu:>13,.0f} {r_cpu:>9.2f}x")
+        pairs = sorted(pair_ratios.get(name, []))
+        paired = (f"{statistics.median(pairs):.2f}x ({pairs[0]:.2f}..{pairs[-1]:.2f})" if pairs else "")
+        print(f"{name:<44} {wall:>10,.0f} {r_wall:>9.2f}x {cpu:>13,.0f} {r_cpu:>9.2f}x   {paired:>30}")
+    print("(vs faster: best against best; paired: each run against the peers run right after it)")
     if args.step_frames > 0:
         print("(env step rows draw only each step's last frame; the peers draw every frame)")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,12 @@ def test_bench_emu_prints_a_row_per_configuration(capsys):
     assert "VecGameBoy    2 envs, render=full" in out and "VecGameBoy    2 envs, render=none" in out
     if "unavailable" not in out:
         assert "PyBoy (render on)" in out and "gambatte (render on)" in out
-        assert out.count("x\n") >= 4  # every row has a ratio against the faster peer
+        rows = [line for line in out.splitlines() if line.startswith(("VecGameBoy", "env step", "PyBoy", "gambatte"))]
+        assert len(rows) == 4 + 2  # 2 render modes, 2 env-step rows, 2 peers
+        for row in rows:  # every row has ratios against the faster peer; ours also a paired one
+            assert re.search(r" \d+\.\d\dx .* \d+\.\d\dx", row), row
+            if not row.startswith(("PyBoy", "gambatte")):
+                assert re.search(r"\d+\.\d\dx \(\d+\.\d\d\.\.\d+\.\d\d\)$", row), row
 
 
 def test_bench_emu_rejects_unknown_buttons():

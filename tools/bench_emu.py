@@ -227,7 +227,7 @@ def main(argv=None) -> None:
         wall, cpu, r_wall, r_cpu = best[name]
         pairs = sorted(pair_ratios.get(name, []))
         paired = (f"{statistics.median(pairs):.2f}x ({pairs[0]:.2f}..{pairs[-1]:.2f})" if pairs else "")
-        print(f"{name:<44} {wall:>10,.0f} {r_wall:>9.2f}x {cpu:>13,.0f} {r_cpu:>9.2f}x   {paired:>30}")
+        print(f"{name:<44} {wall:>10,.0f} {r_wall:>9.2f}x {cpu:>13,.0f} {r_cpu:>9.2f}x   {paired:>30}".rstrip())
     print("(vs faster: best against best; paired: each run against the peers run right after it)")
     if args.step_frames > 0:
         print("(env step rows draw only each step's last frame; the peers draw every frame)")

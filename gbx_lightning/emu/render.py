@@ -31,8 +31,8 @@ a per-env line buffer (Machine.line_buf): 22 words of colour numbers and 22 of s
 is x = -8..-1, words 1..20 the screen, word 21 x = 160..167, so objects partly
 off screen need no bounds test).  A tile row (two VRAM bytes) becomes a word of
 colour numbers by two loads from a 256-entry table (``_colours8``, ``BIT_BYTES``:
-each bitplane byte spread to one bit per byte); a span that is not tile-aligned (SCX % 8, the window's
-start) shifts two tile words together; the palette maps all eight colours at
+each bitplane byte spread to one bit per byte); a span that is not tile-aligned (SCX % 8,
+the window's start) shifts two tile words together; the palette maps all eight colours at
 once (``_shades8``).
 Objects are drawn over the finished line highest priority first (out of line,
 ``_draw_objects``, so lines without objects skip its setup): each one's opaque
@@ -162,8 +162,8 @@ def _oam_words(oam: wp.array2d(dtype=wp.uint8), env: int) -> wp.array(dtype=wp.u
 
 
 @wp.func
-def _tile_colours(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: wp.array(dtype=wp.uint64), map_index: int, tile_xor: int,
-                  row_base: int) -> wp.uint64:
+def _tile_colours(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: wp.array(dtype=wp.uint64),
+                  map_index: int, tile_xor: int, row_base: int) -> wp.uint64:
     """Colour numbers of one row of the BG/window tile named at map_index.
 
     rows: VRAM as 4096 (lo, hi) byte pairs. LCDC.4=1: tile n at $8000+16n; LCDC.4=0:
@@ -231,8 +231,8 @@ def sprites_on_line(oam: wp.array2d(dtype=wp.uint8), env: int, ly: int, lcdc: in
 
 
 @wp.func
-def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: wp.array(dtype=wp.uint64), line: wp.array(dtype=wp.uint64),
-          lcdc: int, map_row: int, tile_row: int, j0: int, j1: int, map_x: int):
+def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: wp.array(dtype=wp.uint64),
+          line: wp.array(dtype=wp.uint64), lcdc: int, map_row: int, tile_row: int, j0: int, j1: int, map_x: int):
     """Colour numbers of screen words j0..j1-1 (x = 8*j0 .. 8*j1-1) from one 32-tile map row,
     screen x showing map pixel x + map_x (wrapping at 256) -> line[j + 1]."""
     addressing = _tile_addressing(lcdc, tile_row)

@@ -140,7 +140,7 @@ def _render_frame_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype
                          regs: wp.array3d(dtype=wp.int32), frame: wp.array3d(dtype=wp.uint8),
                          obs: wp.array3d(dtype=wp.uint8), wlines: wp.array2d(dtype=wp.int32),
                          line_buf: wp.array2d(dtype=wp.uint64), bit_bytes: wp.array(dtype=wp.uint64),
-                         render_mode: int):
+                         render_mode: int, unaligned: int):
     env = wp.tid()
     window_line = int(0)
     wy_fired = int(0)
@@ -151,7 +151,7 @@ def _render_frame_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype
         drawn = render.render_scanline(vram, oam, env, ly, regs[env, ly, 0], regs[env, ly, 1], regs[env, ly, 2],
                                        wy_fired, regs[env, ly, 4], window_line, regs[env, ly, 5],
                                        regs[env, ly, 6], regs[env, ly, 7], frame, obs, line_buf, bit_bytes,
-                                       render_mode)
+                                       render_mode, unaligned)
         window_line += drawn
     wlines[env, 144] = window_line
 
@@ -167,8 +167,10 @@ def _count_kernel(oam: wp.array2d(dtype=wp.uint8), lcdc: wp.array(dtype=wp.int32
 SENTINEL = 0xEE
 
 
-def render_scenes(scenes, mode=render.RENDER_FULL):
-    """Run the Warp renderer over a list of scenes. Returns (frames, obs, window_lines) as numpy."""
+def render_scenes(scenes, mode=render.RENDER_FULL, unaligned=1):
+    """Run the Warp renderer over a list of scenes. Returns (frames, obs, window_lines) as numpy.
+    unaligned: render_scanline's tile stores (1: the CPU's unaligned ones, 0: the GPU's
+    aligned words, run here on the CPU)."""
     n = len(scenes)
     vram = wp.array(np.stack([s.vram for s in scenes]), dtype=wp.uint8)
     oam = wp.array(np.stack([s.oam for s in scenes]), dtype=wp.uint8)
@@ -179,7 +181,7 @@ def render_scenes(scenes, mode=render.RENDER_FULL):
     line_buf = wp.zeros((n, render.LINE_BUF_WORDS), dtype=wp.uint64)
     bit_bytes = wp.array(render.BIT_BYTES, dtype=wp.uint64)
     wp.launch(_render_frame_kernel, dim=n, inputs=[vram, oam, regs, frame, obs, wlines, line_buf, bit_bytes,
-                                                   int(mode)])
+                                                   int(mode), int(unaligned)])
     return frame.numpy(), obs.numpy(), wlines.numpy()
 
 

@@ -36,9 +36,11 @@ def random_batch():
     return scenes, refs
 
 
-def test_random_states_match_reference_full(random_batch):
+@pytest.mark.parametrize("unaligned", [1, 0], ids=["cpu_stores", "gpu_stores"])
+def test_random_states_match_reference_full(random_batch, unaligned):
+    """Both ways of storing tile rows (render.tile_stores_unaligned) draw the reference's pixels."""
     scenes, refs = random_batch
-    frames, obs, wl = render_scenes(scenes, render.RENDER_FULL)
+    frames, obs, wl = render_scenes(scenes, render.RENDER_FULL, unaligned)
     for i, (ref_frame, ref_wl) in enumerate(refs):
         bad = np.argwhere(frames[i] != ref_frame)
         assert bad.size == 0, f"scene {i}: {len(bad)} pixels differ, first (y, x) = {tuple(bad[0])}"

@@ -58,7 +58,8 @@ import warp as wp
 
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
-                     objects_mode3_penalty, objects_on_line, render_line, window_visible)
+                     objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
+                     window_visible)
 from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
                     R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, MachineRef)
 
@@ -342,7 +343,7 @@ def _mode3_end(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     drew_window = render_line(
         m.vram, m.oam, env, ly, lcdc, int(io[0x42]), int(io[0x43]), r32[R_WY_TRIGGERED],
         int(io[0x4B]), r32[R_WIN_LINE], int(io[0x47]), int(io[0x48]), int(io[0x49]), selected,
-        m.frame, m.obs, m.line_buf, m.bit_bytes, mode)
+        m.frame, m.obs, m.line_buf, m.bit_bytes, mode, tile_stores_unaligned())
     if warmup != 0:
         blank_scanline(env, ly, 0, m.frame, m.obs, r32[R_RENDER_NOW])
     if drew_window != 0:

@@ -31,15 +31,18 @@ a per-env line buffer (Machine.line_buf): 22 words of colour numbers and 22 of s
 is x = -8..-1, words 1..20 the screen, word 21 x = 160..167, so objects partly
 off screen need no bounds test).  A tile row (two VRAM bytes) becomes a word of
 colour numbers by two loads from a 256-entry table (``_colours8``, ``BIT_BYTES``:
-each bitplane byte spread to one bit per byte); a span that is not tile-aligned (SCX % 8,
-the window's start) shifts two tile words together; the palette maps all eight colours at
-once (``_shades8``).
+each bitplane byte spread to one bit per byte). On a CPU each tile row is then one
+unaligned 8-byte store at its pixels' place (``_tile_rows_at``), so SCX % 8 and the
+window's start cost nothing; on a GPU, which faults on unaligned stores, a span that is
+not tile-aligned shifts two tile words together (``_span``; ``tile_stores_unaligned``
+picks, and the tests run both). The palette maps all eight colours at once (``_shades8``).
 Objects are drawn over the finished line highest priority first (out of line,
 ``_draw_objects``, so lines without objects skip its setup): each one's opaque
 pixels claim their bytes in a claim word (lower-priority objects cannot show
 there, even where the winner hides behind BG colours 1-3).  The finished
 line is stored as 20 uint64 words into frame[env, ly] and/or, on even lines,
-compacted to 10 words (even bytes) into obs[env, ly / 2].  The line is drawn by
+compacted to 10 words (even bytes: one pext or byte_perm per word, ``_even_bytes_pair``)
+into obs[env, ly / 2].  The line is drawn by
 one out-of-line function (``_draw_line``) that takes the env's VRAM, OAM and
 output rows as plain addresses and views them as 1-d arrays (constant strides;
 one copy of the code however many places the PPU catches up from), so these
@@ -80,9 +83,6 @@ _ONES = wp.constant(wp.uint64(0x0101010101010101))
 _LOW7 = wp.constant(wp.uint64(0x7F7F7F7F7F7F7F7F))
 _TWOS = wp.constant(wp.uint64(0x0202020202020202))
 _BIT_I_IN_BYTE_I = wp.constant(wp.uint64(0x8040201008040201))
-_EVEN_BYTES = wp.constant(wp.uint64(0x00FF00FF00FF00FF))
-_EVEN_PAIRS = wp.constant(wp.uint64(0x0000FFFF0000FFFF))
-_LOW_HALF = wp.constant(wp.uint64(0x00000000FFFFFFFF))
 _LINE_WORDS = wp.constant(22)   # x = -8..167 in words of 8 (word 0: x = -8..-1)
 # Per-env scratch for drawing a line (Machine.line_buf): colour numbers, shades and the
 # objects' claim words, 22 each. A local array instead (wp.zeros) was zeroed and copied on
@@ -147,12 +147,31 @@ def _shades8(colours: wp.uint64, palette: int) -> wp.uint64:
             | ((c3 | (c3 << wp.uint64(1))) & (wp.uint64((palette >> 6) & 3) * _ONES)))
 
 
-@wp.func
-def _even_bytes(w: wp.uint64) -> wp.uint64:
-    """Bytes 0, 2, 4, 6 of w packed into the low 4 bytes (the observation's even pixels)."""
-    x = w & _EVEN_BYTES
-    x = (x | (x >> wp.uint64(8))) & _EVEN_PAIRS
-    return (x | (x >> wp.uint64(16))) & _LOW_HALF
+# The observation keeps a line's even pixels: bytes 0, 2, 4, 6 of each word. One pext (x86
+# BMI2) or byte_perm (CUDA) per word instead of three mask-shift-or steps: 1.015x frames/s
+# on the workload ROM with every frame drawn (tools/ab_emu.py --render full --per-frame
+# --envs 64). The portable branch is tested through a generic-CPU build
+# (tests/_render_native_kernels.py).
+_EVEN_BYTES_PAIR = """
+#if defined(__CUDA_ARCH__)
+    return (wp::uint64)__byte_perm((unsigned int)a, (unsigned int)(a >> 32), 0x6420)
+         | ((wp::uint64)__byte_perm((unsigned int)b, (unsigned int)(b >> 32), 0x6420) << 32);
+#elif defined(__BMI2__)
+    return __builtin_ia32_pext_di(a, 0x00FF00FF00FF00FFull) | (__builtin_ia32_pext_di(b, 0x00FF00FF00FF00FFull) << 32);
+#else
+    wp::uint64 r = 0;
+    for (int i = 0; i < 4; ++i)
+        r |= ((a >> (16 * i)) & 0xFF) << (8 * i) | ((b >> (16 * i)) & 0xFF) << (8 * i + 32);
+    return r;
+#endif
+"""
+
+
+@wp.func_native(_EVEN_BYTES_PAIR)
+def _even_bytes_pair(a: wp.uint64, b: wp.uint64) -> wp.uint64:
+    """Bytes 0, 2, 4, 6 of a, then of b: eight pixels of the observation from 16 of a line.
+    One instruction on the GPU (byte_perm) and on x86 with BMI2 (pext)."""
+    ...
 
 
 @wp.func
@@ -259,6 +278,55 @@ def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: w
             j += 1
 
 
+# Tile rows at any byte offset (CPUs): every BG or window tile row is one 8-byte store at
+# its pixels' place in the line buffer, so a span that is not tile-aligned (SCX % 8, the
+# window's start) needs no shifting of neighbour words together (_span), and the store
+# that ends a tile row depends on nothing before it. memcpy keeps the unaligned store
+# defined in C++; x86-64 and ARM64 do it at full speed. GPUs fault on unaligned 8-byte
+# stores (byte stores would be slow), so they take _span (see tile_stores_unaligned).
+# Measured 1.035x frames/s on the workload ROM with every frame drawn (tools/ab_emu.py
+# --render full --per-frame --envs 64), from ~19 to ~12 instructions per tile row.
+_TILE_ROWS_AT = """
+    const unsigned char* vr = (const unsigned char*)vram_at;
+    const unsigned char* map = vr + map_row;
+    const unsigned char* rows = vr + 2 * row_base;
+    const wp::uint64* bits = (const wp::uint64*)bits_at;
+    unsigned char* out = (unsigned char*)dest_at;
+    for (int t = 0; t < n; ++t) {
+        const unsigned char* r = rows + 16 * (unsigned char)(map[(col + t) & 31] ^ tile_xor);
+        wp::uint64 w = bits[r[0]] | (bits[r[1]] << 1);
+#if defined(__CUDA_ARCH__)
+        for (int b = 0; b < 8; ++b) out[8 * t + b] = (unsigned char)(w >> (8 * b));
+#else
+        __builtin_memcpy(out + 8 * t, &w, 8);
+#endif
+    }
+"""
+
+
+@wp.func_native(_TILE_ROWS_AT)
+def _tile_rows_at(vram_at: wp.uint64, bits_at: wp.uint64, dest_at: wp.uint64, map_row: int, row_base: int,
+                  tile_xor: int, col: int, n: int):
+    """Colour numbers of n tiles' rows, named from map index map_row + col on (the column
+    wrapping at 32), to the bytes at dest_at, dest_at + 8, ... (any alignment).
+    row_base, tile_xor: _tile_addressing."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 0;
+#else
+    return 1;
+#endif
+""")
+def tile_stores_unaligned() -> int:
+    """1 where this code runs on a CPU (tile rows stored unaligned: _tile_rows_at), 0 on a
+    GPU (aligned words shifted together: _span). Either way the pixels are the same; the
+    renderer tests run both on the CPU."""
+    ...
+
+
 @wp.func(inline=False)
 def _draw_objects(vram_env: wp.uint64, oam_env: wp.uint64, bits_at: wp.uint64, ly: int, lcdc: int, obp0: int,
                   obp1: int, selected: wp.uint64, line: wp.uint64, shades_at: wp.uint64):
@@ -347,7 +415,7 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
                     lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
                     obp0: int, obp1: int, frame: wp.array3d(dtype=wp.uint8), obs: wp.array3d(dtype=wp.uint8),
                     line_buf: wp.array2d(dtype=wp.uint64), bit_bytes: wp.array(dtype=wp.uint64),
-                    render_mode: int) -> int:
+                    render_mode: int, unaligned: int) -> int:
     """Draw line ly (0..143) into frame[env, ly] (RENDER_FULL) and obs[env, ly/2] (even ly, mode >= RENDER_OBS).
 
     Returns 1 if the window was drawn on this line (the caller then advances
@@ -357,7 +425,7 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
     if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
         return win
     return render_line(vram, oam, env, ly, lcdc, scy, scx, wy_triggered, wx, window_line, bgp, obp0, obp1,
-                       objects_on_line(oam, env, ly, lcdc), frame, obs, line_buf, bit_bytes, render_mode)
+                       objects_on_line(oam, env, ly, lcdc), frame, obs, line_buf, bit_bytes, render_mode, unaligned)
 
 
 @wp.func
@@ -365,7 +433,7 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
                 lcdc: int, scy: int, scx: int, wy_triggered: int, wx: int, window_line: int, bgp: int,
                 obp0: int, obp1: int, selected: wp.uint64, frame: wp.array3d(dtype=wp.uint8),
                 obs: wp.array3d(dtype=wp.uint8), line_buf: wp.array2d(dtype=wp.uint64),
-                bit_bytes: wp.array(dtype=wp.uint64), render_mode: int) -> int:
+                bit_bytes: wp.array(dtype=wp.uint64), render_mode: int, unaligned: int) -> int:
     """render_scanline with the line's OAM selection given (objects_on_line's mask, which
     the PPU keeps from the start of mode 3 when OAM cannot have changed since)."""
     win = window_visible(lcdc, wy_triggered, wx)
@@ -374,7 +442,7 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
     _draw_line(wp.uint64(vram.ptr) + wp.uint64(env * 8192), wp.uint64(oam.ptr) + wp.uint64(env * 160),
                wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160),
                wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80),
-               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), wp.uint64(bit_bytes.ptr), ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode)
+               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), wp.uint64(bit_bytes.ptr), ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode, unaligned)
     return win
 
 
@@ -382,7 +450,7 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
 def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, line: wp.uint64,
                bits_at: wp.uint64, ly: int,
                lcdc: int, scy: int, scx: int, win: int, wx: int, window_line: int, bgp: int, obp0: int,
-               obp1: int, selected: wp.uint64, render_mode: int):
+               obp1: int, selected: wp.uint64, render_mode: int, unaligned: int):
     """The line into frame_row (RENDER_FULL) and obs_row (even ly). Out of line, with the
     env's VRAM/OAM and the output rows as plain addresses: one copy of the code for every
     place the PPU catches up, and a call that copies no array descriptors."""
@@ -390,8 +458,6 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     rows = wp.array(ptr=vram_env, shape=(4096,), dtype=wp.uint16)
     bits = wp.array(ptr=bits_at, shape=(256,), dtype=wp.uint64)
     colours = wp.array(ptr=line, shape=(22,), dtype=wp.uint64)   # line: this env's line_buf row
-    colours[0] = wp.uint64(0)    # off screen: BG colour 0 under objects that reach past x = 0 / 159
-    colours[21] = wp.uint64(0)
     shades_at = line + wp.uint64(176)
     if bgp == 0xE4 and (lcdc & 0x01) != 0:   # the identity palette (common): shades = colours
         shades_at = line
@@ -401,27 +467,45 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
         if win != 0:
             win_start = wx - 7
         bg_end = wp.min(160, wp.max(win_start, 0))
-        if bg_end > 0:
-            bg_map_row = _MAP_9800
-            if (lcdc & 0x08) != 0:
-                bg_map_row = _MAP_9C00
-            bg_y = (ly + scy) & 255
-            _span(vr, rows, bits, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3, scx)
-        if bg_end < 160:
-            win_map_row = _MAP_9800
-            if (lcdc & 0x40) != 0:
-                win_map_row = _MAP_9C00
-            j = bg_end >> 3
-            shared = colours[j + 1]  # BG pixels left of the window in a word both draw
-            _span(vr, rows, bits, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20, -win_start)
-            if (bg_end & 7) != 0:
-                keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
-                colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
+        bg_map_row = _MAP_9800
+        if (lcdc & 0x08) != 0:
+            bg_map_row = _MAP_9C00
+        bg_y = (ly + scy) & 255
+        win_map_row = _MAP_9800
+        if (lcdc & 0x40) != 0:
+            win_map_row = _MAP_9C00
+        if unaligned != 0:
+            # BG tiles from x = -(SCX % 8) on; the window's from win_start on, over them
+            if bg_end > 0:
+                ad = _tile_addressing(lcdc, bg_y & 7)
+                fine = scx & 7
+                _tile_rows_at(vram_env, bits_at, line + wp.uint64(8 - fine), bg_map_row + (bg_y >> 3) * 32, ad[1],
+                              ad[0], scx >> 3, (bg_end + fine + 7) >> 3)
+            if bg_end < 160:
+                ad = _tile_addressing(lcdc, window_line & 7)
+                _tile_rows_at(vram_env, bits_at, line + wp.uint64(8 + win_start), win_map_row + (window_line >> 3) * 32,
+                              ad[1], ad[0], 0, (167 - win_start) >> 3)
+        else:
+            if bg_end > 0:
+                _span(vr, rows, bits, colours, lcdc, bg_map_row + (bg_y >> 3) * 32, bg_y & 7, 0, (bg_end + 7) >> 3,
+                      scx)
+            if bg_end < 160:
+                j = bg_end >> 3
+                shared = colours[j + 1]  # BG pixels left of the window in a word both draw
+                _span(vr, rows, bits, colours, lcdc, win_map_row + (window_line >> 3) * 32, window_line & 7, j, 20,
+                      -win_start)
+                if (bg_end & 7) != 0:
+                    keep = (wp.uint64(1) << wp.uint64(8 * (bg_end & 7))) - wp.uint64(1)
+                    colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
+        colours[0] = wp.uint64(0)    # off screen: BG colour 0 under objects that reach past x = 0 / 159
+        colours[21] = wp.uint64(0)
         if bgp != 0xE4:
             for k in range(1, 21):
                 shades[k] = _shades8(colours[k], bgp)
     else:  # DMG: BG and window blank (colour 0); objects still drawn
         blank = wp.uint64(bgp & 3) * _ONES
+        colours[0] = wp.uint64(0)
+        colours[21] = wp.uint64(0)
         for k in range(1, 21):
             colours[k] = wp.uint64(0)
             shades[k] = blank
@@ -434,7 +518,7 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
     if (ly & 1) == 0:
         orow = wp.array(ptr=obs_row, shape=(10,), dtype=wp.uint64)
         for j in range(10):
-            orow[j] = _even_bytes(shades[2 * j + 1]) | (_even_bytes(shades[2 * j + 2]) << wp.uint64(32))
+            orow[j] = _even_bytes_pair(shades[2 * j + 1], shades[2 * j + 2])
 
 
 @wp.func

@@ -14,3 +14,10 @@ def even_bytes_pair_generic(a: wp.array(dtype=wp.uint64), b: wp.array(dtype=wp.u
                             out: wp.array(dtype=wp.uint64)):
     i = wp.tid()
     out[i] = render._even_bytes_pair(a[i], b[i])
+
+
+@wp.kernel(enable_backward=False)
+def objects_covering_generic(oam: wp.array2d(dtype=wp.uint8), lines: wp.array2d(dtype=wp.int32),
+                             out: wp.array(dtype=wp.uint64)):
+    i = wp.tid()
+    out[i] = render._objects_covering(wp.uint64(oam.ptr) + wp.uint64(i * 160), lines[i, 0], lines[i, 1])

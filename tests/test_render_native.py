@@ -28,6 +28,13 @@ def _tile_rows_kernel(vram: wp.array(dtype=wp.uint8), bits: wp.array(dtype=wp.ui
     stores[i] = render.tile_stores_unaligned()
 
 
+@wp.kernel(enable_backward=False)
+def _objects_covering_native(oam: wp.array2d(dtype=wp.uint8), lines: wp.array2d(dtype=wp.int32),
+                             out: wp.array(dtype=wp.uint64)):
+    i = wp.tid()
+    out[i] = render._objects_covering(wp.uint64(oam.ptr) + wp.uint64(i * 160), lines[i, 0], lines[i, 1])
+
+
 def _even_bytes_reference(a, b):
     packed = np.concatenate([a.view(np.uint8).reshape(-1, 8)[:, ::2], b.view(np.uint8).reshape(-1, 8)[:, ::2]],
                             axis=1)
@@ -75,3 +82,24 @@ def test_tile_rows_at_stores_each_row_at_any_byte_offset():
             expected[off + 8 * t: off + 8 * t + 8] = [((lo >> (7 - x)) & 1) | (((hi >> (7 - x)) & 1) << 1)
                                                       for x in range(8)]
         np.testing.assert_array_equal(out[i], expected, err_msg=f"case {i}: {args[i]}")
+
+
+def test_objects_covering_sets_bit_i_for_objects_whose_rows_cover_the_line():
+    rng = np.random.default_rng(9)
+    n = 64
+    oam = rng.integers(0, 256, (n, 160), dtype=np.uint8)
+    oam[:, 0::4] = rng.integers(0, 176, (n, 40))          # Y: on and off screen, both edges
+    oam[0, 0::4] = 16                                     # case 0: every object starts on line 0
+    ly = rng.integers(0, 144, n)
+    ly[0] = 0
+    h = rng.choice([8, 16], n)
+    lines = np.stack([ly + 16, h], axis=1).astype(np.int32)
+    y = oam[:, 0::4].astype(np.int64)
+    # object i covers line ly iff Y - 16 <= ly < Y - 16 + h (Pan Docs, OAM: Y = line + 16)
+    cover = (y - 16 <= ly[:, None]) & (ly[:, None] < y - 16 + h[:, None])
+    expected = (cover.astype(np.uint64) << np.arange(40, dtype=np.uint64)).sum(axis=1).astype(np.uint64)
+    assert expected[0] == (1 << 40) - 1
+    for kernel in (_objects_covering_native, generic.objects_covering_generic):
+        out = wp.zeros(n, dtype=wp.uint64)
+        wp.launch(kernel, dim=n, inputs=[wp.array(oam, dtype=wp.uint8), wp.array(lines, dtype=wp.int32), out])
+        np.testing.assert_array_equal(out.numpy(), expected, err_msg=kernel.key)

@@ -50,8 +50,9 @@ arrays must be contiguous (every array the machine allocates is).
 
 The OAM scan (``objects_on_line``) is one branch-free pass over the 40 Y bytes,
 read as uint32 OAM words, to a 40-bit mask (three AVX-512 compares where the CPU has
-them, ``_objects_covering``), then the 10-object limit; the PPU makes it once per line as mode 3 starts (its length
-depends on the objects) and hands the mask to ``render_line`` when mode 3 ends.
+them, ``_objects_covering``), then the 10-object limit; the PPU makes it once per line
+as mode 3 starts (its length depends on the objects) and hands the mask to
+``render_line`` when mode 3 ends.
 
 Limits (documented hardware behaviour not modelled): a line is drawn at once
 with the registers as mode 3 ends, so a write that lands inside mode 3 affects
@@ -212,8 +213,9 @@ def window_visible(lcdc: int, wy_triggered: int, wx: int) -> int:
 # The OAM scan's 40 compares as three AVX-512 compares straight into bit masks (x86 with
 # AVX-512F), against ~68 instructions for LLVM's vectorisation of the portable loop, which
 # builds the mask from lane constants: 1.015x frames/s on the workload ROM with every
-# frame drawn (tools/ab_emu.py --render full --per-frame --envs 64, two runs). The loop is the portable branch (GPUs, other CPUs;
-# tested through a generic-CPU build, tests/_render_native_kernels.py).
+# frame drawn (tools/ab_emu.py --render full --per-frame --envs 64, two runs). The loop is
+# the portable branch (GPUs, other CPUs; tested through a generic-CPU build,
+# tests/_render_native_kernels.py).
 _OBJECTS_COVERING = """
     const unsigned int* ow = (const unsigned int*)oam_at;
     const unsigned int t = (unsigned int)top, hh = (unsigned int)h;
@@ -450,6 +452,7 @@ def render_scanline(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.u
 
     Returns 1 if the window was drawn on this line (the caller then advances
     window_line), else 0 — in every render mode, since it is machine state.
+    unaligned: tile_stores_unaligned() (the machine passes it; tests run both ways).
     """
     win = window_visible(lcdc, wy_triggered, wx)
     if render_mode == RENDER_NONE or (render_mode == RENDER_OBS and (ly & 1) != 0):
@@ -472,7 +475,8 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
     _draw_line(wp.uint64(vram.ptr) + wp.uint64(env * 8192), wp.uint64(oam.ptr) + wp.uint64(env * 160),
                wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160),
                wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80),
-               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), wp.uint64(bit_bytes.ptr), ly, lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode, unaligned)
+               wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), wp.uint64(bit_bytes.ptr), ly,
+               lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode, unaligned)
     return win
 
 

@@ -1,5 +1,5 @@
 """render.py's native (C++) helpers against numpy: the observation's even-byte packing
-(pext / byte_perm / portable) and the unaligned tile-row stores. The full renderer is
+(pext / byte_perm / portable), the unaligned tile-row stores and the OAM cover mask. The full renderer is
 checked pixel by pixel in test_render.py; these pin each helper's contract on its own."""
 from __future__ import annotations
 
@@ -7,14 +7,9 @@ import numpy as np
 import warp as wp
 
 from gbx_lightning.emu import render
-from tests import _render_native_kernels as generic
+from tests import _render_native_kernels as kernels
 
-
-@wp.kernel(enable_backward=False)
-def _even_bytes_pair_native(a: wp.array(dtype=wp.uint64), b: wp.array(dtype=wp.uint64),
-                            out: wp.array(dtype=wp.uint64)):
-    i = wp.tid()
-    out[i] = render._even_bytes_pair(a[i], b[i])
+BUILDS = [kernels, kernels.generic_build()]   # -march=native, generic CPU
 
 
 @wp.kernel(enable_backward=False)
@@ -26,13 +21,6 @@ def _tile_rows_kernel(vram: wp.array(dtype=wp.uint8), bits: wp.array(dtype=wp.ui
     render._tile_rows_at(wp.uint64(vram.ptr), wp.uint64(bits.ptr), wp.uint64(dest.ptr) + wp.uint64(i * 200 + a[0]),
                          a[1], a[2], a[3], a[4], a[5])
     stores[i] = render.tile_stores_unaligned()
-
-
-@wp.kernel(enable_backward=False)
-def _objects_covering_native(oam: wp.array2d(dtype=wp.uint8), lines: wp.array2d(dtype=wp.int32),
-                             out: wp.array(dtype=wp.uint64)):
-    i = wp.tid()
-    out[i] = render._objects_covering(wp.uint64(oam.ptr) + wp.uint64(i * 160), lines[i, 0], lines[i, 1])
 
 
 def _even_bytes_reference(a, b):
@@ -49,10 +37,10 @@ def test_even_bytes_pair_packs_pixels_0_2_4_6_of_each_word():
     # a hand-checked case: bytes 0..7 = 0..7 and 8..15 -> 0 2 4 6 8 10 12 14
     a[0], b[0] = np.uint64(0x0706050403020100), np.uint64(0x0F0E0D0C0B0A0908)
     expected[0] = np.uint64(0x0E0C0A0806040200)
-    for kernel in (_even_bytes_pair_native, generic.even_bytes_pair_generic):
+    for kernel in (build.even_bytes_pair for build in BUILDS):
         out = wp.zeros(200, dtype=wp.uint64)
         wp.launch(kernel, dim=200, inputs=[wp.array(a, dtype=wp.uint64), wp.array(b, dtype=wp.uint64), out])
-        np.testing.assert_array_equal(out.numpy(), expected, err_msg=kernel.key)
+        np.testing.assert_array_equal(out.numpy(), expected, err_msg=kernel.module.name)
 
 
 def test_tile_rows_at_stores_each_row_at_any_byte_offset():
@@ -99,7 +87,7 @@ def test_objects_covering_sets_bit_i_for_objects_whose_rows_cover_the_line():
     cover = (y - 16 <= ly[:, None]) & (ly[:, None] < y - 16 + h[:, None])
     expected = (cover.astype(np.uint64) << np.arange(40, dtype=np.uint64)).sum(axis=1).astype(np.uint64)
     assert expected[0] == (1 << 40) - 1
-    for kernel in (_objects_covering_native, generic.objects_covering_generic):
+    for kernel in (build.objects_covering for build in BUILDS):
         out = wp.zeros(n, dtype=wp.uint64)
         wp.launch(kernel, dim=n, inputs=[wp.array(oam, dtype=wp.uint8), wp.array(lines, dtype=wp.int32), out])
-        np.testing.assert_array_equal(out.numpy(), expected, err_msg=kernel.key)
+        np.testing.assert_array_equal(out.numpy(), expected, err_msg=kernel.module.name)

@@ -1,6 +1,7 @@
 """render.py's native (C++) helpers against numpy: the observation's even-byte packing
-(pext / byte_perm / portable), the unaligned tile-row stores and the OAM cover mask. The full renderer is
-checked pixel by pixel in test_render.py; these pin each helper's contract on its own."""
+(pext / byte_perm / portable), the unaligned tile-row stores and the OAM cover mask. The
+full renderer is checked pixel by pixel in test_render.py; these pin each helper's
+contract on its own."""
 from __future__ import annotations
 
 import numpy as np

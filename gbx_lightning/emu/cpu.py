@@ -478,15 +478,14 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 # compares on g compiles to a single jump table. y, z, p, q: the opcode's
                 # bit fields (op>>3&7, op&7, y>>1, y&1) ----
                 g = groups_v[op & 0xFF]
-                y = (op >> 3) & 7
-                z = op & 7
-                p = y >> 1
-                q = y & 1
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if g == G_LD_R_R:  # LD r[y], r[z]
+                    y = (op >> 3) & 7
+                    z = op & 7
                     rg[y] = rg[z]
                 elif g == G_LD_R_HL:  # LD r[y], (HL)
+                    y = (op >> 3) & 7
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:
                         v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
@@ -495,6 +494,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     c.t = c.t + FOUR
                     rg[y] = v
                 elif g == G_LD_HL_R:  # LD (HL), r[z]
+                    z = op & 7
                     if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), rg[z], c.t) == 0:
                         bus_write(ms, env, hl(rg[R_H], rg[R_L]), rg[z], c.t)
                         slow = 1
@@ -502,22 +502,31 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     c.t = c.t + FOUR
                 # ALU A, r[z]: one group per operation, so the operation needs no second jump
                 elif g == G_ADD_R:
+                    z = op & 7
                     alu_to_a(rg, 0, rg[z])
                 elif g == G_ADC_R:
+                    z = op & 7
                     alu_to_a(rg, 1, rg[z])
                 elif g == G_SUB_R:
+                    z = op & 7
                     alu_to_a(rg, 2, rg[z])
                 elif g == G_SBC_R:
+                    z = op & 7
                     alu_to_a(rg, 3, rg[z])
                 elif g == G_AND_R:
+                    z = op & 7
                     alu_to_a(rg, 4, rg[z])
                 elif g == G_XOR_R:
+                    z = op & 7
                     alu_to_a(rg, 5, rg[z])
                 elif g == G_OR_R:
+                    z = op & 7
                     alu_to_a(rg, 6, rg[z])
                 elif g == G_CP_R:
+                    z = op & 7
                     alu_to_a(rg, 7, rg[z])
                 elif g == G_ALU_HL:  # ALU A, (HL)
+                    y = (op >> 3) & 7
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:
                         v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
@@ -528,6 +537,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     rg[R_A] = res & 0xFF
                     rg[R_F] = res >> 8
                 elif g == G_ALU_N:  # ALU A, n
+                    y = (op >> 3) & 7
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
@@ -539,6 +549,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     rg[R_A] = res & 0xFF
                     rg[R_F] = res >> 8
                 elif g == G_INC_DEC_R:  # INC r[y] (z = 4) / DEC r[y] (z = 5)
+                    y = (op >> 3) & 7
+                    z = op & 7
                     v = rg[y]
                     if z == 4:
                         rg[y] = (v + 1) & 0xFF
@@ -547,6 +559,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[y] = (v - 1) & 0xFF
                         rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                 elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
+                    z = op & 7
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:
                         v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
@@ -566,6 +579,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         fast = False
                     c.t = c.t + FOUR
                 elif g == G_LD_R_N:  # LD r[y], n
+                    y = (op >> 3) & 7
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
@@ -588,6 +602,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         fast = False
                     c.t = c.t + FOUR
                 elif g == G_JR:  # JR d (y = 3) / JR cc, d (y = 4..7)
+                    y = (op >> 3) & 7
                     d = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if d < 0:
                         d = bus_read(ms, env, c.pc, c.t)
@@ -599,6 +614,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.pc = (c.pc + sext8(d)) & 0xFFFF
                         c.t = c.t + FOUR
                 elif g == G_LD_IND_A:  # LD (BC/DE/HL+/HL-), A and back (q = 1)
+                    p = (op >> 4) & 3
+                    q = (op >> 3) & 1
                     addr = hl(rg[R_H], rg[R_L])
                     if p < 2:
                         addr = get_rp(rg, rg[R_SP], p)
@@ -622,10 +639,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if p == 3:
                             v16 = addr - 1
                 elif g == G_INC_DEC_RP:  # INC rp (q = 0) / DEC rp
+                    p = (op >> 4) & 3
+                    q = (op >> 3) & 1
                     w16 = p
                     v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                     c.t = c.t + FOUR
                 elif g == G_LD_RP_NN:  # LD rp, nn
+                    p = (op >> 4) & 3
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
@@ -642,6 +662,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     w16 = p
                     v16 = (hi << 8) | lo
                 elif g == G_ADD_HL_RP:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
+                    p = (op >> 4) & 3
                     a = hl(rg[R_H], rg[R_L])
                     v = get_rp(rg, rg[R_SP], p)
                     r = a + v
@@ -692,6 +713,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         else:
                             rg[cz] = r
                 elif g == G_LDH_N:  # LDH (n), A (y = 4) / LDH A, (n) (y = 6)
+                    y = (op >> 3) & 7
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
@@ -714,6 +736,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_LDH_C:  # LD (C), A (y = 4) / LD A, (C) (y = 6)
+                    y = (op >> 3) & 7
                     if y == 4:
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | rg[R_C], rg[R_A], c.t) == 0:
                             bus_write(ms, env, 0xFF00 | rg[R_C], rg[R_A], c.t)
@@ -729,6 +752,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_LD_NN_A:  # LD (nn), A (y = 5) / LD A, (nn) (y = 7)
+                    y = (op >> 3) & 7
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
@@ -758,6 +782,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_JP:  # JP nn (C3) / JP cc, nn (y = 0..3)
+                    y = (op >> 3) & 7
+                    z = op & 7
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
@@ -775,6 +801,10 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.pc = (hi << 8) | lo
                         c.t = c.t + FOUR
                 elif g == G_CALL_PUSH_RST:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
+                    y = (op >> 3) & 7
+                    z = op & 7
+                    p = (op >> 4) & 3
+                    q = (op >> 3) & 1
                     target = y * 8                     # RST
                     do_push = True
                     v = c.pc
@@ -818,6 +848,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if z != 5 or q == 1:
                             c.pc = target
                 elif g == G_POP_RET:  # POP rp2 (q = 0) / RET (C9) / RETI (D9)
+                    p = (op >> 4) & 3
+                    q = (op >> 3) & 1
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, rg[R_SP], c.t)
@@ -843,6 +875,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             rg[R_IME] = 1          # RETI: enabled at once, no EI delay
                             slow = 1
                 elif g == G_RET_CC:  # RET cc: one internal M-cycle for the condition
+                    y = (op >> 3) & 7
                     c.t = c.t + FOUR
                     if cond(rg[R_F], y):
                         lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
@@ -861,6 +894,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.pc = (hi << 8) | lo
                         c.t = c.t + FOUR
                 elif g == G_ROT_A_MISC:  # RLCA RRCA RLA RRA DAA CPL SCF CCF
+                    y = (op >> 3) & 7
                     f = rg[R_F]
                     if y < 4:
                         res = rot(f, y, rg[R_A])
@@ -878,6 +912,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:  # CCF
                         rg[R_F] = (f & ZF) | ((f & CF) ^ CF)
                 elif g == G_SP_E8:  # ADD SP, e8 (y = 5) / LD HL, SP+e8: H and C from the unsigned low-byte add
+                    y = (op >> 3) & 7
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)

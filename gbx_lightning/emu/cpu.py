@@ -55,6 +55,7 @@ NF = wp.constant(0x40)
 HF = wp.constant(0x20)
 CF = wp.constant(0x10)
 FOUR = wp.constant(wp.int64(4))
+END_RUN = wp.constant(wp.int64(-1))   # the inner loop's limit once an instruction took a slow path
 FRAME_CYCLES = FRAME_CYCLES_T
 
 
@@ -469,7 +470,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     op = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if op < 0:
                         op = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                 c.pc = (c.pc + pc_step) & 0xFFFF
                 pc_step = 1
@@ -489,7 +490,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:
                         v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     rg[y] = v
@@ -497,7 +498,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     z = op & 7
                     if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), rg[z], c.t) == 0:
                         bus_write(ms, env, hl(rg[R_H], rg[R_L]), rg[z], c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                 # ALU A, r[z]: one group per operation, so the operation needs no second jump
@@ -530,7 +531,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:
                         v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     res = alu(rg[R_A], rg[R_F], y, v)
@@ -541,7 +542,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
@@ -563,7 +564,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                     if v < 0:
                         v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     r = int(0)
@@ -575,7 +576,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
                     if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
                         bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                 elif g == G_LD_R_N:  # LD r[y], n
@@ -583,7 +584,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
@@ -592,13 +593,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), n, c.t) == 0:
                         bus_write(ms, env, hl(rg[R_H], rg[R_L]), n, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                 elif g == G_JR:  # JR d (y = 3) / JR cc, d (y = 4..7)
@@ -606,7 +607,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     d = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if d < 0:
                         d = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
@@ -622,14 +623,14 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if q == 0:
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
                             bus_write(ms, env, addr, rg[R_A], c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                     else:
                         v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
                         if v < 0:
                             v = bus_read(ms, env, addr, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         rg[R_A] = v
@@ -649,13 +650,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                     if hi < 0:
                         hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
@@ -674,7 +675,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     op2 = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if op2 < 0:
                         op2 = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
@@ -686,7 +687,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         vm = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
                         if vm < 0:
                             vm = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         v = vm
@@ -707,7 +708,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if cz == 6:
                             if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
                                 bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
-                                slow = 1
+                                limit = END_RUN
                                 fast = False
                             c.t = c.t + FOUR
                         else:
@@ -717,21 +718,21 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 4:
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | n, rg[R_A], c.t) == 0:
                             bus_write(ms, env, 0xFF00 | n, rg[R_A], c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                     else:
                         v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | n, c.t)
                         if v < 0:
                             v = bus_read(ms, env, 0xFF00 | n, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         rg[R_A] = v
@@ -740,14 +741,14 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if y == 4:
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | rg[R_C], rg[R_A], c.t) == 0:
                             bus_write(ms, env, 0xFF00 | rg[R_C], rg[R_A], c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                     else:
                         v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | rg[R_C], c.t)
                         if v < 0:
                             v = bus_read(ms, env, 0xFF00 | rg[R_C], c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         rg[R_A] = v
@@ -756,13 +757,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                     if hi < 0:
                         hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
@@ -770,14 +771,14 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if y == 5:
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
                             bus_write(ms, env, addr, rg[R_A], c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                     else:
                         v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
                         if v < 0:
                             v = bus_read(ms, env, addr, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         rg[R_A] = v
@@ -787,13 +788,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                     if hi < 0:
                         hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
@@ -812,13 +813,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                         if lo < 0:
                             lo = bus_read(ms, env, c.pc, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
@@ -835,13 +836,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         sp = (rg[R_SP] - 1) & 0xFFFF
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v >> 8, c.t) == 0:
                             bus_write(ms, env, sp, v >> 8, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
                         if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v & 0xFF, c.t) == 0:
                             bus_write(ms, env, sp, v & 0xFF, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         rg[R_SP] = sp
@@ -853,13 +854,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, rg[R_SP], c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
                     if hi < 0:
                         hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
@@ -873,7 +874,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         c.t = c.t + FOUR
                         if p == 1:
                             rg[R_IME] = 1          # RETI: enabled at once, no EI delay
-                            slow = 1
+                            limit = END_RUN
                 elif g == G_RET_CC:  # RET cc: one internal M-cycle for the condition
                     y = (op >> 3) & 7
                     c.t = c.t + FOUR
@@ -881,13 +882,13 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
                         if lo < 0:
                             lo = bus_read(ms, env, rg[R_SP], c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
                         if hi < 0:
                             hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                            slow = 1
+                            limit = END_RUN
                             fast = False
                         c.t = c.t + FOUR
                         rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
@@ -916,7 +917,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if n < 0:
                         n = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
@@ -939,7 +940,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     rg[R_EI_PENDING] = 0
                 elif g == G_EI:  # the scheduler runs the next instruction alone, then sets IME
                     rg[R_EI_PENDING] = 1
-                    slow = 1
+                    limit = END_RUN
                 elif g == G_NOP:
                     pass
                 elif g == G_HALT:
@@ -951,7 +952,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             rg[R_HALTED] = 1
                         elif rg[R_IME] == 0:
                             rg[R_HALT_BUG] = 1
-                        slow = 1
+                        limit = END_RUN
                 elif g == G_STOP:
                     if m.flat_mode != 0:
                         c.t = c.t + wp.int64(8)
@@ -960,35 +961,35 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         if joypad_lines(ms, env) == 0xF:
                             div_write(ms, env, c.t)
                             stopped = 1
-                            slow = 1
+                            limit = END_RUN
                 elif g == G_LD_NN_SP:  # LD (nn), SP
                     lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
                     if lo < 0:
                         lo = bus_read(ms, env, c.pc, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
                     if hi < 0:
                         hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     addr = (hi << 8) | lo
                     if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_SP] & 0xFF, c.t) == 0:
                         bus_write(ms, env, addr, rg[R_SP] & 0xFF, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                     if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t) == 0:
                         bus_write(ms, env, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t)
-                        slow = 1
+                        limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
                 else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                     rg[R_LOCKED] = 1
-                    slow = 1
+                    limit = END_RUN
                     c.pc = (c.pc - 1) & 0xFFFF
                 # write-back of 16-bit results
                 if w16 >= 0:
@@ -1002,7 +1003,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:
                         rg[R_A] = hi16
                         rg[R_F] = lo16 & 0xF0
-                running = slow == 0 and c.t < limit
+                running = c.t < limit
+            if limit == END_RUN:   # a slow path ended the run: reload the cached state
+                slow = 1
             if ei_step != 0 and rg[R_EI_PENDING] != 0:   # (DI in between cancels it)
                 rg[R_IME] = 1
                 rg[R_EI_PENDING] = 0

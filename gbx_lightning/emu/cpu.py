@@ -124,7 +124,7 @@ def opcode_groups_array(device) -> wp.array:
     """OPCODE_GROUPS as a Warp array on `device` (built once per device)."""
     key = str(device)
     if key not in _groups_on_device:
-        _groups_on_device[key] = wp.array(OPCODE_GROUPS, dtype=wp.int32, device=device)
+        _groups_on_device[key] = wp.array(OPCODE_GROUPS.astype(np.uint8), dtype=wp.uint8, device=device)
     return _groups_on_device[key]
 
 
@@ -309,7 +309,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
-                   r64: wp.array2d(dtype=wp.int64), groups: wp.array(dtype=wp.int32), frames: int,
+                   r64: wp.array2d(dtype=wp.int64), groups: wp.array(dtype=wp.uint8), frames: int,
                    buttons: wp.array(dtype=wp.uint8), set_flag: int, release_after: int):
     """Run `frames` frames of one Game Boy per thread (frame boundaries: see
     VecGameBoy.run_frames; flat mode: exactly one instruction, for the SM83 cases).
@@ -349,7 +349,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
     hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
     vram_e = wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env) * wp.uint64(vram.shape[1]), shape=(vram.shape[1],), dtype=wp.uint8)
-    groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(256,), dtype=wp.int32)
+    groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(256,), dtype=wp.uint8)
     nf = frames
     if flat != 0:
         nf = 1
@@ -478,7 +478,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 # ---- execute: one branch per opcode group (OPCODE_GROUPS); the chain of
                 # compares on g compiles to a single jump table. y, z, p, q: the opcode's
                 # bit fields (op>>3&7, op&7, y>>1, y&1) ----
-                g = groups_v[op & 0xFF]
+                g = int(groups_v[op & 0xFF])
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
                 if g == G_LD_R_R:  # LD r[y], r[z]

@@ -66,6 +66,11 @@ FRAME_CYCLES = FRAME_CYCLES_T
 # frames/s), the groups made it 1.8x and 1.4x in all; one group per ALU operation on a
 # register (no second jump on the operation) 1.08x more on workload. Splitting other
 # families the same way (ALU A,n, INC/DEC, LD (rr)/A, the CB prefix) measured 0.90-1.01.
+# The table holds bytes: one zero-extending load, no index scaling (tools/ab_emu.py, 16 envs,
+# render none: NOP loop 1.065x, a load/ALU/branch loop 1.04x). Measured and dropped, because
+# register allocation in this loop moves with every small change: a ROM copy predecoded
+# with each byte's group (one load instead of two dependent ones: 1.00x on workload), ROM
+# fetches through per-bank addresses (0.94x NOPs), the group index unmasked (0.93x).
 (G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R,
  G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
@@ -444,7 +449,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 slow = 1
                 continue
             # ---- instructions until the next event, or until one needed an out-of-line
-            # call or changed what the scheduler decides (EI/RETI/HALT/STOP/illegal) ----
+            # call or changed what the scheduler decides (EI/RETI/HALT/STOP/illegal): such an
+            # instruction sets limit = END_RUN, so the loop tests only c.t < limit ----
             limit = wp.min(next_ev, t_end)
             if flat != 0:
                 limit = t_end
@@ -475,9 +481,11 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 c.pc = (c.pc + pc_step) & 0xFFFF
                 pc_step = 1
                 c.t = c.t + FOUR
-                # ---- execute: one branch per opcode group (OPCODE_GROUPS); the chain of
-                # compares on g compiles to a single jump table. y, z, p, q: the opcode's
-                # bit fields (op>>3&7, op&7, y>>1, y&1) ----
+                # ---- execute: one branch per opcode group (OPCODE_GROUPS, a byte table); the
+                # chain of compares on g compiles to a single jump table. Each branch computes
+                # the opcode's bit fields it reads (y = op>>3&7, z = op&7, p = op>>4&3,
+                # q = op>>3&1): computed once before the jump they cost every instruction
+                # ~9 instructions and a spill (NOPs/s 1.14-1.4x, workload render none 1.06x) ----
                 g = int(groups_v[op & 0xFF])
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)

@@ -509,31 +509,23 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         limit = END_RUN
                         fast = False
                     c.t = c.t + FOUR
-                # ALU A, r[z]: one group per operation, so the operation needs no second jump
+                # ALU A, r[z] (z = op & 7): one group per operation, so the operation needs no second jump
                 elif g == G_ADD_R:
-                    z = op & 7
-                    alu_to_a(rg, 0, rg[z])
+                    alu_to_a(rg, 0, rg[op & 7])
                 elif g == G_ADC_R:
-                    z = op & 7
-                    alu_to_a(rg, 1, rg[z])
+                    alu_to_a(rg, 1, rg[op & 7])
                 elif g == G_SUB_R:
-                    z = op & 7
-                    alu_to_a(rg, 2, rg[z])
+                    alu_to_a(rg, 2, rg[op & 7])
                 elif g == G_SBC_R:
-                    z = op & 7
-                    alu_to_a(rg, 3, rg[z])
+                    alu_to_a(rg, 3, rg[op & 7])
                 elif g == G_AND_R:
-                    z = op & 7
-                    alu_to_a(rg, 4, rg[z])
+                    alu_to_a(rg, 4, rg[op & 7])
                 elif g == G_XOR_R:
-                    z = op & 7
-                    alu_to_a(rg, 5, rg[z])
+                    alu_to_a(rg, 5, rg[op & 7])
                 elif g == G_OR_R:
-                    z = op & 7
-                    alu_to_a(rg, 6, rg[z])
+                    alu_to_a(rg, 6, rg[op & 7])
                 elif g == G_CP_R:
-                    z = op & 7
-                    alu_to_a(rg, 7, rg[z])
+                    alu_to_a(rg, 7, rg[op & 7])
                 elif g == G_ALU_HL:  # ALU A, (HL)
                     y = (op >> 3) & 7
                     v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)

@@ -15,9 +15,12 @@ bank bases, WRAM, HRAM) take plain arrays and locals. Passing the Machine struct
 inlined function made LLVM copy the whole struct (~1 KB) on every memory access — 10x
 slower. Everything rare (I/O registers, VRAM/OAM with PPU blocking, DMA conflicts, MBC
 writes, events, interrupt dispatch) is an out-of-line call that takes the Machine; after
-one, the cached locals (bank bases, DMA window, next event) are reloaded. Per instruction
-the loop does only the fetch (from ROM first), one jump on the opcode's group and the
-run-limit test: the EI delay and the HALT bug are handled by the scheduler around the
+one, the cached locals (bank bases, DMA window, next event) are reloaded. Each access is
+therefore written out where it happens, its fast path then the call when the fast path
+declines: the call must also end the run and clear the fast flag in the loop's own locals
+(`limit = END_RUN`, `fast = False`), which a Warp function cannot assign for its caller.
+Per instruction the loop does only the fetch (from ROM first), one jump on the opcode's
+group and the run-limit test: the EI delay and the HALT bug are handled by the scheduler around the
 run (see machine_kernel), and OAM DMA ends a run so the fast-path flag is fixed within it.
 
 Documented behaviours:

@@ -51,7 +51,8 @@ from lightning.pytorch.callbacks import RichProgressBar
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-__all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "package_versions", "write_scalars"]
+__all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "AgentView", "package_versions",
+           "write_scalars", "observation_grid"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -83,6 +84,32 @@ def write_scalars(writer, scalars: dict[str, float], step: int) -> None:
 
     summary = Summary(value=[Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()])
     writer._get_file_writer().add_summary(summary, step)
+
+
+def write_image(writer, tag: str, encoded: bytes, height: int, width: int, step: int) -> None:
+    """An encoded PNG or GIF as a TensorBoard image summary (an animated GIF plays in the Images tab).
+
+    Written as the proto directly: SummaryWriter.add_image would need its image arrays re-encoded by
+    an imaging library, and add_video needs moviepy; the bytes here come from emu/png.py / emu/gif.py.
+    """
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    image = Summary.Image(height=height, width=width, colorspace=1, encoded_image_string=encoded)
+    writer._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
+
+
+def observation_grid(obs: torch.Tensor, envs: int = 4) -> "np.ndarray":
+    """uint8 pixel stacks [N, K, H, W] -> one shade image: a row per env (the first ``envs``), its K
+    frames left to right (oldest first), separated by 1-pixel lines of shade 2."""
+    import numpy as np
+
+    stacks = obs[:envs].detach().cpu().numpy()
+    n, k, h, w = stacks.shape
+    grid = np.full((n * (h + 1) - 1, k * (w + 1) - 1), 2, np.uint8)
+    for i in range(n):
+        for j in range(k):
+            grid[i * (h + 1):i * (h + 1) + h, j * (w + 1):j * (w + 1) + w] = stacks[i, j]
+    return grid
 
 
 def _clean(v: Any) -> Any:
@@ -235,6 +262,69 @@ class TrainingLog(Callback):
         if stage == "fit" and self._t_start:
             self.wall_time_base = self._wall_time()
             self._t_start = 0.0
+
+
+class AgentView(Callback):
+    """What the agent sees, in TensorBoard (pixel envs only: uint8 observations [K, H, W]).
+
+    * Every ``image_every`` optimizer steps: ``agent/observations``, a grid of the first ``envs``
+      envs' current observation stacks (``observation_grid``), at the run's env_steps.
+    * After every evaluation: ``eval/clip``, env 0's evaluation episode as an animated GIF (the
+      screens it saw, ``delay_cs`` hundredths of a second each), also written to
+      ``clip_dir/eval_step{opt_steps:08d}.gif``.
+    """
+
+    def __init__(self, clip_dir: str | os.PathLike | None = None, image_every: int = 500, envs: int = 4,
+                 scale: int = 2, delay_cs: int = 12):
+        if isinstance(image_every, bool) or not isinstance(image_every, int) or image_every < 0:
+            raise ValueError(f"AgentView: image_every must be an int >= 0 (0: no images), got {image_every!r}")
+        self.clip_dir = None if clip_dir is None else os.fspath(clip_dir)
+        self.image_every, self.envs, self.scale, self.delay_cs = image_every, envs, scale, delay_cs
+        self._next_image = 0
+        self.last_clip_path: str | None = None
+
+    @staticmethod
+    def _writers(trainer):
+        from torch.utils.tensorboard import SummaryWriter
+
+        return [lg.experiment for lg in trainer.loggers
+                if isinstance(lg, TensorBoardLogger) and isinstance(lg.experiment, SummaryWriter)]
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._next_image = pl_module.opt_steps
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        stream = pl_module.stream
+        if not self.image_every or pl_module.opt_steps < self._next_image or stream is None or stream.obs is None:
+            return
+        self._next_image = pl_module.opt_steps + self.image_every
+        obs = stream.obs
+        if obs.dtype != torch.uint8 or obs.dim() != 4:
+            return
+        from gbx_lightning.emu.png import encode_png
+
+        grid = observation_grid(obs, self.envs)
+        data = encode_png(grid, self.scale)
+        for writer in self._writers(trainer):
+            write_image(writer, "agent/observations", data, grid.shape[0] * self.scale,
+                        grid.shape[1] * self.scale, pl_module.env_steps)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        clip = getattr(pl_module, "last_eval_clip", None)
+        if clip is None or trainer.sanity_checking:
+            return
+        from gbx_lightning.emu.gif import encode_gif
+
+        frames = clip.detach().cpu().numpy()
+        data = encode_gif(frames, self.scale, self.delay_cs)
+        if self.clip_dir is not None and trainer.is_global_zero:
+            os.makedirs(self.clip_dir, exist_ok=True)
+            self.last_clip_path = os.path.join(self.clip_dir, f"eval_step{pl_module.opt_steps:08d}.gif")
+            with open(self.last_clip_path, "wb") as f:
+                f.write(data)
+        for writer in self._writers(trainer):
+            write_image(writer, "eval/clip", data, frames.shape[1] * self.scale, frames.shape[2] * self.scale,
+                        pl_module.env_steps)
 
 
 class EnvStepsProgressBar(RichProgressBar):

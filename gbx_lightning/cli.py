@@ -25,18 +25,40 @@ from pathlib import Path
 from typing import Any, Optional
 
 from jsonargparse import Namespace
+from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.loggers import TensorBoardLogger
 
-from gbx_lightning.callbacks import AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
+from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.module import ConfigError, RLModule
 
-__all__ = ["GbxCLI", "RunError", "main"]
+__all__ = ["GbxCLI", "GbxTrainer", "RunError", "main"]
 
 
 class RunError(RuntimeError):
     """A problem with the run directory or checkpoint choice (one-line message, exit status 2)."""
+
+
+class GbxTrainer(Trainer):
+    """Lightning's Trainer plus the ``play`` subcommand (LightningCLI reads a subcommand's options
+    from the Trainer method of that name)."""
+
+    def play(self, model: LightningModule, ckpt_path: Optional[str] = None, out: str = "clip.gif",
+             episodes: int = 1, greedy: bool = True, max_steps: int = 10_000) -> None:
+        """Watch an agent: play episodes with a checkpoint's policy and write them as an animated GIF.
+
+        Args:
+            ckpt_path: checkpoint to load ("last" = the run's last.ckpt); none plays the untrained policy.
+            out: GIF file to write.
+            episodes: episodes to play one after another (evaluation seeds), all in one clip.
+            greedy: act by argmax (True) or sample from the policy.
+            max_steps: steps per episode at most.
+        """
+        from gbx_lightning.play import play
+
+        play(model, self.strategy.root_device, ckpt_path, out, episodes=episodes, greedy=greedy,
+             max_steps=max_steps)
 
 
 class GbxCLI(LightningCLI):
@@ -48,7 +70,12 @@ class GbxCLI(LightningCLI):
                                                "log_every_n_steps": 1})
         kwargs.setdefault("auto_configure_optimizers", False)
         kwargs.setdefault("seed_everything_default", 0)
+        kwargs.setdefault("trainer_class", GbxTrainer)
         super().__init__(RLModule, *args, subclass_mode_model=True, **kwargs)
+
+    @staticmethod
+    def subcommands() -> dict[str, set[str]]:
+        return {**LightningCLI.subcommands(), "play": {"model"}}
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_name", type=Optional[str], default=None,
@@ -62,6 +89,9 @@ class GbxCLI(LightningCLI):
                                  "policies on a shared or busy CPU.")
         parser.add_argument("--progress_refresh", type=int, default=10,
                             help="Batches between progress-bar refreshes (0 disables the bar).")
+        parser.add_argument("--image_every", type=int, default=500,
+                            help="Optimizer steps between TensorBoard images of what the agent sees (pixel envs; "
+                                 "0: none). Each evaluation also writes a clip to <run>/clips/.")
 
     # ---- before anything is built ------------------------------------------------------------------
     def _sub(self) -> Namespace:
@@ -101,8 +131,13 @@ class GbxCLI(LightningCLI):
         for field in ("checkpoint_every", "log_every"):
             if not isinstance(cfg.get(field), int) or cfg.get(field) < 1:
                 raise ConfigError(field, f"must be an int >= 1, got {cfg.get(field)!r}")
-        if not isinstance(cfg.get("progress_refresh"), int) or cfg.get("progress_refresh") < 0:
-            raise ConfigError("progress_refresh", f"must be an int >= 0, got {cfg.get('progress_refresh')!r}")
+        for field in ("progress_refresh", "image_every"):
+            if not isinstance(cfg.get(field), int) or cfg.get(field) < 0:
+                raise ConfigError(field, f"must be an int >= 0, got {cfg.get(field)!r}")
+        if self.subcommand == "play":
+            for field, minimum in (("episodes", 1), ("max_steps", 1)):
+                if not isinstance(cfg.get(field), int) or cfg.get(field) < minimum:
+                    raise ConfigError(field, f"must be an int >= {minimum}, got {cfg.get(field)!r}")
 
         threads = cfg.get("torch_threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
@@ -143,6 +178,7 @@ class GbxCLI(LightningCLI):
                                          auto_insert_metric_name=False, every_n_train_steps=every,
                                          save_last=True, save_top_k=1, save_on_exception=True))
         callbacks.append(log)
+        callbacks.append(AgentView(run_dir / "clips", image_every=cfg.image_every))
         if cfg.progress_refresh > 0:
             callbacks.append(EnvStepsProgressBar(log, refresh_rate=cfg.progress_refresh))
         plugins = trainer_cfg.get("plugins") or []

@@ -284,13 +284,18 @@ class EvalEpisodes(IterableDataset):
     finished, <extra per-episode counters>}`` (each [N]). Every evaluation re-seeds the env and
     the sampling generator with ``seed``, so evaluations of different checkpoints see the same
     episode starts. Envs that have not finished within ``max_steps`` are marked ``finished=False``.
+
+    With ``record_clip`` and a pixel env (uint8 observations [K, H, W]) the batch also holds
+    ``clip``: env 0's screens from its first observation to its last (the newest frame of each
+    stack, the terminal screen included), uint8 [T, H, W], for a video of the agent.
     """
 
     def __init__(self, env, policy: nn.Module, seed: int, greedy: bool = False, max_steps: int = 100_000,
-                 check_every: int = 16):
+                 check_every: int = 16, record_clip: bool = False):
         super().__init__()
         self.env, self.policy, self.seed = env, policy, int(seed)
         self.greedy, self.max_steps, self.check_every = bool(greedy), int(max_steps), int(check_every)
+        self.record_clip = bool(record_clip)
 
     def __len__(self) -> int:
         return 1
@@ -305,10 +310,14 @@ class EvalEpisodes(IterableDataset):
         n = env.num_envs
         finished = torch.zeros(n, dtype=torch.bool, device=device)
         results: dict[str, torch.Tensor] = {}
+        pixels = self.record_clip and obs.dtype == torch.uint8 and obs.dim() == 4
+        clip = [obs[0, -1].clone()] if pixels else []
         for step in range(self.max_steps):
             logits, _ = self.policy(obs)
             actions = logits.argmax(-1) if self.greedy else sample_actions(logits, gen)
             obs, _, terminated, truncated, info = env.step(actions.to(torch.int32))
+            if pixels and not bool(finished[0]):  # one host read per step, only while recording a clip
+                clip.append(info["final_obs"][0, -1].clone())
             ended = (terminated | truncated) & ~finished
             if not results:
                 keys = ["episode_return", "episode_length", "success"] + sorted(
@@ -322,4 +331,7 @@ class EvalEpisodes(IterableDataset):
             if (step + 1) % self.check_every == 0 and bool(finished.all()):
                 break
         results["finished"] = finished
+        if pixels:
+            results["clip"] = torch.stack(clip)
         yield results
+

@@ -91,6 +91,17 @@ def _require(ok: bool, field: str, expected: str, got) -> None:
         raise ConfigError(field, f"must be {expected}, got {got!r}")
 
 
+def _check_option_names(field: str, target, options: dict | None, reserved: tuple[str, ...]) -> None:
+    """Every key of ``options`` must be a keyword of ``target``'s constructor (a typo is a one-line error)."""
+    params = inspect.signature(target).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = sorted(k for k in params if k not in reserved)
+    for key in options or {}:
+        if key not in params:
+            raise ConfigError(f"{field}.{key}", f"is not an option of {target.__name__}; options: {', '.join(known)}")
+
+
 class RLModule(LightningModule):
     """What A2C and PPO share: env + policy construction, acting, evaluation, step counters.
 
@@ -130,6 +141,7 @@ class RLModule(LightningModule):
         self._metric_pending: list[list[torch.Tensor]] = []
         self._grad_norm_sum: torch.Tensor | None = None
         self._grad_norm_count = 0
+        self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # nn.Module.__setattr__ runs Parameter's Python-level isinstance check on every assignment, and
@@ -161,6 +173,9 @@ class RLModule(LightningModule):
                      "accelerator picks the device)", (hp.get("env_kwargs") or {}).get(reserved))
         _require(hp.get("policy_kwargs") is None or isinstance(hp["policy_kwargs"], dict), "policy_kwargs",
                  "a mapping", hp.get("policy_kwargs"))
+        _check_option_names("env_kwargs", reg[hp["env"]], hp.get("env_kwargs"), ("num_envs", "device"))
+        _check_option_names("policy_kwargs", POLICY_REGISTRY[hp["policy"]], hp.get("policy_kwargs"),
+                            ("obs_shape", "num_actions"))
         g = hp.get("gamma")
         _require(_is_num(g) and 0 < g <= 1, "gamma", "in (0, 1]", g)
         _require(_is_num(hp.get("lr")) and hp["lr"] > 0, "lr", "> 0", hp.get("lr"))
@@ -179,7 +194,11 @@ class RLModule(LightningModule):
         from gbx_lightning.envs import make_env
 
         device = self.trainer.strategy.root_device if self._trainer is not None else torch.device("cpu")
-        return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
+        try:
+            return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
+        except (ValueError, TypeError, FileNotFoundError) as err:
+            # a bad option value or file: one line naming the config field, not a traceback from inside fit
+            raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {err}") from err
 
     def _build_policy(self, env) -> None:
         if self.policy is None:
@@ -338,7 +357,7 @@ class RLModule(LightningModule):
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
         return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed,
-                            greedy=self.hparams.eval_greedy)
+                            greedy=self.hparams.eval_greedy, record_clip=True)
 
     def val_dataloader(self):
         return self._eval_loader()
@@ -347,15 +366,20 @@ class RLModule(LightningModule):
         return self._eval_loader()
 
     def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str) -> None:
+        """Success rate over all evaluation episodes (one that did not finish counts as a failure), the
+        other means over finished episodes; ``steps_to_success`` over successful ones (NaN if none)."""
+        self.last_eval_clip = batch.get("clip")
         finished = batch["finished"]
         count = finished.sum()
         denom = count.clamp(min=1).float()
+        wins = (batch["success"] & finished).float()
         metrics = {f"{prefix}/episodes": count.float(),
                    f"{prefix}/return_mean": (batch["episode_return"].float() * finished).sum() / denom,
-                   f"{prefix}/success_rate": (batch["success"].float() * finished).sum() / denom,
+                   f"{prefix}/success_rate": wins.mean(),
+                   f"{prefix}/steps_to_success": (batch["episode_length"].float() * wins).sum() / wins.sum(),
                    f"{prefix}/length_mean": (batch["episode_length"].float() * finished).sum() / denom}
         for k, v in batch.items():
-            if k not in ("finished", "episode_return", "success", "episode_length"):
+            if k not in ("finished", "episode_return", "success", "episode_length", "clip"):
                 metrics[f"{prefix}/{k}_mean"] = (v.float() * finished).sum() / denom
         # logger=False: the JSONL/TensorBoard callback records eval results against env_steps
         self.log_dict(metrics, logger=False, batch_size=int(finished.shape[0]))

@@ -50,9 +50,9 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     (PPO, "--model.init_args.lr=-0.001", "model.lr must be > 0, got -0.001"),
     (A2C, "--model.init_args.num_envs=0", "model.num_envs must be an int >= 1, got 0"),
     (A2C, "--model.init_args.update_every=0", "model.update_every must be an int >= 1, got 0"),
-    (A2C, "--model.init_args.env=tetris", "model.env must be one of ['foraging'], got 'tetris'"),
+    (A2C, "--model.init_args.env=tetris", "model.env must be one of ['foraging', 'gameboy'], got 'tetris'"),
     (PPO, "--model.init_args.policy=resnet",
-     "model.policy must be one of ['cnn', 'impala_cnn', 'mlp', 'nature_cnn'], got 'resnet'"),
+     "model.policy must be one of ['cnn', 'impala_cnn', 'mlp', 'nature_cnn', 'pixel_cnn'], got 'resnet'"),
     (PPO, "--model.init_args.minibatches=0", "model.minibatches must be an int >= 1, got 0"),
     (A2C, "--log_every=0", "log_every must be an int >= 1, got 0"),
 ])

@@ -11,6 +11,8 @@ CASES = [
     ("mlp", (6, 11, 11), torch.float32),
     ("cnn", (6, 11, 11), torch.float32),
     ("cnn", (6, 7, 7), torch.float32),
+    ("pixel_cnn", (1, 72, 80), torch.uint8),
+    ("pixel_cnn", (4, 72, 80), torch.uint8),
     ("nature_cnn", (4, 72, 80), torch.uint8),
     ("impala_cnn", (4, 72, 80), torch.uint8),
     ("impala_cnn", (1, 72, 80), torch.uint8),
@@ -36,7 +38,7 @@ def test_output_shapes_and_near_uniform_initial_policy(name, shape, dtype):
     assert torch.all(entropy > math.log(8) - 0.01)
 
 
-@pytest.mark.parametrize("name", ["nature_cnn", "impala_cnn"])
+@pytest.mark.parametrize("name", ["pixel_cnn", "nature_cnn", "impala_cnn"])
 def test_pixel_policies_divide_shades_by_three(name):
     policy = make_policy(name, (4, 72, 80), 6)
     seen = []
@@ -60,9 +62,9 @@ def test_pixel_policy_rejects_float_obs_and_wrong_shape():
 
 
 def test_unknown_policy_name_lists_known_ones():
-    with pytest.raises(ValueError, match="unknown policy 'resnet'.*cnn.*impala_cnn.*mlp.*nature_cnn"):
+    with pytest.raises(ValueError, match="unknown policy 'resnet'.*cnn.*impala_cnn.*mlp.*nature_cnn.*pixel_cnn"):
         make_policy("resnet", (6, 11, 11), 8)
-    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "nature_cnn", "impala_cnn"}
+    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "pixel_cnn", "nature_cnn", "impala_cnn"}
 
 
 def test_pixel_policy_rejects_tiny_frames():

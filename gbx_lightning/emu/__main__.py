@@ -19,42 +19,18 @@ import sys
 import time
 
 
-def _parse_buttons(text: str | None) -> int:
-    names = {"right": 0, "left": 1, "up": 2, "down": 3, "a": 4, "b": 5, "select": 6, "start": 7}
-    if not text:
-        return 0
-    mask = 0
-    for name in text.lower().split("+"):
-        if name not in names:
-            raise SystemExit(f"--buttons: expected names from {sorted(names)} joined by '+', got {text!r}")
-        mask |= 1 << names[name]
-    return mask
-
-
 def _parse_trace(spec: str | None, frames: int) -> list[tuple[int, int]]:
     """(frames, mask) segments covering `frames` frames, from a button spec or a TRACE file."""
     from pathlib import Path
 
-    if spec is None or not Path(spec).is_file():
-        return [(frames, _parse_buttons(spec))]
-    changes: list[tuple[int, int]] = []
-    for lineno, line in enumerate(Path(spec).read_text().splitlines(), 1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        if len(words) != 2 or not words[0].isdigit():
-            raise SystemExit(f"--buttons {spec}:{lineno}: expected 'FRAME BUTTONS' (e.g. '40 right+a'), "
-                             f"got {line.strip()!r}")
-        frame = int(words[0])
-        if changes and frame <= changes[-1][0]:
-            raise SystemExit(f"--buttons {spec}:{lineno}: frames must increase, got {frame} after "
-                             f"{changes[-1][0]}")
-        changes.append((frame, 0 if words[1] == "-" else _parse_buttons(words[1])))
-    if not changes or changes[0][0] != 0:
-        changes.insert(0, (0, 0))
-    bounds = [f for f, _ in changes[1:]] + [frames]
-    return [(min(end, frames) - start, mask) for (start, mask), end in zip(changes, bounds)
-            if min(end, frames) > start]
+    from gbx_lightning.emu.buttons import buttons_mask, parse_trace, trace_segments
+
+    try:
+        if spec is None or not Path(spec).is_file():
+            return [(frames, buttons_mask(spec or ""))]
+        return trace_segments(parse_trace(Path(spec).read_text(), f"--buttons {spec}"), frames)
+    except ValueError as err:
+        raise SystemExit(f"--buttons: {err}") from None
 
 
 def _resolve_rom(spec: str):

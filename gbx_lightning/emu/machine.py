@@ -12,7 +12,7 @@ from .cartridge import load_boot_rom, load_cartridge
 from .cpu import kernel_inputs, machine_kernel
 from .ppu import POST_BOOT_LINE0_T
 from .render import BIT_BYTES, LINE_BUF_WORDS
-from .savestate import masked_copy
+from .savestate import masked_copy, read_state_file, record_gather, write_state_file
 from .state import (NEVER, R_HALTED, R_LOCKED, R_STOPPED, T_NOW,
                     Machine, MachineRef, machine_ref)
 
@@ -109,6 +109,7 @@ class VecGameBoy:
         # so the next copy cannot race a launch still reading it)
         self._button_stage = wp.zeros(num_envs, dtype=wp.uint8, device=d)
         self._launches = {}   # render mode -> [recorded machine_kernel launch, its last frames, buttons, release]
+        self._gather = None   # the last restore_from's arrays and recorded launches
         self.reset()
 
     # -- state ---------------------------------------------------------------------------
@@ -185,6 +186,67 @@ class VecGameBoy:
         m = self._mask_array(mask)
         for name, arr in self._arrays.items():
             masked_copy(snapshot.arrays[name], arr, m, broadcast=False)
+
+    # -- one env's state on the host: state files and start-state caches --------------------
+    def env_rows(self, env: int = 0) -> dict:
+        """Env `env`'s whole machine state as host arrays (field name -> per-env array)."""
+        env = self._check_env(env)
+        return {name: arr.numpy()[env].copy() for name, arr in self._arrays.items()}
+
+    def load_rows(self, rows: dict, mask=None) -> None:
+        """Copy one env's state (``env_rows``) into every env (or those in mask), in kernels."""
+        m = self._mask_array(mask)
+        for name, arr in self._arrays.items():
+            row = np.asarray(rows[name])
+            if row.shape != tuple(arr.shape[1:]):
+                raise ValueError(f"rows[{name!r}]: expected shape {tuple(arr.shape[1:])}, got {row.shape}")
+            src = wp.array(np.ascontiguousarray(row, dtype=wp.dtype_to_numpy(arr.dtype))[None],
+                           dtype=arr.dtype, device=self.device)
+            masked_copy(src, arr, m, broadcast=True)
+
+    def save_state(self, path, env: int = 0) -> None:
+        """Write env `env`'s machine to a state file (an .npz with the ROM's sha256; see
+        savestate.write_state_file). ``load_state`` reads it back, into any number of envs."""
+        write_state_file(path, self.env_rows(env), self.cart.sha256, self.cart.title)
+
+    def load_state(self, path, mask=None) -> None:
+        """Load a state file written by ``save_state`` into every env (or those in mask);
+        refused (StateFileError) if it was saved for another ROM or does not fit this machine."""
+        rows = read_state_file(path, [(n, tuple(s), dt) for n, s, dt in self._layout], self.cart.sha256)
+        self.load_rows(rows, mask)
+
+    def make_cache(self, rows_list: list) -> Snapshot:
+        """A cache of start states on this device: one "env" per entry of rows_list (each
+        ``env_rows``-shaped). ``restore_from`` resets envs from it."""
+        if not rows_list:
+            raise ValueError("rows_list: expected at least one state, got none")
+        arrays = {}
+        for name, arr in self._arrays.items():
+            stacked = np.stack([np.asarray(r[name]) for r in rows_list]).astype(wp.dtype_to_numpy(arr.dtype))
+            arrays[name] = wp.array(stacked, dtype=arr.dtype, device=self.device)
+        return Snapshot(arrays, len(rows_list), self.cart.sha256)
+
+    def restore_from(self, cache: Snapshot, slots: wp.array, mask: wp.array) -> None:
+        """env i <- cache state slots[i], for every i with mask[i] != 0: the reset of ended RL
+        envs. slots: int32[num_envs], mask: uint8[num_envs], both wp.arrays on this device,
+        read in the kernels (no host sync). The launches are recorded on the first call for
+        these arrays and replayed after (pass the same array objects every step)."""
+        if not isinstance(cache, Snapshot) or cache.rom_sha256 != self.cart.sha256 \
+                or set(cache.arrays) != set(self._arrays):
+            raise ValueError("cache: expected a Snapshot from make_cache()/snapshot() of a machine "
+                             "with this cartridge")
+        for name, arr in (("slots", slots), ("mask", mask)):
+            want = wp.int32 if name == "slots" else wp.uint8
+            if not isinstance(arr, wp.array) or arr.dtype != want or arr.shape != (self.num_envs,) \
+                    or arr.device != self.device:
+                raise ValueError(f"{name}: expected a {want.__name__}[{self.num_envs}] wp.array on "
+                                 f"{self.device}, got {arr!r}")
+        rec = self._gather     # (cache, slots, mask, launches): held, so the arrays stay alive
+        if rec is None or rec[0] is not cache or rec[1] is not slots or rec[2] is not mask:
+            rec = self._gather = (cache, slots, mask, [record_gather(cache.arrays[n], a, slots, mask)
+                                                       for n, a in self._arrays.items()])
+        for cmd in rec[3]:
+            cmd.launch()
 
     def load_pyboy_state(self, path_or_bytes, mask=None) -> None:
         """Import a PyBoy 2.8.x savestate (path, bytes or binary file) into every env (or

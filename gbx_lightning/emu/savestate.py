@@ -1,8 +1,18 @@
-"""Masked per-env copies between machine states (reset from the power-on template, restore
-from a snapshot) done in kernels, never in a Python loop over envs."""
+"""Per-env copies between machine states, done in kernels, never in a Python loop over envs:
+reset from the power-on template, restore from a snapshot, reset ended envs from a cache of
+start states; and the state file format (one env's machine in an ``.npz``).
+"""
+from __future__ import annotations
+
+import os
+import zipfile
 from typing import Any
 
+import numpy as np
 import warp as wp
+
+STATE_FILE_FORMAT = "gbx_lightning.state"
+STATE_FILE_VERSION = 1
 
 
 @wp.kernel(enable_backward=False)
@@ -17,19 +27,110 @@ def masked_copy_rows(src: wp.array2d(dtype=Any), dst: wp.array2d(dtype=Any),
         dst[env, k] = src[s, k]
 
 
+@wp.kernel(enable_backward=False)
+def gather_rows(cache: wp.array2d(dtype=Any), dst: wp.array2d(dtype=Any),
+                slot: wp.array(dtype=wp.int32), mask: wp.array(dtype=wp.uint8), chunk: int):
+    """dst[env, k] = cache[slot[env], k] for k in this thread's chunk, where mask[env] != 0.
+
+    `chunk` elements per thread: the whole row on a CPU (one thread per env, so envs that
+    did not end cost one test), 1 on a GPU (neighbouring threads copy neighbouring bytes:
+    coalesced). A slot outside the cache copies nothing.
+    """
+    env, c = wp.tid()
+    if mask[env] == wp.uint8(0):
+        return
+    s = slot[env]
+    if s < 0 or s >= cache.shape[0]:
+        return
+    k1 = wp.min((c + 1) * chunk, dst.shape[1])
+    for k in range(c * chunk, k1):
+        dst[env, k] = cache[s, k]
+
+
 # Concrete instances for the element types the machine state uses (compiled with the module).
+_DTYPES = (wp.uint8, wp.int32, wp.int64)
 _KERNELS = {dt: wp.overload(masked_copy_rows, [wp.array2d(dtype=dt), wp.array2d(dtype=dt),
                                                 wp.array(dtype=wp.int32), int])
-            for dt in (wp.uint8, wp.int32, wp.int64)}
+            for dt in _DTYPES}
+_GATHER = {dt: wp.overload(gather_rows, [wp.array2d(dtype=dt), wp.array2d(dtype=dt),
+                                         wp.array(dtype=wp.int32), wp.array(dtype=wp.uint8), int])
+           for dt in _DTYPES}
+
+
+def _rows(arr: wp.array) -> wp.array:
+    """The array as [envs, elements per env] (a view)."""
+    width = 1
+    for s in arr.shape[1:]:
+        width *= s
+    return arr.reshape((arr.shape[0], width))
 
 
 def masked_copy(src: wp.array, dst: wp.array, mask: wp.array, broadcast: bool) -> None:
     """dst[env] = src[env] (or src[0] when broadcast) for every env with mask[env] != 0."""
-    n = dst.shape[0]
-    width = 1
-    for s in dst.shape[1:]:
-        width *= s
-    d2 = dst.reshape((n, width))
-    s2 = src.reshape((src.shape[0], width))
-    wp.launch(_KERNELS[dst.dtype], dim=(n, width), inputs=[s2, d2, mask, int(broadcast)],
+    d2, s2 = _rows(dst), _rows(src)
+    wp.launch(_KERNELS[dst.dtype], dim=d2.shape, inputs=[s2, d2, mask, int(broadcast)],
               device=dst.device)
+
+
+def record_gather(cache: wp.array, dst: wp.array, slot: wp.array, mask: wp.array) -> wp.Launch:
+    """A recorded launch of dst[env] = cache[slot[env]] where mask[env] (replay with .launch())."""
+    d2, c2 = _rows(dst), _rows(cache)
+    width = d2.shape[1]
+    chunk = 1 if dst.device.is_cuda else width
+    return wp.launch(_GATHER[dst.dtype], dim=(d2.shape[0], -(-width // chunk)),
+                     inputs=[c2, d2, slot, mask, chunk], device=dst.device, record_cmd=True)
+
+
+# ---- state files -----------------------------------------------------------------------------
+class StateFileError(ValueError):
+    """A state file that cannot be loaded; the message names the file and the reason."""
+
+
+def write_state_file(path: str | os.PathLike, rows: dict[str, np.ndarray], rom_sha256: str,
+                     rom_title: str = "") -> None:
+    """Write one env's machine rows (name -> per-env array) as a gbx_lightning state file.
+
+    An ``.npz`` holding the format name, version and the ROM's sha256 next to the rows, so a
+    load can refuse a state made for another ROM or by an incompatible version. Written to a
+    temporary file and renamed, so a crash never leaves a torn file under `path`.
+    """
+    path = os.fspath(path)
+    meta = {"format": np.array(STATE_FILE_FORMAT), "version": np.array(STATE_FILE_VERSION),
+            "rom_sha256": np.array(rom_sha256), "rom_title": np.array(rom_title)}
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **meta, **{f"row_{k}": v for k, v in rows.items()})
+    os.replace(tmp, path)
+
+
+def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type]],
+                    rom_sha256: str) -> dict[str, np.ndarray]:
+    """One env's machine rows from a state file, checked against the machine's layout and ROM."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no state file at {path!r}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+        raise StateFileError(f"{path}: not a gbx_lightning state file ({err})") from None
+    fmt = str(data.get("format", ""))
+    if fmt != STATE_FILE_FORMAT:
+        raise StateFileError(f"{path}: not a gbx_lightning state file (format {fmt!r}, expected "
+                             f"{STATE_FILE_FORMAT!r}); a PyBoy savestate loads with load_pyboy_state")
+    version = int(data.get("version", -1))
+    if version != STATE_FILE_VERSION:
+        raise StateFileError(f"{path}: state file version {version}, this build reads version "
+                             f"{STATE_FILE_VERSION}")
+    theirs = str(data.get("rom_sha256", ""))
+    if theirs != rom_sha256:
+        raise StateFileError(f"{path}: the state was saved for another ROM (sha256 {theirs[:12]}..., "
+                             f"{str(data.get('rom_title', ''))!r}), the loaded ROM has {rom_sha256[:12]}...")
+    rows = {}
+    for name, shape, dt in layout:
+        arr = data.get(f"row_{name}")
+        if arr is None or arr.shape != shape or arr.dtype != np.dtype(dt):
+            got = "missing" if arr is None else f"{arr.dtype} {arr.shape}"
+            raise StateFileError(f"{path}: machine field {name!r} must be {np.dtype(dt)} {shape}, got {got}")
+        rows[name] = arr
+    return rows

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from .base import EpisodeStats, VecEnv, check_actions
 from .foraging import ForagingEnv
+from .gameboy import GameBoyEnv
 
 # name -> constructor taking keyword arguments (num_envs, device, seed, env-specific options)
-ENV_REGISTRY: dict[str, type] = {"foraging": ForagingEnv}
+ENV_REGISTRY: dict[str, type] = {"foraging": ForagingEnv, "gameboy": GameBoyEnv}
 
 
 def make_env(name: str, **kwargs) -> VecEnv:
@@ -16,4 +17,4 @@ def make_env(name: str, **kwargs) -> VecEnv:
     return ENV_REGISTRY[name](**kwargs)
 
 
-__all__ = ["ENV_REGISTRY", "EpisodeStats", "ForagingEnv", "VecEnv", "check_actions", "make_env"]
+__all__ = ["ENV_REGISTRY", "EpisodeStats", "ForagingEnv", "GameBoyEnv", "VecEnv", "check_actions", "make_env"]

@@ -1,0 +1,50 @@
+"""``python -m gbx_lightning play --config CFG --ckpt_path last --out clip.gif``: watch an agent.
+
+Loads the policy weights of a checkpoint into the configured module, plays ``episodes``
+episodes one after another in a single env of the configured kind (the evaluation seed, then
+the next ones), and writes every screen the agent saw as one animated GIF (pixel envs only).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+from gbx_lightning.data import EvalEpisodes
+from gbx_lightning.emu.gif import save_gif
+from gbx_lightning.envs import make_env
+
+__all__ = ["play"]
+
+
+def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes: int = 1, greedy: bool = True,
+         max_steps: int = 10_000, scale: int = 2, delay_cs: int = 12) -> list[dict]:
+    """Play and record; returns one summary dict per episode (return, length, success)."""
+    hp = module.hparams
+    env = make_env(hp.env, num_envs=1, device=device, **(hp.env_kwargs or {}))
+    module._build_policy(env)
+    if ckpt_path is not None:
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        module.load_state_dict(ckpt["state_dict"])
+    else:
+        print("play: no --ckpt_path: playing the untrained (initial) policy", file=sys.stderr)
+    module.policy.to(device).eval()
+    frames, summaries = [], []
+    for i in range(episodes):
+        batch = next(iter(EvalEpisodes(env, module.policy, hp.eval_seed + i, greedy=greedy, max_steps=max_steps,
+                                       check_every=1, record_clip=True)))
+        if "clip" not in batch:
+            raise ValueError(f"play: env {hp.env!r} has no pixel observations to record (uint8 [K, H, W])")
+        frames.append(batch["clip"].cpu())
+        summaries.append({"episode": i + 1, "return": float(batch["episode_return"][0]),
+                          "length": int(batch["episode_length"][0]), "success": bool(batch["success"][0]),
+                          "finished": bool(batch["finished"][0])})
+    clip = torch.cat(frames).numpy()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    save_gif(out, clip, scale=scale, delay_cs=delay_cs)
+    for s in summaries:
+        state = "success" if s["success"] else ("ended" if s["finished"] else "unfinished")
+        print(f"play: episode {s['episode']}: {state} after {s['length']} steps, return {s['return']:.3f}")
+    print(f"play: wrote {out} ({len(clip)} frames)")
+    return summaries

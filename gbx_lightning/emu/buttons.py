@@ -75,12 +75,12 @@ def read_trace(source, name: str = "trace") -> list[tuple[int, int]]:
     """A trace from a file path, trace text, or a list of (frame, buttons) pairs (buttons as
     names or masks), checked and normalised to [(frame, mask), ...] from frame 0."""
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if "\n" not in str(source) and path.suffix and not path.is_file():
-            raise FileNotFoundError(f"{name}: no trace file at {os.fspath(source)!r}")
-        if "\n" not in str(source) and path.is_file():
-            return parse_trace(path.read_text(), os.fspath(path))
-        return parse_trace(str(source), name)
+        text = os.fspath(source)
+        if "\n" in text or (text[:1].isdigit() and " " in text.strip()):   # trace text, e.g. "0 select"
+            return parse_trace(text, name)
+        if not os.path.exists(text):
+            raise FileNotFoundError(f"{name}: no trace file at {text!r}")
+        return parse_trace(Path(text).read_text(), text)
     if not isinstance(source, (list, tuple)):
         raise TypeError(f"{name}: expected a trace file, trace text or a list of [frame, buttons] pairs, "
                         f"got {type(source).__name__}")

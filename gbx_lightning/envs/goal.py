@@ -129,3 +129,92 @@ def save_goal(path: str | os.PathLike, image: np.ndarray, meta: dict) -> Path:
     meta_path.write_text(json.dumps(body, indent=2, default=lambda v: None if isinstance(v, float)
                                     and not math.isfinite(v) else str(v)) + "\n")
     return meta_path
+
+
+# ---- capturing a goal (tools/capture_goal.py is the command line) -----------------------------------
+def parse_region(spec: str | None) -> dict | None:
+    """'24:40,0:80' (obs rows, cols; end exclusive) -> {"rows": [24, 40], "cols": [0, 80]}."""
+    if spec is None:
+        return None
+    try:
+        rows, cols = (tuple(int(v) for v in part.split(":")) for part in spec.split(","))
+        assert len(rows) == 2 and len(cols) == 2
+    except (ValueError, AssertionError):
+        raise GoalError(f"region must be 'ROW0:ROW1,COL0:COL1' in observation pixels (72x80), got {spec!r}") from None
+    region = {"rows": list(rows), "cols": list(cols)}
+    _region_weights(region, Path("."))       # checks the bounds
+    return region
+
+
+def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, region: dict | None = None,
+                 random_from: int = 0, random_envs: int = 64, random_steps: int = 150, frames_per_step: int = 24,
+                 release_after_frames: int = 8, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """The goal screen and a meta dict with calibrated reward settings (see tools/capture_goal.py).
+
+    The goal is the observation after ``frames`` frames from the start (a savestate, or power-on),
+    pressing ``trace``'s buttons. Calibration measures the distance to it of (a) the screens that
+    follow the goal with no button held (the goal as it stays on screen) and (b) random play from
+    the start (or from frame ``random_from`` of the trace): ``tau`` is put between the two and
+    ``k_consecutive`` is the number of steps the goal stays under it (capped at 2).
+    """
+    import torch
+
+    from gbx_lightning.emu import VecGameBoy
+    from gbx_lightning.emu.buttons import read_trace, trace_segments
+
+    from .gameboy import GameBoyEnv, _is_state_file, _resolve_rom
+    from .rewards import goal_distance
+
+    rom_source, rom_name = _resolve_rom(rom)
+    changes = read_trace(trace, "trace") if trace is not None else [(0, 0)]
+    if frames is None:
+        frames = changes[-1][0]
+    if frames < 1 and state is None:
+        raise GoalError("frames: capture at least 1 frame after power-on (--frames, or a trace whose last line "
+                        "is the capture frame)")
+    gb = VecGameBoy(rom_source, 1)
+    if state is not None:
+        if _is_state_file(os.fspath(state)):
+            gb.load_state(state)
+        else:
+            gb.load_pyboy_state(state)
+    for count, mask in trace_segments(changes, frames):
+        gb.run_frames(count, buttons=np.full(1, mask, np.uint8), render="obs")
+    goal = gb.obs().numpy()[0].copy()
+    weights = _region_weights(region, Path("."))
+    goal_t, w_t = torch.from_numpy(goal), torch.from_numpy(weights)
+
+    after = []
+    for _ in range(3):
+        gb.run_frames(frames_per_step, render="obs")
+        after.append(float(goal_distance(torch.from_numpy(gb.obs().numpy()), goal_t, w_t)[0]))
+    env = GameBoyEnv(random_envs, rom=rom, seed=seed, start_state=state, start_inputs=changes,
+                     start_frames=min(random_from, frames), start_variants=1, frames_per_step=frames_per_step,
+                     release_after_frames=release_after_frames, action_codec="dpad_ab_start_noop",
+                     max_steps=random_steps, goal="", fail="", level=None)
+    gen = torch.Generator().manual_seed(seed)
+    dists = []
+    for _ in range(random_steps):
+        obs, *_ = env.step(torch.randint(0, env.num_actions, (random_envs,), generator=gen, dtype=torch.int32))
+        dists.append(goal_distance(obs[:, -1], goal_t, w_t))
+    rand = torch.cat(dists).numpy()
+    low = float(np.quantile(rand, 0.001))
+    stay = [d for d in after]
+    high = max([0.0] + [d for d in stay if d < low])
+    tau = (high + low) / 2 if low > high else max(low / 2, 1e-3)
+    k = 1
+    while k < 2 and k <= len(stay) and all(d < tau for d in stay[:k]):
+        k += 1
+    meta = {
+        "rom_sha256": gb.cart.sha256, "rom_title": gb.cart.title, "rom": rom_name,
+        "source": {"state": None if state is None else os.fspath(state),
+                   "trace": [[f, m] for f, m in changes], "frames": frames},
+        "region": region,
+        "reward": {**REWARD_DEFAULTS, "tau": round(tau, 4), "k_consecutive": k},
+        "calibration": {"goal_then_idle_steps": [round(d, 4) for d in after],
+                        "random_play": {"envs": random_envs, "steps": random_steps, "from_frame": min(random_from, frames),
+                                        "min": round(float(rand.min()), 4), "p0.1": round(low, 4),
+                                        "p50": round(float(np.median(rand)), 4),
+                                        "below_tau": float((rand < tau).mean())}},
+    }
+    return goal, meta

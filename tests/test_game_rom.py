@@ -32,7 +32,7 @@ from gbx_lightning.roms import asm, build_rom, orchard, rom_source_path
 
 from tests._game_helpers import (
     GAME_INPUT_TRACE, GAME_ROM_NAME, LEFT, LEVEL1_CLEAR_ROUTE, RIGHT, UP,
-    OrchardModel, game_buttons, plan_clear,
+    OrchardModel, game_buttons, glyph_pixels, plan_clear, read_levels,
 )
 
 
@@ -78,21 +78,6 @@ def test_documented_memory_map_matches_the_source(symbols):
 
 # read_levels(...)[FULL] is the full game's first maze, where power-on starts
 FULL = orchard.FULL_GAME_LEVEL - 1
-
-
-def read_levels(rom: bytes, symbols: dict) -> list[dict]:
-    """Decode the level table (ladder order) from the ROM image (format: orchard_levels.inc)."""
-    levels = []
-    table = symbols["LevelTable"]
-    for i in range(orchard.NUM_LEVELS):
-        at = rom[table + 2 * i] | rom[table + 2 * i + 1] << 8
-        start = (rom[at], rom[at + 1])
-        count = rom[at + 2]
-        hazards = [tuple(rom[at + 3 + 3 * k: at + 6 + 3 * k]) for k in range(count)]
-        body = at + 3 + 3 * count
-        rows = [rom[body + 20 * r: body + 20 * r + 20].decode("ascii") for r in range(16)]
-        levels.append(dict(start=start, hazards=hazards, rows=rows))
-    return levels
 
 
 def test_levels_are_closed_connected_mazes(rom, symbols):
@@ -354,13 +339,6 @@ def test_trace_game_logic(played, rom, symbols):
 
 def bcd(value: int) -> int:
     return int(f"{value:x}")
-
-
-def glyph_pixels(rom, symbols, ch: str, inverse=False) -> np.ndarray:
-    """8x8 shades of a font character as the game draws it (BGP $E4: colour 3 = black)."""
-    at = symbols["FontGlyphs"] + 8 * (ord(ch) - 0x20)
-    bits = np.unpackbits(np.frombuffer(rom[at: at + 8], np.uint8)).reshape(8, 8)
-    return (3 * (1 - bits) if inverse else 3 * bits).astype(np.uint8)
 
 
 def test_trace_pixels(played, rom, symbols):

@@ -59,7 +59,8 @@
 ;   starts the game there: score 0, the level loads as usual (8 frames),
 ;   then play. Such a game shows the ladder level on the status bar
 ;   ("LV 03" on level 3), and GAME OVER restarts it at the chosen level.
-;   Select does nothing else, anywhere.
+;   Select does nothing else (a new press of it, like any button's, stirs
+;   the random generator).
 ;
 ; DETERMINISM
 ;   Everything follows from the power-on state and the joypad inputs. The

@@ -16,6 +16,9 @@ ROM's UpdatePlay. It leaves out the fruit (its place depends on the seed).
 staying clear of the beetles even if the emulator's frame cut shifts the
 player's timing by up to `margin` frames against the beetles: the same
 inputs then clear the level on gambatte, PyBoy and VecGameBoy alike.
+
+`read_levels` decodes the ROM's level table (ladder order) and `glyph_pixels`
+a font character as drawn, for tests that check layouts and screen text.
 """
 
 from __future__ import annotations

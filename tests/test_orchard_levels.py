@@ -154,6 +154,28 @@ def test_orchard_module_needs_no_torch_or_warp():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_build_is_byte_reproducible_and_rom_only(rom):
+    from gbx_lightning.emu.cartridge import MBC_NONE, load_cartridge
+
+    path = rom_source_path(GAME_ROM_NAME)
+    again = [asm.assemble(path.read_text(), origin_file=str(path), include_dirs=(str(path.parent),))
+             for _ in range(2)]
+    assert again[0] == again[1] == rom
+    cart = load_cartridge(rom)
+    assert len(rom) == 32 * 1024 and cart.mbc == MBC_NONE and cart.ram_bytes == 0
+
+
+def test_select_screen_text_has_a_glyph_for_every_character(rom, symbols):
+    """The font draws only the characters the game uses: none on the menu may be blank."""
+    at = symbols["SelectScreen"]
+    rows = [rom[at + 20 * r: at + 20 * r + 20].decode("ascii") for r in range(16)]
+    assert "SELECT LEVEL" in rows[3] and rows[5][10] == "1"
+    assert rows[0] == rows[15] == "#" * 20 and all(r[0] == r[19] == "#" for r in rows)
+    for ch in set("".join(rows)) - {" ", "#"}:
+        assert glyph_pixels(rom, symbols, ch).any(), f"no glyph for {ch!r}"
+    assert symbols["SELECT_DIGIT"] == orchard.MAP + 5 * orchard.MAP_STRIDE + 10
+
+
 # ------------------------------------------------------------------ power-on and the select window
 
 def test_select_opens_the_menu_only_in_the_first_two_game_frames(rom):
@@ -220,11 +242,13 @@ def test_select_trace_starts_the_level(started, levels, rom, symbols, level):
         return w[addr - 0xC100]
     assert got["before"] == orchard.STATE_LOADING                 # exactly level_start_frames
     assert var(orchard.GAME_STATE) == orchard.STATE_PLAY
-    assert (var(orchard.LADDER_LEVEL), var(orchard.START_LEVEL), var(orchard.FROM_SELECT)) == (level, level, 1)
+    assert var(orchard.LADDER_LEVEL) == var(orchard.START_LEVEL) == level
+    assert var(orchard.FROM_SELECT) == 1
     assert var(orchard.LEVEL) == level - 1
     assert var(orchard.SEEDS_LEFT) == orchard.LEVELS[level].seeds
     assert var(orchard.NUM_HAZARDS) == orchard.LEVELS[level].beetles
-    assert (var(orchard.GAME_OVER), var(orchard.LEVEL_CLEAR), var(orchard.SCORE), var(orchard.SCORE + 1)) == (0, 0, 0, 0)
+    assert var(orchard.GAME_OVER) == var(orchard.LEVEL_CLEAR) == 0
+    assert var(orchard.SCORE) == var(orchard.SCORE + 1) == 0
     assert (var(orchard.PLAYER_X), var(orchard.PLAYER_Y)) == tuple(8 * c for c in layout["start"])
     assert got["rows"] == layout["rows"]
     # the menu showed the choice just before START; play shows it on the status bar
@@ -232,7 +256,8 @@ def test_select_trace_starts_the_level(started, levels, rom, symbols, level):
     assert text_matches(got["menu"], rom, symbols, 3, "SELECT LEVEL", 4)
     assert text_matches(got["menu"], rom, symbols, 5, f"< {level} >", 8)
     assert text_matches(got["status"], rom, symbols, 16, f" SCORE 00000  LV 0{level} ")
-    assert text_matches(got["status"], rom, symbols, 17, f" SEEDS LEFT {orchard.LEVELS[level].seeds:02d}      ")
+    seeds = orchard.LEVELS[level].seeds
+    assert text_matches(got["status"], rom, symbols, 17, f" SEEDS LEFT {seeds:02d}      ")
 
 
 @pytest.mark.parametrize("level", [3, 6])
@@ -276,8 +301,9 @@ def full_game_banners(rom):
     for i in range(1281):
         gb.run_frames(1, buttons=np.array([game_buttons(i)], np.uint8))
         if i in (490, 1280):
+            want = orchard.STATE_GAMEOVER if i == 490 else orchard.STATE_CLEAR
+            assert ram(gb, 0, orchard.GAME_STATE) == want, i
             out["over" if i == 490 else "clear"] = gb.frame()[0][BANNER_LINES].copy()
-    assert ram(gb, 0, orchard.GAME_STATE) == orchard.STATE_CLEAR
     return out
 
 
@@ -291,8 +317,9 @@ def frames_until(gb, env, state, limit, buttons=None):
 
 
 def test_game_over_restarts_at_the_selected_level(rom, symbols, levels, full_game_banners):
-    """Level 3: walk up into the beetle's row; the banner is the full game's; START (or the
-    timeout) brings back level 3 as the menu started it: same maze, score 0, LV 03."""
+    """Level 3: walk up into the beetle's row; the banner is the full game's; START brings
+    back level 3 as the menu started it: same maze, score 0, LV 03 (the timeout restarts
+    through the same code, RestartGame)."""
     level = 3
     start = orchard.level_start_frames(level)
     route = [(orchard.UP, 20), (orchard.LEFT, 12), (orchard.UP, 12)]   # (9,12) -> (9,8) -> (7,8) -> (7,6)
@@ -313,7 +340,8 @@ def test_game_over_restarts_at_the_selected_level(rom, symbols, levels, full_gam
     gb.run_frames(4, buttons=np.array([orchard.START], np.uint8))
     frames_until(gb, 0, orchard.STATE_PLAY, 20)
     gb.run_frames(2)
-    assert (ram(gb, 0, orchard.LADDER_LEVEL), ram(gb, 0, orchard.START_LEVEL), ram(gb, 0, orchard.LEVEL)) == (3, 3, 2)
+    assert ram(gb, 0, orchard.LADDER_LEVEL) == ram(gb, 0, orchard.START_LEVEL) == 3
+    assert ram(gb, 0, orchard.LEVEL) == 2                 # LV 03
     assert ram(gb, 0, orchard.SCORE, 2) == b"\0\0" and ram(gb, 0, orchard.GAME_OVER) == 0
     assert ram(gb, 0, orchard.SEEDS_LEFT) == 12 and map_rows(gb, 0) == levels[level - 1]["rows"]
     assert text_matches(gb.frame()[0], rom, symbols, 16, " SCORE 00000  LV 03 ")

@@ -34,7 +34,8 @@ def play(level: int, envs: int, actions: int, frames_per_action: int, hold: int,
 
     wp.config.quiet = True
     gb = VecGameBoy(build_rom("orchard"), envs)
-    for mask in orchard.buttons_per_frame(orchard.level_select_inputs(level), orchard.level_start_frames(level)):
+    trace = orchard.level_select_inputs(level)
+    for mask in orchard.buttons_per_frame(trace, orchard.level_start_frames(level)):
         gb.run_frames(1, buttons=np.full(envs, mask, np.uint8), render="none")
     for env in range(envs):
         assert gb.read_memory(env, orchard.GAME_STATE, 1)[0] == orchard.STATE_PLAY

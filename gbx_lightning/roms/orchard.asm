@@ -52,8 +52,8 @@
 ;   first SELECT_WINDOW (2) game frames after the LCD is switched on (the
 ;   frames that make wFrameCount 1 and 2; on VecGameBoy run_frames frames 5
 ;   and 6 from power-on) drops that game for the level-select screen
-;   ("SELECT LEVEL" and "< n >"), drawn like a level in 8 frames; presses
-;   during those frames are ignored. It opens on 1. Each new press (a button
+;   ("SELECT LEVEL" and "< n >", a blank status bar, no sprites), drawn
+;   like a level in 8 frames; presses during those frames are ignored. It opens on 1. Each new press (a button
 ;   down now that was up the frame before) of RIGHT or UP adds one, LEFT or
 ;   DOWN takes one, wrapping 7 -> 1 and 1 -> 7; START or A (checked first)
 ;   starts the game there: score 0, the level loads as usual (8 frames),
@@ -61,6 +61,8 @@
 ;   ("LV 03" on level 3), and GAME OVER restarts it at the chosen level.
 ;   Select does nothing else (a new press of it, like any button's, stirs
 ;   the random generator).
+;   gbx_lightning/roms/orchard.py: level_select_inputs(level) is the input
+;   trace that starts any ladder level from power-on (and these addresses).
 ;
 ; DETERMINISM
 ;   Everything follows from the power-on state and the joypad inputs. The
@@ -673,10 +675,10 @@ UpdateGameOver:
     ldh a, [hPadPressed]
     and BTN_START
     ret z
-.restart:
-    jp RestartGame
+.restart:                       ; fall through
 
-; Score 0, level number 1, the maze of wStartLevel.
+; Score 0, the maze of wStartLevel, wLevel 0 (StartLevel renumbers a game
+; begun at the level select).
 RestartGame:
     xor a
     ld [wLevel], a
@@ -763,7 +765,7 @@ EnterSelect:
     ld [wStartLevel], a
     ld [wFromSelect], a
     xor a
-    ld [wTileQueue], a
+    ld [wTileQueue], a          ; drop tiles queued for the maze being replaced
     call HideSprites
     ld hl, wStatus
     ld c, 2 * MAP_COLS

@@ -25,6 +25,7 @@ __all__ = [
     "STATE_PLAY", "STATE_DYING", "STATE_GAMEOVER", "STATE_CLEAR", "STATE_LOADING",
     "STATE_SELECT", "RIGHT", "LEFT", "UP", "DOWN", "BTN_A", "BTN_B", "SELECT", "START",
     "NUM_LEVELS", "FULL_GAME_LEVEL", "Level", "LEVELS",
+    "SELECT_RELEASE", "FIRST_PRESS", "PRESS_FRAMES", "LOAD_FRAMES",
     "level_select_inputs", "level_start_frames", "buttons_per_frame",
 ]
 

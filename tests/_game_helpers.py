@@ -16,6 +16,9 @@ ROM's UpdatePlay. It leaves out the fruit (its place depends on the seed).
 staying clear of the beetles even if the emulator's frame cut shifts the
 player's timing by up to `margin` frames against the beetles: the same
 inputs then clear the level on gambatte, PyBoy and VecGameBoy alike.
+
+`read_levels` decodes the ROM's level table (ladder order) and `glyph_pixels`
+a font character as drawn, for tests that check layouts and screen text.
 """
 
 from __future__ import annotations
@@ -225,5 +228,33 @@ assert len(GAME_INPUT_TRACE) == 1500
 def game_buttons(frame: int) -> int:
     """Button mask for trace frame `frame` (released after the trace ends)."""
     return GAME_INPUT_TRACE[frame] if 0 <= frame < len(GAME_INPUT_TRACE) else 0
+
+
+# ------------------------------------------------------------------ reading the ROM
+
+def read_levels(rom: bytes, symbols: dict) -> list[dict]:
+    """Decode the level table (ladder order) from the ROM image (format: orchard_levels.inc)."""
+    from gbx_lightning.roms import orchard
+
+    levels = []
+    table = symbols["LevelTable"]
+    for i in range(orchard.NUM_LEVELS):
+        at = rom[table + 2 * i] | rom[table + 2 * i + 1] << 8
+        start = (rom[at], rom[at + 1])
+        count = rom[at + 2]
+        hazards = [tuple(rom[at + 3 + 3 * k: at + 6 + 3 * k]) for k in range(count)]
+        body = at + 3 + 3 * count
+        rows = [rom[body + 20 * r: body + 20 * r + 20].decode("ascii") for r in range(16)]
+        levels.append(dict(start=start, hazards=hazards, rows=rows))
+    return levels
+
+
+def glyph_pixels(rom, symbols, ch: str, inverse=False):
+    """8x8 shades of a font character as the game draws it (BGP $E4: colour 3 = black)."""
+    import numpy as np
+
+    at = symbols["FontGlyphs"] + 8 * (ord(ch) - 0x20)
+    bits = np.unpackbits(np.frombuffer(rom[at: at + 8], np.uint8)).reshape(8, 8)
+    return (3 * (1 - bits) if inverse else 3 * bits).astype(np.uint8)
 
 

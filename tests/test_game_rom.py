@@ -28,11 +28,11 @@ from collections import deque
 import numpy as np
 import pytest
 
-from gbx_lightning.roms import asm, build_rom, rom_source_path
+from gbx_lightning.roms import asm, build_rom, orchard, rom_source_path
 
 from tests._game_helpers import (
     GAME_INPUT_TRACE, GAME_ROM_NAME, LEFT, LEVEL1_CLEAR_ROUTE, RIGHT, UP,
-    OrchardModel, game_buttons, plan_clear,
+    OrchardModel, game_buttons, glyph_pixels, plan_clear, read_levels,
 )
 
 
@@ -76,32 +76,22 @@ def test_documented_memory_map_matches_the_source(symbols):
 
 # ------------------------------------------------------------------ levels
 
-def read_levels(rom: bytes, symbols: dict) -> list[dict]:
-    """Decode the level table from the ROM image (format: orchard_levels.inc)."""
-    levels = []
-    table = symbols["LevelTable"]
-    for i in range(4):
-        at = rom[table + 2 * i] | rom[table + 2 * i + 1] << 8
-        start = (rom[at], rom[at + 1])
-        count = rom[at + 2]
-        hazards = [tuple(rom[at + 3 + 3 * k: at + 6 + 3 * k]) for k in range(count)]
-        body = at + 3 + 3 * count
-        rows = [rom[body + 20 * r: body + 20 * r + 20].decode("ascii") for r in range(16)]
-        levels.append(dict(start=start, hazards=hazards, rows=rows))
-    return levels
+# read_levels(...)[FULL] is the full game's first maze, where power-on starts
+FULL = orchard.FULL_GAME_LEVEL - 1
 
 
 def test_levels_are_closed_connected_mazes(rom, symbols):
     levels = read_levels(rom, symbols)
-    assert [sum(r.count("*") for r in lv["rows"]) for lv in levels] == [22, 20, 16, 18]
-    assert levels[0]["start"] == (1, 1)
+    assert [sum(r.count("*") for r in lv["rows"]) for lv in levels] == [4, 8, 12, 22, 20, 16, 18]
+    assert [len(lv["hazards"]) for lv in levels] == [0, 0, 1, 2, 3, 3, 4]
+    assert levels[FULL]["start"] == (1, 1)
     for n, lv in enumerate(levels, 1):
         rows = lv["rows"]
         assert set("".join(rows)) <= set("#.*"), n
         assert rows[0] == rows[15] == "#" * 20 and all(r[0] == r[19] == "#" for r in rows), n
         sx, sy = lv["start"]
         assert rows[sy][sx] == ".", n
-        assert 1 <= len(lv["hazards"]) <= 4
+        assert len(lv["hazards"]) <= 4
         for hx, hy, d in lv["hazards"]:
             assert rows[hy][hx] != "#" and d in (1, 2, 4, 8), (n, hx, hy, d)
             # a beetle walled in both ways would stand still (on a seed: unwinnable)
@@ -251,7 +241,7 @@ def played(request, rom, symbols):
 
 def test_trace_game_logic(played, rom, symbols):
     name, cp = played
-    level1 = read_levels(rom, symbols)[0]["rows"]
+    level1 = read_levels(rom, symbols)[FULL]["rows"]     # the full game's level 1
     w = {i: m for i, (m, _) in cp.items()}
     for i, m in w.items():
         assert m["wVblankLate"] == 0, f"{name}: VBlank work overran at checkpoint {i}"
@@ -339,7 +329,7 @@ def test_trace_game_logic(played, rom, symbols):
     assert (bcd(m.score) - 22) % 5 == 0            # 22 seeds, plus 5 per fruit
     # then level 2 loads and the score carries over
     m2 = w[1350]
-    level2 = read_levels(rom, symbols)[1]
+    level2 = read_levels(rom, symbols)[FULL + 1]
     assert (m2["wGameState"], m2["wLevelClear"], m2["wLevel"]) == (0, 0, 1), name
     assert m2["wSeedsLeft"] == 20 and m2.rows() == level2["rows"]
     assert m2.player == (8 * level2["start"][0], 8 * level2["start"][1])
@@ -349,13 +339,6 @@ def test_trace_game_logic(played, rom, symbols):
 
 def bcd(value: int) -> int:
     return int(f"{value:x}")
-
-
-def glyph_pixels(rom, symbols, ch: str, inverse=False) -> np.ndarray:
-    """8x8 shades of a font character as the game draws it (BGP $E4: colour 3 = black)."""
-    at = symbols["FontGlyphs"] + 8 * (ord(ch) - 0x20)
-    bits = np.unpackbits(np.frombuffer(rom[at: at + 8], np.uint8)).reshape(8, 8)
-    return (3 * (1 - bits) if inverse else 3 * bits).astype(np.uint8)
 
 
 def test_trace_pixels(played, rom, symbols):
@@ -491,8 +474,14 @@ def test_frames_match_gambatte_frame_for_frame(rom):
     assert len({f.tobytes() for f in ours}) > 1000
 
 
-def test_random_play_keeps_the_game_consistent(rom, symbols):
-    """3000 frames of random buttons (all eight, mashed): the game's invariants hold throughout."""
+@pytest.mark.parametrize("power_on", ["full game", "level select"])
+def test_random_play_keeps_the_game_consistent(rom, symbols, power_on):
+    """3000 frames of random buttons (all eight, mashed): the game's invariants hold throughout.
+
+    These masks hold SELECT over the first frames, which opens the level select (and
+    the mashing then starts level 1); with SELECT kept up until the game has played
+    SELECT_WINDOW frames, the same masks play the full game from power-on.
+    """
     pytest.importorskip("gambaterm")
     from tests import oracles
 
@@ -502,8 +491,11 @@ def test_random_play_keeps_the_game_consistent(rom, symbols):
     masks = []
     while len(masks) < 3000:
         masks += [int(rng.integers(0, 256))] * int(rng.integers(1, 13))
+    assert masks[0] & orchard.SELECT
+    if power_on == "full game":
+        masks[:16] = [m & ~orchard.SELECT for m in masks[:16]]
     g = oracles.Gambatte(rom)
-    states, levels_seen = set(), set()
+    states, levels_seen, from_select = set(), set(), False
     try:
         for i, mask in enumerate(masks[:3000]):
             g.step(mask)
@@ -512,12 +504,14 @@ def test_random_play_keeps_the_game_consistent(rom, symbols):
             w = Wram(g.memory().read, symbols)
             state = w["wGameState"]
             states.add(state)
-            assert state in (0, 1, 2, 3, 4) and w["wVblankLate"] == 0, (i, state)
-            if state == 4:
+            assert state in (0, 1, 2, 3, 4, 5) and w["wVblankLate"] == 0, (i, state)
+            if state in (4, 5):
                 continue
-            levels_seen.add(w["wLevel"])
+            levels_seen.add(w["wLadderLevel"])
+            assert w["wFromSelect"] in (0, 1), i
+            from_select |= w["wFromSelect"] == 1
             rows = w.rows()
-            layout = levels[w["wLevel"] & 3]["rows"]
+            layout = levels[w["wLadderLevel"] - 1]["rows"]
             x, y = w.player
             assert 8 <= x <= 144 and 8 <= y <= 112 and x % 2 == 0 and y % 2 == 0, (i, x, y)
             assert layout[y // 8][x // 8] != "#" and layout[(y + 7) // 8][(x + 7) // 8] != "#", (i, x, y)
@@ -529,9 +523,16 @@ def test_random_play_keeps_the_game_consistent(rom, symbols):
                            for a, b in zip(got, want)), (i, r, got, want)
             assert (w["wGameOver"] == 1) == (state in (1, 2)), i
             assert (w["wLevelClear"] == 1) == (state == 3), i
+            if w["wFromSelect"]:                    # the level select opened: LV shows the ladder
+                assert w["wLevel"] == w["wLadderLevel"] - 1, i
     finally:
         g.close()
-    assert 0 in states and 2 in states      # it played and it died at least once
+    if power_on == "full game":
+        assert 0 in states and 2 in states      # it played and it died at least once
+        assert not from_select and levels_seen >= {orchard.FULL_GAME_LEVEL}
+    else:
+        assert from_select and {0, 3} <= states     # a level begun at the menu, cleared
+        assert min(levels_seen) < orchard.FULL_GAME_LEVEL
 
 
 def test_batched_envs_are_independent_and_deterministic(rom, symbols):
@@ -558,7 +559,7 @@ def test_batched_envs_are_independent_and_deterministic(rom, symbols):
     assert gb.read_memory(0, x, 2) == gb.read_memory(1, x, 2) == bytes([56, 8])
 
 
-@pytest.mark.parametrize("level", [0, 1, 2, 3])
+@pytest.mark.parametrize("level", range(orchard.NUM_LEVELS))
 def test_every_level_can_be_cleared(rom, symbols, level):
     """Under the rules model, a route from the level's start eats every seed untouched."""
     lv = read_levels(rom, symbols)[level]

@@ -23,6 +23,7 @@
 ;          a started step always finishes. No direction held: stand still.
 ;   Start  on the game-over screen: play again (the game also restarts by
 ;          itself after GAMEOVER_FRAMES frames).
+;   Select held at power-on: the level select (below).
 ;
 ; RULES
 ;   seed  +10 points; the level is cleared when no seed is left.
@@ -30,11 +31,38 @@
 ;   beetle contact (sprite boxes closer than 6 pixels on both axes): game
 ;          over. The screen shakes for DYING_FRAMES frames, then the
 ;          game-over banner shows.
-;   After LEVEL CLEAR the next of the four mazes loads (after the fourth,
-;   the first again) and the score carries over; after GAME OVER the game
-;   restarts at level 1 with score 0.
+;   After LEVEL CLEAR the next ladder level loads (after level 7, level 4
+;   again) and the score carries over; after GAME OVER the game restarts
+;   at the level it was started at (wStartLevel) with score 0.
 ;   Beetles move 1 pixel per frame along their row or column and reverse
 ;   when the next tile is a wall; they ignore seeds and fruit.
+;
+; LEVEL LADDER (orchard_levels.inc; gbx_lightning/roms/orchard.py mirrors it)
+;   1  one small room, 4 seeds two or three tiles from the start, no beetle
+;   2  a small maze, 8 seeds, no beetle
+;   3  a medium maze, 12 seeds, 1 beetle
+;   4-7 the full game: its four mazes (22, 20, 16, 18 seeds; 2, 3, 3, 4 beetles)
+;   Levels 1-3 are training rungs for an agent learning from pixels.
+;
+; POWER-ON AND THE LEVEL SELECT
+;   With no button held the game starts at once on level 4, the full game,
+;   and plays exactly as the original four-maze game did: the status bar
+;   counts levels from "LV 01" and the mazes cycle 4, 5, 6, 7, 4, ...
+;   SELECT held when the VBlank handler reads the joypad in either of the
+;   first SELECT_WINDOW (2) game frames after the LCD is switched on (the
+;   frames that make wFrameCount 1 and 2; on VecGameBoy run_frames frames 5
+;   and 6 from power-on) drops that game for the level-select screen
+;   ("SELECT LEVEL" and "< n >", a blank status bar, no sprites), drawn
+;   like a level in 8 frames; presses during those frames are ignored. It opens on 1. Each new press (a button
+;   down now that was up the frame before) of RIGHT or UP adds one, LEFT or
+;   DOWN takes one, wrapping 7 -> 1 and 1 -> 7; START or A (checked first)
+;   starts the game there: score 0, the level loads as usual (8 frames),
+;   then play. Such a game shows the ladder level on the status bar
+;   ("LV 03" on level 3), and GAME OVER restarts it at the chosen level.
+;   Select does nothing else (a new press of it, like any button's, stirs
+;   the random generator).
+;   gbx_lightning/roms/orchard.py: level_select_inputs(level) is the input
+;   trace that starts any ladder level from power-on (and these addresses).
 ;
 ; DETERMINISM
 ;   Everything follows from the power-on state and the joypad inputs. The
@@ -54,19 +82,22 @@
 ;                "     GAME  OVER     " / "    PRESS  START    ".
 ;   The banner is drawn over the two VBlanks after the event (two rows
 ;   each); the flags below rise on the frame of the event itself. A level
-;   (re)loads in 8 frames, two map rows per VBlank, sprites hidden.
+;   (re)loads in 8 frames, two map rows per VBlank, sprites hidden. The
+;   banners are the same on every level: they do not depend on the maze.
 ;
 ; MEMORY MAP (WRAM; RL environments may read these)
 ;   $C000-$C09F  shadow OAM (copied to OAM by DMA every VBlank)
 ;   $C100  wGameState    0 play, 1 dying (shake), 2 game over, 3 level clear,
-;                        4 loading a level
+;                        4 loading a level, 5 level select (drawing it too)
 ;   $C101  wGameOver     1 from the frame a beetle is touched until the restart
 ;   $C102  wLevelClear   1 from the frame the last seed is taken until the
 ;                        next level starts loading
-;   $C103  wLevel        level number - 1 (0, 1, 2, ...; maze = wLevel & 3)
+;   $C103  wLevel        the status bar's level number - 1: from power-on
+;                        0, 1, 2, ... (one more per LEVEL CLEAR, 0 after
+;                        GAME OVER); from the level select wLadderLevel - 1
 ;   $C104  wScore        2 bytes, BCD, little endian, in units of 10 points
 ;                        ($C104 holds the two lowest digits)
-;   $C106  wSeedsLeft    seeds left in this level (binary)
+;   $C106  wSeedsLeft    seeds left in this level (binary; 0 on the select screen)
 ;   $C107  wPlayerX      player sprite's left edge in screen pixels (0-152)
 ;   $C108  wPlayerY      player sprite's top edge in screen pixels (0-120)
 ;   $C109  wPlayerDir    step in progress: 0 none, or a DIR_* bit below
@@ -78,11 +109,17 @@
 ;   $C111  wBonusY       fruit tile row
 ;   $C112  wBonusTimer   frames until the fruit appears / disappears
 ;   $C113  wStateTimer   frames left in the dying / banner states
-;   $C114  wNumHazards   beetles in this level (1-4)
+;   $C114  wNumHazards   beetles in this level (0-4)
 ;   $C115  wVblankLate   VBlank handlers that finished outside VBlank (stays 0)
 ;   $C116  wLoadRow      next map row the VBlank loader copies to VRAM
 ;   $C117  wLoadEnd      row where the loader stops
 ;   $C118  wSeed         the DIV value read at start-up (the generator's seed)
+;   $C119  wLadderLevel  ladder level (1-7) of the maze in wMap: selects it in
+;                        LevelTable; 4 at power-on
+;   $C11A  wStartLevel   ladder level a game starts and restarts at (4 from
+;                        power-on); on the select screen, the level shown
+;   $C11B  wFromSelect   1 once the level select has opened (the status bar
+;                        then shows wLadderLevel), else 0
 ;   $C120  wHazards      4 x (x, y, dir, unused), same coordinates as the player
 ;   $C130  wTileQueue    count, then up to 4 x (VRAM address lo, hi, tile)
 ;   $C140  wStatus       2 x 20 status-bar tiles, copied to the window map
@@ -135,6 +172,8 @@ DIR_RIGHT   EQU 1
 DIR_LEFT    EQU 2
 DIR_UP      EQU 4
 DIR_DOWN    EQU 8
+BTN_A       EQU $10
+BTN_SELECT  EQU $40
 BTN_START   EQU $80
 
 STATE_PLAY      EQU 0
@@ -142,6 +181,11 @@ STATE_DYING     EQU 1
 STATE_GAMEOVER  EQU 2
 STATE_CLEAR     EQU 3
 STATE_LOADING   EQU 4
+STATE_SELECT    EQU 5
+
+NUM_LEVELS      EQU 7       ; ladder levels 1-7
+FULL_GAME_LEVEL EQU 4       ; ladder level of the full game's first maze
+SELECT_WINDOW   EQU 2       ; game frames after power-on that look for SELECT
 
 MAP_COLS    EQU 20
 MAP_ROWS    EQU 16
@@ -210,12 +254,16 @@ wVblankLate EQU $C115
 wLoadRow    EQU $C116
 wLoadEnd    EQU $C117
 wSeed       EQU $C118
+wLadderLevel EQU $C119
+wStartLevel EQU $C11A
+wFromSelect EQU $C11B
 wHazards    EQU $C120
 wTileQueue  EQU $C130
 TILE_QUEUE_MAX EQU 4
 wStatus     EQU $C140
 wStatus1    EQU wStatus + MAP_COLS
 wMap        EQU $C200
+SELECT_DIGIT EQU wMap + 5 * MAP_STRIDE + 10   ; the level digit on the select screen
 STACK_TOP   EQU $E000
 
 ; ----------------------------------------------------------------- HRAM
@@ -337,9 +385,13 @@ Start:
     ld a, $A5                   ; low byte non-zero: xorshift state is never 0
     ld [wRng], a
 
-    ; First level, drawn all at once while the LCD is off.
+    ; The full game's first maze, drawn all at once while the LCD is off.
+    ; (SELECT held in the first frames swaps it for the level select.)
     xor a
     ld [wLevel], a
+    ld a, FULL_GAME_LEVEL
+    ld [wLadderLevel], a
+    ld [wStartLevel], a
     call StartLevel
 .drawAll:
     call LoadMapRows
@@ -528,6 +580,22 @@ UpdateGame:
     ld [hl], a                  ; stir new presses into the state
     call RngNext
 
+    ; SELECT held in the first SELECT_WINDOW frames after power-on: the game
+    ; has not been touched yet, so it can give way to the level select.
+    ld a, [wFrameCount + 1]
+    and a
+    jr nz, .dispatch
+    ld a, [wFrameCount]
+    cp SELECT_WINDOW + 1
+    jr nc, .dispatch
+    ldh a, [hPadHeld]
+    and BTN_SELECT
+    jr z, .dispatch
+    ld a, [wGameState]
+    cp STATE_PLAY
+    jp z, EnterSelect
+
+.dispatch:
     ld a, [wGameState]
     cp STATE_PLAY
     jp z, UpdatePlay
@@ -537,6 +605,8 @@ UpdateGame:
     jp z, UpdateGameOver
     cp STATE_CLEAR
     jp z, UpdateClear
+    cp STATE_SELECT
+    jp z, UpdateSelect
     ; STATE_LOADING: the VBlank handler is drawing the maze
     ld a, [wLoadRow]
     ld hl, wLoadEnd
@@ -605,20 +675,73 @@ UpdateGameOver:
     ldh a, [hPadPressed]
     and BTN_START
     ret z
-.restart:
+.restart:                       ; fall through
+
+; Score 0, the maze of wStartLevel, wLevel 0 (StartLevel renumbers a game
+; begun at the level select).
+RestartGame:
     xor a
     ld [wLevel], a
     ld [wScore], a
     ld [wScore + 1], a
+    ld a, [wStartLevel]
+    ld [wLadderLevel], a
     jp StartLevel
 
+; The next ladder level; after the last, the full game's first maze again.
 UpdateClear:
     ld hl, wStateTimer
     dec [hl]
     ret nz
     ld hl, wLevel
     inc [hl]
+    ld a, [wLadderLevel]
+    inc a
+    cp NUM_LEVELS + 1
+    jr c, .next
+    ld a, FULL_GAME_LEVEL
+.next:
+    ld [wLadderLevel], a
     jp StartLevel
+
+; Level select: wait for the screen to be drawn, then step wStartLevel
+; (wrapping 7 <-> 1) or start the game there.
+UpdateSelect:
+    ld a, [wLoadRow]
+    ld hl, wLoadEnd
+    cp [hl]
+    ret c
+    ldh a, [hPadPressed]
+    ld b, a
+    and BTN_START | BTN_A
+    jr nz, .play
+    ld a, b
+    and DIR_RIGHT | DIR_UP
+    jr nz, .up
+    ld a, b
+    and DIR_LEFT | DIR_DOWN
+    ret z
+    ld a, [wStartLevel]
+    dec a
+    jr nz, .show
+    ld a, NUM_LEVELS
+    jr .show
+.up:
+    ld a, [wStartLevel]
+    cp NUM_LEVELS
+    jr c, .inc
+    xor a
+.inc:
+    inc a
+.show:
+    ld [wStartLevel], a
+    jp ShowSelectedLevel
+.play:
+    ld hl, StatusTemplate       ; the status bar was blanked for the menu
+    ld de, wStatus
+    ld bc, 2 * MAP_COLS
+    call MemCopy
+    jp RestartGame
 
 ; ---- state entries
 EnterClear:
@@ -634,6 +757,32 @@ EnterClear:
     ld b, TILE_SOLID
     jp ShowBanner
 
+; Replace the game just started at power-on by the level-select screen.
+EnterSelect:
+    ld a, STATE_SELECT
+    ld [wGameState], a
+    ld a, 1
+    ld [wStartLevel], a
+    ld [wFromSelect], a
+    xor a
+    ld [wTileQueue], a          ; drop tiles queued for the maze being replaced
+    call HideSprites
+    ld hl, wStatus
+    ld c, 2 * MAP_COLS
+    ld a, ' '
+    call FillBytes
+    ld hl, SelectScreen
+    call LoadScreen
+    ; fall through: the digit of the selection
+
+; Write wStartLevel's digit into the select screen (map and BG).
+ShowSelectedLevel:
+    ld a, [wStartLevel]
+    add a, '0'
+    ld hl, SELECT_DIGIT
+    ld [hl], a
+    jp QueueTile
+
 EnterDying:
     ld a, 1
     ld [wGameOver], a
@@ -643,8 +792,8 @@ EnterDying:
     ld [wStateTimer], a
     jp BuildSprites             ; the sprites freeze where they met
 
-; Load the maze for wLevel into wMap and queue it for drawing; the game
-; resumes (STATE_PLAY) once the VBlank handler has drawn every row.
+; Load the maze of wLadderLevel into wMap and queue it for drawing; the
+; game resumes (STATE_PLAY) once the VBlank handler has drawn every row.
 StartLevel:
     xor a
     ld [wGameOver], a
@@ -660,9 +809,17 @@ StartLevel:
     ld [wGameState], a
     call CalmScreen
     call HideSprites
-    ; hl = LevelTable[wLevel & 3]
-    ld a, [wLevel]
-    and 3
+    ; a game begun at the level select numbers its levels by the ladder
+    ld a, [wFromSelect]
+    and a
+    jr z, .numbered
+    ld a, [wLadderLevel]
+    dec a
+    ld [wLevel], a
+.numbered:
+    ; hl = LevelTable[wLadderLevel - 1]
+    ld a, [wLadderLevel]
+    dec a
     add a, a
     ld e, a
     ld d, 0
@@ -681,6 +838,8 @@ StartLevel:
     ; hazards: count, then (x, y, dir) each
     ld a, [hl+]
     ld [wNumHazards], a
+    and a
+    jr z, LoadScreen
     ld b, a
     ld de, wHazards
 .hazard:
@@ -698,7 +857,11 @@ StartLevel:
     inc de
     dec b
     jr nz, .hazard
-    ; rows: 20 bytes each in ROM -> 32-byte rows in wMap; count the seeds
+    ; fall through: the rows
+
+; Copy 16 rows of 20 tiles from hl (ROM) to wMap's 32-byte rows, count the
+; seeds into wSeedsLeft and queue every row for the VBlank loader.
+LoadScreen:
     xor a
     ld [wSeedsLeft], a
     ld de, wMap
@@ -979,6 +1142,8 @@ MoveActor:
 ; the next tile is a wall (and stays put if walled in both ways).
 MoveHazards:
     ld a, [wNumHazards]
+    and a
+    ret z
     ld b, a
     ld hl, wHazards
 .next:
@@ -1037,6 +1202,8 @@ MoveHazards:
 ; Carry set if any beetle touches the player.
 CheckHit:
     ld a, [wNumHazards]
+    and a                       ; no beetles: carry clear
+    ret z
     ld b, a
     ld hl, wHazards
 .next:
@@ -1178,6 +1345,8 @@ BuildSprites:
     ld [hl+], a
     ; beetles
     ld a, [wNumHazards]
+    and a
+    jr z, .hideRest
     ld b, a
     ld de, wHazards
 .beetle:
@@ -1214,7 +1383,7 @@ BuildSprites:
     ld [hl+], a
     dec b
     jr nz, .beetle
-    ; hide the rest (Y = 0 is above the screen)
+.hideRest:                      ; hide the rest (Y = 0 is above the screen)
     ld a, l
 .hide:
     cp OAM_ENTRIES * 4
@@ -1411,6 +1580,26 @@ BannerClear:
 BannerGameOver:
     db "     GAME  OVER     "
     db "    PRESS  START    "
+
+; The level-select screen (format of a level's rows; the digit at
+; SELECT_DIGIT is rewritten with the selection).
+SelectScreen:
+    db "####################"
+    db "#                  #"
+    db "#                  #"
+    db "#   SELECT LEVEL   #"
+    db "#                  #"
+    db "#       < 1 >      #"
+    db "#                  #"
+    db "#  1-3  TRAINING   #"
+    db "#  4-7  FULL GAME  #"
+    db "#                  #"
+    db "# RIGHT/UP    NEXT #"
+    db "# LEFT/DOWN   BACK #"
+    db "# START/A     PLAY #"
+    db "#                  #"
+    db "#                  #"
+    db "####################"
 
     include "orchard_gfx.inc"
     include "orchard_levels.inc"

@@ -10,9 +10,9 @@ trace's last line is the capture frame). --region keeps only part of the screen 
 rows and columns, end exclusive): what must match, e.g. a banner, not a score.
 
 It then calibrates: the distance of the goal's next screens (no button held) and of random play
-from the start (64 envs x 150 steps of 24 frames), prints both, and writes a suggested tau
-(between them) and k_consecutive into GOAL.json with the ROM's sha256 and where the goal came
-from. GameBoyEnv(goal="GOAL.png") reads both files; config values override the JSON's.
+from the start (64 envs x 150 steps of 24 frames), prints both, and writes a suggested tau (a
+quarter of the way from the goal's screens to the nearest others) and k_consecutive into
+GOAL.json with the ROM's sha256 and where the goal came from. GameBoyEnv(goal="GOAL.png") reads both files; config values override the JSON's.
 """
 from __future__ import annotations
 
@@ -61,9 +61,10 @@ def main(argv=None) -> int:
     print(f"distance of the goal's next screens (idle): {cal['goal_then_idle_steps']}")
     rp = cal["random_play"]
     print(f"distance under random play ({rp['envs']} envs x {rp['steps']} steps): min {rp['min']}, "
-          f"0.1% {rp['p0.1']}, median {rp['p50']}")
-    print(f"suggested: tau {rw['tau']}, k_consecutive {rw['k_consecutive']} "
-          f"(random-play screens under tau: {100 * rp['below_tau']:.2f}%)")
+          f"1% {rp['p1']}, median {rp['p50']}")
+    print(f"suggested: tau {rw['tau']} (a quarter into the widest gap, {cal['gap'][0]}..{cal['gap'][1]}), "
+          f"k_consecutive {rw['k_consecutive']}; random-play screens under tau: {100 * rp['below_tau']:.2f}% "
+          f"(random play that reached the goal, or a tau to raise)")
     return 0
 
 

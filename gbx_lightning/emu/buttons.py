@@ -24,13 +24,15 @@ __all__ = ["BUTTON_BITS", "RIGHT", "LEFT", "UP", "DOWN", "A", "B", "SELECT", "ST
 
 
 def buttons_mask(spec) -> int:
-    """'right+a' (or '-'/'' for none, or an int 0..255, or a list of names) -> bit mask."""
+    """'right+a' (or '-'/'' for none, an int 0..255 or its digits, or a list of names) -> bit mask."""
     if isinstance(spec, bool):
         raise ValueError(f"buttons: expected names joined by '+' (e.g. 'right+a') or a mask 0..255, got {spec!r}")
     if isinstance(spec, int):
         if not 0 <= spec <= 255:
             raise ValueError(f"buttons: a mask must be in 0..255, got {spec}")
         return spec
+    if isinstance(spec, str) and spec.strip().isdigit():
+        return buttons_mask(int(spec))
     names = spec if isinstance(spec, (list, tuple)) else str(spec).lower().replace(" ", "").split("+")
     mask = 0
     for name in names:

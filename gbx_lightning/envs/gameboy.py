@@ -530,5 +530,6 @@ def _builtin_task(rom_name: str, level: int | None) -> dict:
 
     level = 1 if level is None else level
     inputs = orchard.level_select_inputs(level)    # ValueError naming the range for a bad level
-    return {"level": level, "start_inputs": inputs, "start_frames": orchard.level_start_frames(level),
+    # + 1: the level's first play frame draws the player and the status bar (the loading frames hide them)
+    return {"level": level, "start_inputs": inputs, "start_frames": orchard.level_start_frames(level) + 1,
             "goal": str(ROM_DIR / "orchard_clear.png"), "fail": str(ROM_DIR / "orchard_gameover.png")}

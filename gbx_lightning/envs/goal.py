@@ -146,6 +146,23 @@ def parse_region(spec: str | None) -> dict | None:
     return region
 
 
+def suggest_tau(goal_like: np.ndarray, random_play: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """A threshold between the goal's own screens and the rest: a quarter of the way into the widest
+    gap in the sorted distances (goal-like and random play together), looking above the goal-like
+    screens' largest distance and below random play's median. A quarter, not the middle: screens
+    random play never showed (another banner, a rarer room) may lie closer than the ones it did.
+    Random play may reach the goal itself; those screens then sit with the goal-like ones, under
+    the gap. Returns (tau, (gap_low, gap_high))."""
+    floor = float(goal_like.max()) if goal_like.size else 0.0
+    ceiling = max(float(np.median(random_play)), floor)
+    vals = np.unique(np.concatenate([[0.0, floor], goal_like, random_play]))
+    vals = vals[(vals >= floor) & (vals <= ceiling)]
+    if vals.size < 2:
+        return max(floor * 1.5, 1e-3), (floor, floor)
+    i = int(np.argmax(np.diff(vals)))
+    return float(vals[i] + (vals[i + 1] - vals[i]) / 4), (float(vals[i]), float(vals[i + 1]))
+
+
 def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, region: dict | None = None,
                  random_from: int = 0, random_envs: int = 64, random_steps: int = 150, frames_per_step: int = 24,
                  release_after_frames: int = 8, seed: int = 0) -> tuple[np.ndarray, dict]:
@@ -198,13 +215,8 @@ def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, regi
         obs, *_ = env.step(torch.randint(0, env.num_actions, (random_envs,), generator=gen, dtype=torch.int32))
         dists.append(goal_distance(obs[:, -1], goal_t, w_t))
     rand = torch.cat(dists).numpy()
-    low = float(np.quantile(rand, 0.001))
-    stay = [d for d in after]
-    high = max([0.0] + [d for d in stay if d < low])
-    tau = (high + low) / 2 if low > high else max(low / 2, 1e-3)
-    k = 1
-    while k < 2 and k <= len(stay) and all(d < tau for d in stay[:k]):
-        k += 1
+    tau, gap = suggest_tau(np.array(after), rand)
+    k = 1   # the goal need only be seen once when the gap is clean; raise it for goals that flicker
     meta = {
         "rom_sha256": gb.cart.sha256, "rom_title": gb.cart.title, "rom": rom_name,
         "source": {"state": None if state is None else os.fspath(state),
@@ -212,9 +224,10 @@ def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, regi
         "region": region,
         "reward": {**REWARD_DEFAULTS, "tau": round(tau, 4), "k_consecutive": k},
         "calibration": {"goal_then_idle_steps": [round(d, 4) for d in after],
+                        "gap": [round(g, 4) for g in gap],
                         "random_play": {"envs": random_envs, "steps": random_steps, "from_frame": min(random_from, frames),
-                                        "min": round(float(rand.min()), 4), "p0.1": round(low, 4),
+                                        "min": round(float(rand.min()), 4), "p1": round(float(np.quantile(rand, 0.01)), 4),
                                         "p50": round(float(np.median(rand)), 4),
-                                        "below_tau": float((rand < tau).mean())}},
+                                        "below_tau": round(float((rand < tau).mean()), 5)}},
     }
     return goal, meta

@@ -55,6 +55,14 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "model.policy must be one of ['cnn', 'impala_cnn', 'mlp', 'nature_cnn', 'pixel_cnn'], got 'resnet'"),
     (PPO, "--model.init_args.minibatches=0", "model.minibatches must be an int >= 1, got 0"),
     (A2C, "--log_every=0", "log_every must be an int >= 1, got 0"),
+    (A2C, "--image_every=-1", "image_every must be an int >= 0, got -1"),
+    (A2C, "--model.init_args.env_kwargs={rom: orchard, levle: 2}",
+     "model.env_kwargs.levle is not an option of GameBoyEnv; options: action_codec, alpha, check_action_range, "
+     "cpu_threads, fail, fail_penalty, fail_tau, frames_per_step, goal, goal_bonus, k_consecutive, level, "
+     "max_steps, release_after_frames, reward, rom, seed, seed_reward, stack_k, start_frames, start_inputs, "
+     "start_state, start_variants, step_cost, tau, variant_frames"),
+    (PPO, "--model.init_args.policy_kwargs={chanels: [8, 16]}",
+     "model.policy_kwargs.chanels is not an option of PixelCNNPolicy; options: channels, hidden"),
 ])
 def test_config_errors_name_the_field(tmp_path, capsys, config, override, message):
     code = main(["fit", "--config", config, override, "--runs_dir", str(tmp_path)])
@@ -75,5 +83,5 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
         main(["fit", "--config", PPO, "--print_config"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert "class_path: gbx_lightning.module.PPOModule" in out and "rollout_steps: 64" in out
+    assert "class_path: gbx_lightning.module.PPOModule" in out and "rollout_steps: 32" in out
     assert "run_name: null" in out and "runs_dir: lightning_logs" in out

@@ -241,7 +241,7 @@ class TrainingLog(Callback):
                               **metrics}})
         self._tensorboard(trainer, metrics, pl_module.env_steps)
         if trainer.state.fn in ("validate", "test"):  # during fit the progress bar owns the console
-            body = "  ".join(f"{k.split('/', 1)[1]} {v:.4g}" for k, v in metrics.items() if v is not None)
+            body = "  ".join(f"{k.split('/', 1)[1]} " + ("n/a" if v is None else f"{v:.4g}") for k, v in metrics.items())
             print(f"{stage}: {body}  (env_steps {pl_module.env_steps}, opt_steps {pl_module.opt_steps})", flush=True)
 
     def on_validation_end(self, trainer, pl_module) -> None:

@@ -1,0 +1,128 @@
+"""Training on the Game Boy env through the CLI: fit -> resume equals the uninterrupted run, what the agent
+sees reaches TensorBoard and the run directory, validate reports success and steps to success, play
+writes a clip."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from gbx_lightning.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+
+TINY_GB_A2C = """
+seed_everything: 5
+trainer:
+  max_steps: 6
+  accelerator: cpu
+  devices: 1
+  val_check_interval: 3
+  check_val_every_n_epoch: null
+model:
+  class_path: gbx_lightning.module.A2CModule
+  init_args:
+    env: gameboy
+    env_kwargs: {rom: orchard, level: 1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, start_variants: 2,
+                 cpu_threads: 2}
+    num_envs: 3
+    policy: pixel_cnn
+    policy_kwargs: {channels: [4, 8], hidden: 16}
+    update_every: 2
+    lr: 0.001
+    eval_episodes: 2
+checkpoint_every: 3
+log_every: 1
+image_every: 2
+progress_refresh: 0
+"""
+
+
+def _records(path):
+    meta, steps, evals = [], [], []
+    for line in Path(path).read_text().splitlines():
+        rec = json.loads(line)
+        (meta if "meta" in rec else evals if "eval" in rec else steps).append(rec)
+    return meta, steps, evals
+
+
+def _fit(cfg, runs, *extra):
+    return main(["fit", "--config", str(cfg), "--runs_dir", str(runs), *extra])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A run of 6 optimizer steps, then resumed to 12; and the same 12 steps without interruption."""
+    tmp = tmp_path_factory.mktemp("gb")
+    cfg = tmp / "gb.yaml"
+    cfg.write_text(TINY_GB_A2C)
+    runs = tmp / "runs"
+    assert _fit(cfg, runs) == 0
+    assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "12") == 0
+    assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", "12") == 0
+    return cfg, runs
+
+
+def test_resumed_game_boy_run_equals_the_uninterrupted_one(trained):
+    cfg, runs = trained
+    ckpt = torch.load(runs / "gb" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12}
+    env_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]
+    assert env_state["rom_sha256"] and env_state["machines"]["wram"].shape == (3, 8192)
+    meta, steps, evals = _records(runs / "gb" / "train.jsonl")
+    assert [m["meta"]["segment"] for m in meta] == ["start", "resume"]
+    assert meta[0]["meta"]["rom_sha256"] == env_state["rom_sha256"]
+    assert [r["opt_steps"] for r in steps] == list(range(1, 13))
+    assert [e["eval"]["opt_steps"] for e in evals] == [3, 6, 9, 12]
+    _, straight, straight_evals = _records(runs / "straight" / "train.jsonl")
+    wall = {"wall_time_s", "sps", "time_env_s", "time_act_s", "time_update_s", "time_other_s"}
+    assert [{k: v for k, v in r.items() if k not in wall} for r in straight] == \
+        [{k: v for k, v in r.items() if k not in wall} for r in steps]
+    assert [e["eval"] for e in straight_evals] == [e["eval"] for e in evals]
+    weights = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    for k, v in ckpt["state_dict"].items():
+        assert torch.equal(weights[k], v), k
+
+
+def test_tensorboard_gets_the_agent_view_and_eval_clips(trained):
+    _, runs = trained
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = set()
+    for events in (runs / "gb").glob("events.out.tfevents.*"):
+        acc = EventAccumulator(str(events), size_guidance={"images": 0})
+        acc.Reload()
+        tags |= set(acc.Tags()["images"])
+        for tag in acc.Tags()["images"]:
+            for image in acc.Images(tag):
+                assert image.encoded_image_string[:4] in (b"\x89PNG", b"GIF8")
+    assert {"agent/observations", "eval/clip"} <= tags
+    clips = sorted((runs / "gb" / "clips").glob("eval_step*.gif"))
+    assert [c.name for c in clips] == [f"eval_step{s:08d}.gif" for s in (3, 6, 9, 12)]
+    Image = pytest.importorskip("PIL.Image")
+    im = Image.open(io.BytesIO(clips[-1].read_bytes()))
+    assert im.size == (160, 144) and im.n_frames >= 2      # 72x80 screens drawn 2x
+
+
+def test_validate_reports_success_and_steps_to_success(trained, capsys):
+    cfg, runs = trained
+    assert main(["validate", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("validate: episodes 2  return_mean ") and "success_rate" in out
+    assert "steps_to_success" in out and "seeds_eaten_mean" in out
+
+
+def test_play_writes_a_clip_of_the_checkpoint_policy(trained, capsys):
+    cfg, runs = trained
+    out = runs / "clip.gif"
+    assert main(["play", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last", "--out", str(out),
+                 "--episodes", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "play: episode 1:" in printed and "play: episode 2:" in printed and f"play: wrote {out}" in printed
+    Image = pytest.importorskip("PIL.Image")
+    im = Image.open(out)
+    assert im.n_frames >= 4                             # two episodes of at least one step, plus their starts
+    assert main(["play", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last", "--out", str(out),
+                 "--episodes", "0"]) == 2

@@ -201,3 +201,39 @@ def test_bad_options_are_named(rom_path):
         _env(rom_path, release_after_frames=30)
     with pytest.raises(ValueError, match="action_codec must be one of"):
         _env(rom_path, action_codec="everything")
+
+
+@pytest.mark.cuda
+def test_cuda_matches_cpu_pixel_for_pixel():
+    """The same start state and actions on CUDA and on the CPU: identical screens, rewards and episode ends
+    (one start state: the reset draws come from torch's per-device generators, which differ)."""
+    actions = _actions(7, 6, 40)
+    runs = []
+    for device in ("cpu", "cuda"):
+        env = GameBoyEnv(6, rom="orchard", level=1, device=device, stack_k=2, action_codec="dpad_noop",
+                         max_steps=9, start_variants=1)
+        seq = [_hash(env.reset(seed=1).cpu())]
+        for a in actions:
+            obs, reward, term, trunc, info = env.step(a.to(device))
+            seq.append((_hash(obs.cpu()), _hash(info["final_obs"].cpu()), reward.cpu().tolist(),
+                        term.cpu().tolist(), trunc.cpu().tolist()))
+        runs.append(seq)
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.cuda
+def test_cuda_step_stays_on_the_device():
+    env = GameBoyEnv(8, rom="orchard", level=1, device="cuda", action_codec="dpad_noop", max_steps=5)
+    view_ptr = env._views[0][4].ptr
+    obs = env.reset(seed=0)
+    assert obs.is_cuda
+    for a in _actions(8, 8, 12):
+        obs, reward, term, trunc, info = env.step(a.cuda())
+        assert obs.is_cuda and reward.is_cuda and info["final_obs"].is_cuda
+    assert env._views[0][4].ptr == view_ptr            # the kernel's obs buffer is read in place
+    with pytest.raises(ValueError, match="must be on the env's device"):
+        env.step(torch.zeros(8, dtype=torch.int32))
+    with torch.cuda.stream(torch.cuda.Stream()):        # launches follow torch's current stream
+        obs2, *_ = env.step(torch.zeros(8, dtype=torch.int32, device="cuda"))
+    torch.cuda.synchronize()
+    assert obs2.shape == obs.shape

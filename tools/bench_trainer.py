@@ -1,6 +1,7 @@
-"""Lightning's overhead: env steps/s of `fit` against a plain PyTorch loop doing the same work.
+"""Where the time of `fit` goes: its env steps/s against a plain PyTorch loop doing the same work, and
+against the env alone (random actions, no policy), on the Game Boy task or on ForagingEnv.
 
-Both paths use the same env (ForagingEnv), policy, loss (rl.a2c_td0 or rl.ppo_loss), batch and
+Both training paths use the same env, policy, loss (rl.a2c_td0 or rl.ppo_loss), batch and
 update schedule (A2C: one update per `update_every` env steps of all N envs, computed on the whole
 window at once, as A2CModule does; PPO: one rollout, then epochs x minibatches steps on it, as
 PPOModule.training_step does) and the same bookkeeping (episode statistics and losses reduced on
@@ -8,22 +9,26 @@ device, one JSONL record + TensorBoard scalars every `--log_every` updates, writ
 helper, callbacks.write_scalars); they differ only in who runs the loop (see run_plain). `fit`
 runs as the CLI runs it (A2CModule / PPOModule, RolloutStream, the JSONL + TensorBoard
 TrainingLog), minus checkpoints, evaluation and the progress bar, which neither path does here.
+The third path, `env`, steps the same env with uniformly random actions and nothing else: what
+emulation alone costs, so fit/env shows the share of learning (policy forward, update) in a step.
 Each repeat times the steady state: the first `--warmup` optimizer steps (env/kernel set-up, first
-allocations) are excluded from both. Repeats are interleaved (plain, fit, fit, plain, ...) because
+allocations) are excluded. Repeats are interleaved (plain, fit, env; then reversed, ...) because
 this machine is noisy. Printed per repeat and as the median and range of the per-repeat ratios,
-both for wall time and for this process's CPU time (robust when other processes share the cores).
+both for wall time and for this process's CPU time (all threads: the Game Boy env steps its CPU
+shards from one thread per core).
 
 Allocator (`--malloc`): by default glibc's, as a user runs. With its adaptive thresholds the
 ~1.5 MB batch tensors are often returned to the OS and page-faulted back in; how often depends on
 the order of earlier allocations and frees (the same loop measured 30 to 215 thousand minor faults
 per 400 A2C updates, up to ~8% of its CPU time), and `fit` tends to get more of them (in fresh
 processes 107-186 thousand against 31-117 thousand for the plain loop; why was not pinned down).
-`--malloc keep` tells glibc to keep freed heap memory (keep_freed_heap) for both loops, which
+`--malloc keep` tells glibc to keep freed heap memory (keep_freed_heap) for all loops, which
 takes the page faults out of the comparison. The CLI does not change the allocator.
 
-    python tools/bench_trainer.py                     # A2C, configs/a2c.yaml sizes (mlp 64x64, 256 envs, update_every 2)
-    python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=64, 4x4 minibatch steps)
-    python tools/bench_trainer.py --malloc keep       # no heap trimming (page faults) in either loop
+    python tools/bench_trainer.py                     # A2C on the Game Boy task, configs/a2c.yaml sizes
+    python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=32, 4x4 steps)
+    python tools/bench_trainer.py --env foraging      # ForagingEnv, configs/foraging_a2c.yaml sizes
+    python tools/bench_trainer.py --malloc keep       # no heap trimming (page faults) in any loop
 """
 
 from __future__ import annotations
@@ -51,7 +56,13 @@ from gbx_lightning.models import make_policy  # noqa: E402
 from gbx_lightning.module import A2CModule, PPOModule, RLModule  # noqa: E402
 from gbx_lightning.rl import a2c_td0, gae, ppo_loss  # noqa: E402
 
-ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99}
+# env -> (env kwargs, policy, policy kwargs, num_envs a2c/ppo, update_every, rollout_steps), as in configs/
+SETUPS = {
+    "gameboy": ({"rom": "orchard", "level": 1, "stack_k": 1, "action_codec": "dpad_noop", "max_steps": 50},
+                "pixel_cnn", {}, (32, 32), 5, 32),
+    "foraging": ({"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99},
+                 "mlp", {"hidden": [64, 64]}, (256, 32), 2, 64),
+}
 
 
 def keep_freed_heap() -> bool:
@@ -76,7 +87,11 @@ def keep_freed_heap() -> bool:
 
 
 def _policy_kwargs(args) -> dict:
-    return {"hidden": [int(h) for h in args.hidden.split(",")]} if args.policy == "mlp" else {}
+    return SETUPS[args.env][2] if args.policy == SETUPS[args.env][1] else {}
+
+
+def _env_kwargs(args) -> dict:
+    return SETUPS[args.env][0]
 
 
 def _now() -> tuple[float, float]:
@@ -101,7 +116,7 @@ class _Clock(Callback):
 
 def run_fit(args, seed: int) -> tuple[float, float]:
     torch.manual_seed(seed)
-    common = dict(env="foraging", env_kwargs=ENV_KWARGS, num_envs=args.num_envs, policy=args.policy,
+    common = dict(env=args.env, env_kwargs=_env_kwargs(args), num_envs=args.num_envs, policy=args.policy,
                   policy_kwargs=_policy_kwargs(args), seed=seed)
     if args.algo == "a2c":
         module = A2CModule(update_every=args.update_every, **common)
@@ -140,7 +155,7 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     stream and module (a few perf_counter calls per env step).
     """
     torch.manual_seed(seed)
-    env = make_env("foraging", num_envs=args.num_envs, **ENV_KWARGS)
+    env = make_env(args.env, num_envs=args.num_envs, **_env_kwargs(args))
     policy = make_policy(args.policy, env.obs_shape, env.num_actions, **_policy_kwargs(args))
     opt = torch.optim.Adam(policy.parameters(), lr=7e-4, eps=1e-5)
     gen = torch.Generator().manual_seed(seed)
@@ -235,21 +250,41 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     return (env_steps - env0) / (t1[0] - t0[0]), (env_steps - env0) / (t1[1] - t0[1])
 
 
+def run_env_only(args, seed: int) -> tuple[float, float]:
+    """The env alone: as many env steps as the training paths time, uniformly random actions drawn on the
+    device with one generator (no policy, no storage of transitions)."""
+    env = make_env(args.env, num_envs=args.num_envs, **_env_kwargs(args))
+    gen = torch.Generator().manual_seed(seed)
+    env.reset(seed=seed)
+    cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
+    per_update = args.update_every if args.algo == "a2c" else args.rollout_steps
+    steps = lambda updates: -(-updates // cycle) * per_update  # noqa: E731 - env steps of all N envs
+    for _ in range(steps(args.warmup)):
+        env.step(torch.randint(0, env.num_actions, (args.num_envs,), generator=gen, dtype=torch.int32))
+    t0 = _now()
+    timed = steps(args.steps)
+    for _ in range(timed):
+        env.step(torch.randint(0, env.num_actions, (args.num_envs,), generator=gen, dtype=torch.int32))
+    t1 = _now()
+    return timed * args.num_envs / (t1[0] - t0[0]), timed * args.num_envs / (t1[1] - t0[1])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", choices=("a2c", "ppo"), default="a2c")
-    p.add_argument("--num_envs", type=int, default=None, help="default: 256 (a2c.yaml), 32 (ppo.yaml)")
-    p.add_argument("--policy", default="mlp")
-    p.add_argument("--hidden", default="64,64", help="policy_kwargs hidden sizes (mlp), as in configs/*.yaml")
-    p.add_argument("--update_every", type=int, default=2)
-    p.add_argument("--rollout_steps", type=int, default=64)
+    p.add_argument("--env", choices=sorted(SETUPS), default="gameboy")
+    p.add_argument("--num_envs", type=int, default=None, help="default: as in the env's configs")
+    p.add_argument("--policy", default=None, help="default: pixel_cnn (gameboy), mlp 64x64 (foraging)")
+    p.add_argument("--update_every", type=int, default=None, help="default: 5 (gameboy), 2 (foraging)")
+    p.add_argument("--rollout_steps", type=int, default=None, help="default: 32 (gameboy), 64 (foraging)")
+    p.add_argument("--torch_threads", type=int, default=1, help="torch intra-op threads (the configs use 1)")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--minibatches", type=int, default=4)
     p.add_argument("--steps", type=int, default=None, help="timed optimizer steps per repeat")
     p.add_argument("--warmup", type=int, default=None, help="untimed optimizer steps per repeat")
     p.add_argument("--log_every", type=int, default=None,
                    help="updates (A2C updates, PPO rollouts) per JSONL/TensorBoard record, both paths; "
-                        "default as in configs/a2c.yaml (10) and configs/ppo.yaml (1 rollout = 16 opt steps)")
+                        "default 10 (A2C) and 1 (PPO: 1 rollout = 16 opt steps)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--malloc", choices=("default", "keep"), default="default",
                    help="default: glibc's adaptive heap trimming, as a user runs (its page faults vary with "
@@ -257,31 +292,42 @@ def main() -> None:
     args = p.parse_args()
     if args.malloc == "keep" and not keep_freed_heap():
         print("note: mallopt not available (not glibc?); allocator left at its defaults", flush=True)
-    args.num_envs = args.num_envs or (256 if args.algo == "a2c" else 32)
+    setup = SETUPS[args.env]
+    args.num_envs = args.num_envs or setup[3][args.algo == "ppo"]
+    args.policy = args.policy or setup[1]
+    args.update_every = args.update_every or setup[4]
+    args.rollout_steps = args.rollout_steps or setup[5]
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
-    args.steps = args.steps or (400 if args.algo == "a2c" else 20 * cycle)  # PPO: 20 rollouts
+    default_steps = {"a2c": 400 if args.env == "foraging" else 200, "ppo": 20 * cycle}  # PPO: 20 rollouts
+    args.steps = args.steps or default_steps[args.algo]
     args.log_every = args.log_every or (10 if args.algo == "a2c" else 1)
     args.warmup = args.warmup if args.warmup is not None else (10 if args.algo == "a2c" else cycle)
-    torch.set_num_threads(1)  # both paths alike; the machine's cores are shared
+    torch.set_num_threads(args.torch_threads)  # all paths alike
     import warp as wp
 
     wp.config.log_level = wp.LOG_WARNING
-    plain, fit = [], []
+    plain, fit, env = [], [], []
+    print(f"{args.algo} on {args.env}: {args.num_envs} envs, policy {args.policy}, "
+          f"{'update_every ' + str(args.update_every) if args.algo == 'a2c' else 'rollout ' + str(args.rollout_steps)}"
+          f", torch threads {args.torch_threads}", flush=True)
     for r in range(args.repeats):
-        order = (("plain", run_plain, plain), ("fit", run_fit, fit))
+        order = (("plain", run_plain, plain), ("fit", run_fit, fit), ("env", run_env_only, env))
         for name, fn, out in (order if r % 2 == 0 else order[::-1]):
             out.append(fn(args, seed=r))
             print(f"repeat {r} {name:5s}: {out[-1][0]:8.0f} env steps/s wall, {out[-1][1]:8.0f} per CPU second",
                   flush=True)
     for i, what in ((0, "wall"), (1, "CPU time")):
-        mp, mf = statistics.median(x[i] for x in plain), statistics.median(x[i] for x in fit)
-        # each repeat's two runs are adjacent in time, so their ratio is the least affected by load drift
+        mp, mf, me = (statistics.median(x[i] for x in xs) for xs in (plain, fit, env))
+        # each repeat's runs are adjacent in time, so their ratios are the least affected by load drift
         ratios = [f[i] / p[i] for f, p in zip(fit, plain)]
         ratio = statistics.median(ratios)
-        print(f"{args.algo} ({what}): plain PyTorch loop {mp:.0f} env steps/s, Lightning fit {mf:.0f} env steps/s "
-              f"(medians of {args.repeats}); fit/plain per repeat {', '.join(f'{x:.3f}' for x in ratios)}; "
+        env_ratios = [f[i] / e[i] for f, e in zip(fit, env)]
+        print(f"{args.algo} ({what}): plain PyTorch loop {mp:.0f} env steps/s, Lightning fit {mf:.0f}, env alone "
+              f"{me:.0f} (medians of {args.repeats}); fit/plain per repeat {', '.join(f'{x:.3f}' for x in ratios)}; "
               f"median ratio {ratio:.3f} (overhead {100 * (1 - ratio):.1f}%), range {min(ratios):.3f}-"
-              f"{max(ratios):.3f}; malloc {args.malloc}")
+              f"{max(ratios):.3f}; fit/env median {statistics.median(env_ratios):.3f} (range "
+              f"{min(env_ratios):.3f}-{max(env_ratios):.3f}: learning's share of fit's time "
+              f"{100 * (1 - statistics.median(env_ratios)):.0f}%); malloc {args.malloc}")
 
 
 if __name__ == "__main__":

@@ -159,7 +159,14 @@ class GameBoyEnv:
         if reward == "orchard_seeds" and self.rom_name != "orchard":
             raise ValueError(f"reward 'orchard_seeds' reads the built-in game's RAM; rom {self.rom_name!r} "
                              f"needs reward 'goal'")
+        if level is not None and start_state is not None:
+            raise ValueError("level and start_state are both set: a level starts from power-on through the "
+                             "level select; drop one")
         task = _builtin_task(self.rom_name, level) if builtin else {}
+        if start_state is not None or (start_inputs is not None and level is None):
+            task.pop("start_inputs", None)       # the user's own start replaces the level select
+            task.pop("start_frames", None)
+            task.pop("level", None)
         self.level = task.get("level")
         if start_inputs is None:
             start_inputs = task.get("start_inputs")

@@ -91,6 +91,27 @@ def _require(ok: bool, field: str, expected: str, got) -> None:
         raise ConfigError(field, f"must be {expected}, got {got!r}")
 
 
+def _yaml_values(options: dict | None) -> dict | None:
+    """Entries given on the command line one by one (``--model.init_args.env_kwargs.level 3``) arrive as
+    strings; read those that are YAML numbers, booleans, null or lists as such ("3" -> 3, "[8, 16]" ->
+    [8, 16]); other strings (paths, names) stay strings."""
+    if not isinstance(options, dict):
+        return options
+    import yaml
+
+    out = {}
+    for key, value in options.items():
+        if isinstance(value, str):
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                parsed = value
+            if parsed is None or isinstance(parsed, (bool, int, float, list)):
+                value = parsed
+        out[key] = value
+    return out
+
+
 def _check_option_names(field: str, target, options: dict | None, reserved: tuple[str, ...]) -> None:
     """Every key of ``options`` must be a keyword of ``target``'s constructor (a typo is a one-line error)."""
     params = inspect.signature(target).parameters
@@ -126,6 +147,8 @@ class RLModule(LightningModule):
                  eval_greedy: bool = False, eval_seed: int = 1_000_003):
         super().__init__()
         self.save_hyperparameters()
+        for key in ("env_kwargs", "policy_kwargs"):
+            self.hparams[key] = _yaml_values(self.hparams[key])
         self.automatic_optimization = False
         self.policy = None
         self.env = None

@@ -197,6 +197,14 @@ class RLModule(LightningModule):
         _require(hp.get("policy_kwargs") is None or isinstance(hp["policy_kwargs"], dict), "policy_kwargs",
                  "a mapping", hp.get("policy_kwargs"))
         _check_option_names("env_kwargs", reg[hp["env"]], hp.get("env_kwargs"), ("num_envs", "device"))
+        check_options = getattr(reg[hp["env"]], "check_options", None)
+        if check_options is not None:   # files and values, cheaply, before anything is built
+            from gbx_lightning.envs.base import OptionError
+
+            try:
+                check_options(**_yaml_values(hp.get("env_kwargs") or {}))
+            except OptionError as err:
+                raise ConfigError(f"env_kwargs.{err.option}", err.message) from None
         _check_option_names("policy_kwargs", POLICY_REGISTRY[hp["policy"]], hp.get("policy_kwargs"),
                             ("obs_shape", "num_actions"))
         g = hp.get("gamma")

@@ -43,6 +43,17 @@ class VecEnv(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+class OptionError(ValueError):
+    """A bad env option, found by an env's cheap ``check_options`` before anything is built.
+
+    ``option`` is the keyword (e.g. "goal"); the message reads after it ("goal does not exist: ...").
+    """
+
+    def __init__(self, option: str, message: str):
+        super().__init__(f"{option} {message}")
+        self.option, self.message = option, message
+
+
 def resolve_device(device: str | torch.device) -> torch.device:
     """"cpu", "cuda" or "cuda:K" -> a torch.device with an explicit index for CUDA (so comparisons are exact)."""
     try:

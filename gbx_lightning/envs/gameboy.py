@@ -54,7 +54,7 @@ from gbx_lightning.emu import VecGameBoy
 from gbx_lightning.emu.buttons import read_trace, trace_segments
 
 from .actions import resolve_codec
-from .base import EpisodeStats, check_actions, check_float, check_int, resolve_device
+from .base import EpisodeStats, OptionError, check_actions, check_float, check_int, resolve_device
 from .goal import GoalTemplate, load_goal
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
 from .rewards import consecutive_hits, goal_distance, goal_reward, ram_counter_delta
@@ -117,6 +117,84 @@ class GameBoyEnv:
     """
 
     obs_dtype = torch.uint8
+
+    @classmethod
+    def check_options(cls, **options) -> None:
+        """Check the options' files and values without building anything (milliseconds): the ROM's
+        header, the start states (format, and the ROM they were made for where the file tells),
+        the start-input trace, the goal/fail templates (shape, ROM) and the level. Raises
+        OptionError naming the option; the CLI runs this before any long work."""
+        import inspect
+
+        from gbx_lightning.emu.cartridge import RomError, load_cartridge
+        from gbx_lightning.emu.pyboy_state import PyBoyStateError, parse_pyboy_state
+        from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError
+
+        from .goal import GoalError
+
+        params = inspect.signature(cls.__init__).parameters
+        opts = {k: p.default for k, p in params.items() if k != "self"}
+        unknown = sorted(set(options) - set(opts))
+        if unknown:
+            raise OptionError(unknown[0], f"is not an option of GameBoyEnv; options: {', '.join(sorted(opts))}")
+        opts.update(options)
+        try:
+            source, name = _resolve_rom(opts["rom"])
+            cart = load_cartridge(source)
+        except (RomError, FileNotFoundError, TypeError) as err:
+            raise OptionError("rom", f"is not a ROM we can run: {str(err).removeprefix('rom: ')}") from None
+        builtin = name in BUILTIN_ROMS
+        if opts["level"] is not None:
+            if not builtin:
+                raise OptionError("level", f"applies to the built-in game 'orchard' only, not {name}")
+            from gbx_lightning.roms import orchard
+            try:
+                orchard.level_select_inputs(opts["level"])
+            except ValueError as err:
+                raise OptionError("level", str(err).removeprefix("level: ").replace("expected", "must be", 1)) from None
+            if opts["start_state"] is not None:
+                raise OptionError("level", "and start_state are both set: a level starts from power-on through "
+                                           "the level select; drop one")
+        states = opts["start_state"] if isinstance(opts["start_state"], (list, tuple)) else [opts["start_state"]]
+        for path in (s for s in states if s is not None):
+            if not Path(path).is_file():
+                raise OptionError("start_state", f"does not exist: no savestate file at {os.fspath(path)!r}")
+            data = Path(path).read_bytes()
+            try:
+                if data[:4] == _ZIP_MAGIC:
+                    with np.load(path, allow_pickle=False) as z:
+                        if str(z.get("format", "")) != STATE_FILE_FORMAT:
+                            raise StateFileError(f"{path}: not a gbx_lightning state file")
+                        theirs = str(z.get("rom_sha256", ""))
+                    if theirs != cart.sha256:
+                        raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
+                                             f"{name} has {cart.sha256[:12]}...")
+                else:
+                    parse_pyboy_state(data, cart, os.fspath(path))
+            except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
+                raise OptionError("start_state", f"cannot be loaded: {err}") from None
+        if opts["start_inputs"] is not None:
+            try:
+                read_trace(opts["start_inputs"], "start_inputs")
+            except (ValueError, FileNotFoundError, TypeError) as err:
+                raise OptionError("start_inputs", f"is not an input trace: {err}") from None
+        for field in ("goal", "fail"):
+            path = opts[field]
+            if path is None or path == "":
+                continue
+            try:
+                template = load_goal(path, field=field)
+            except GoalError as err:
+                raise OptionError(field, f"cannot be loaded: {str(err).removeprefix(field + ': ')}") from None
+            if template.rom_sha256 not in (None, cart.sha256):
+                raise OptionError(field, f"was captured from another ROM: {path} has ROM sha256 "
+                                         f"{template.rom_sha256[:12]}..., {name} has {cart.sha256[:12]}...")
+        try:
+            resolve_codec(opts["action_codec"])
+        except ValueError as err:
+            raise OptionError("action_codec", str(err).removeprefix("action_codec ").removeprefix("action_codec: "))
+        if opts["reward"] not in REWARDS:
+            raise OptionError("reward", f"must be one of {REWARDS}, got {opts['reward']!r}")
 
     def __init__(self, num_envs: int = 64, rom: str | os.PathLike = "orchard", device: str | torch.device = "cpu",
                  *, seed: int = 0, level: int | None = None,

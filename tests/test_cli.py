@@ -69,7 +69,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     (A2C, "--model.init_args.env_kwargs.rom=/no/such/game.gb",
      "model.env_kwargs.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
     (PPO, "--model.init_args.env_kwargs.level=9", "model.env_kwargs.level must be an int in 1..7 (ladder level), got 9"),
-    (PPO, "--model.init_args.env_kwargs.start_state=/no/such.state",
+    (PPO, "--model.init_args.env_kwargs={rom: orchard, start_state: /no/such.state}",
      "model.env_kwargs.start_state does not exist: no savestate file at '/no/such.state'"),
 ])
 def test_config_errors_name_the_field(tmp_path, capsys, config, override, message):

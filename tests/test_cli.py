@@ -93,3 +93,11 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "class_path: gbx_lightning.module.PPOModule" in out and "rollout_steps: 32" in out
     assert "run_name: null" in out and "runs_dir: lightning_logs" in out
+
+
+@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml"])
+def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
+    code = main(["fit", "--config", str(ROOT / "configs" / name), "--runs_dir", str(tmp_path)])
+    assert code == 2
+    assert _one_line_error(capsys.readouterr().err) == ("config error: model.env_kwargs.rom is not a ROM we can run: "
+                                                        "no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)")

@@ -1,7 +1,7 @@
 """Capture a goal screen for the goal-template reward: GOAL.png (the 72x80 observation) + GOAL.json.
 
     python tools/capture_goal.py ROM (--state STATE | --trace TRACE) [--frames N] --out GOAL.png
-                                 [--region 24:40,0:80] [--random-from F] [--random-steps 150]
+                                 [--region 24:40,0:80] [--start START_STATE | --random-from F]
 
 ROM: a .gb file or a built-in name (orchard). The goal is the screen after --frames frames
 from STATE (a PyBoy .state or a state file of ours) or from power-on, holding TRACE's buttons
@@ -9,8 +9,13 @@ from STATE (a PyBoy .state or a state file of ours) or from power-on, holding TR
 trace's last line is the capture frame). --region keeps only part of the screen (observation
 rows and columns, end exclusive): what must match, e.g. a banner, not a score.
 
+The usual way with a game of your own: play it in PyBoy, save a state where an episode should
+start (your env's start_state) and one where the goal screen shows, then
+``capture_goal.py game.gb --state at_goal.state --start start.state --region ... --out goal.png``.
+
 It then calibrates: the distance of the goal's next screens (no button held) and of random play
-from the start (64 envs x 150 steps of 24 frames), prints both, and writes a suggested tau (a
+from the episode start (--start, else the trace's frame --random-from; 64 envs x 150 steps of 24
+frames), prints both, and writes a suggested tau (a
 quarter of the way from the goal's screens to the nearest others) and k_consecutive into
 GOAL.json with the ROM's sha256 and where the goal came from. GameBoyEnv(goal="GOAL.png") reads both files; config values override the JSON's.
 """
@@ -29,6 +34,8 @@ def main(argv=None) -> int:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--state", help="start from this savestate (PyBoy .state or a gbx_lightning state file)")
     src.add_argument("--trace", help="start from power-on and press these buttons (trace file)")
+    ap.add_argument("--start", default=None, help="savestate random play starts from (the episode start; default: "
+                                                  "the goal's own start, --random-from frames in)")
     ap.add_argument("--frames", type=int, default=None, help="capture after this many frames (default: the trace's "
                                                              "last line; 1 with --state)")
     ap.add_argument("--out", required=True, help="GOAL.png to write (GOAL.json is written beside it)")
@@ -50,7 +57,8 @@ def main(argv=None) -> int:
     try:
         region = parse_region(args.region)
         goal, meta = capture_goal(args.rom, state=args.state, trace=args.trace, frames=frames, region=region,
-                                  random_from=args.random_from, random_envs=args.random_envs,
+                                  random_from=args.random_from, random_start=args.start,
+                                  random_envs=args.random_envs,
                                   random_steps=args.random_steps, seed=args.seed)
     except (GoalError, RomError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -58,7 +66,8 @@ def main(argv=None) -> int:
     meta_path = save_goal(args.out, goal, meta)
     cal, rw = meta["calibration"], meta["reward"]
     print(f"goal: {args.out} (+ {meta_path.name}), ROM {meta['rom_title']!r} sha256 {meta['rom_sha256'][:12]}...")
-    print(f"distance of the goal's next screens (idle): {cal['goal_then_idle_steps']}")
+    print(f"distance of the goal's next screens (idle): {cal['goal_then_idle_steps']} "
+          f"(the goal stays under tau for {cal['goal_stays_steps']} idle step(s))")
     rp = cal["random_play"]
     print(f"distance under random play ({rp['envs']} envs x {rp['steps']} steps): min {rp['min']}, "
           f"1% {rp['p1']}, median {rp['p50']}")

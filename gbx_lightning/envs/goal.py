@@ -146,38 +146,38 @@ def parse_region(spec: str | None) -> dict | None:
     return region
 
 
-def suggest_tau(goal_like: np.ndarray, random_play: np.ndarray) -> tuple[float, tuple[float, float]]:
-    """A threshold between the goal's own screens and the rest: a quarter of the way into the widest
-    gap in the sorted distances (goal-like and random play together), looking above the goal-like
-    screens' largest distance and below random play's median. A quarter, not the middle: screens
-    random play never showed (another banner, a rarer room) may lie closer than the ones it did.
-    Random play may reach the goal itself; those screens then sit with the goal-like ones, under
-    the gap. Returns (tau, (gap_low, gap_high))."""
-    floor = float(goal_like.max()) if goal_like.size else 0.0
-    ceiling = max(float(np.median(random_play)), floor)
-    vals = np.unique(np.concatenate([[0.0, floor], goal_like, random_play]))
-    vals = vals[(vals >= floor) & (vals <= ceiling)]
+def suggest_tau(random_play: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """A threshold between the goal and everything else: a quarter of the way into the widest gap in
+    the sorted distances of random-play screens to the goal (0 included: the goal itself), looking
+    below random play's median. A quarter, not the middle: screens random play never showed (another
+    banner, a rarer room) may lie closer than those it did. Random play may reach the goal itself;
+    those screens sit near 0, under the gap. Returns (tau, (gap_low, gap_high))."""
+    ceiling = float(np.median(random_play))
+    vals = np.unique(np.concatenate([[0.0], random_play]))
+    vals = vals[vals <= ceiling]
     if vals.size < 2:
-        return max(floor * 1.5, 1e-3), (floor, floor)
+        return max(ceiling / 4, 1e-3), (0.0, ceiling)
     i = int(np.argmax(np.diff(vals)))
     return float(vals[i] + (vals[i + 1] - vals[i]) / 4), (float(vals[i]), float(vals[i + 1]))
 
 
 def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, region: dict | None = None,
-                 random_from: int = 0, random_envs: int = 64, random_steps: int = 150, frames_per_step: int = 24,
-                 release_after_frames: int = 8, seed: int = 0) -> tuple[np.ndarray, dict]:
+                 random_from: int = 0, random_start=None, random_envs: int = 64, random_steps: int = 150,
+                 frames_per_step: int = 24, release_after_frames: int = 8, seed: int = 0) -> tuple[np.ndarray, dict]:
     """The goal screen and a meta dict with calibrated reward settings (see tools/capture_goal.py).
 
-    The goal is the observation after ``frames`` frames from the start (a savestate, or power-on),
+    The goal is the observation after ``frames`` frames from ``state`` (a savestate, or power-on),
     pressing ``trace``'s buttons. Calibration measures the distance to it of (a) the screens that
     follow the goal with no button held (the goal as it stays on screen) and (b) random play from
-    the start (or from frame ``random_from`` of the trace): ``tau`` is put between the two and
-    ``k_consecutive`` is the number of steps the goal stays under it (capped at 2).
+    the episode start: the savestate ``random_start`` if given (e.g. the env's start_state, when
+    ``state`` was saved at the goal), else ``state`` run ``random_from`` frames into the trace.
+    ``tau`` goes into the gap between the goal and random play (``suggest_tau``); ``k_consecutive``
+    is 1; the meta records for how many idle steps the goal stays under tau.
     """
     import torch
 
     from gbx_lightning.emu import VecGameBoy
-    from gbx_lightning.emu.buttons import read_trace, trace_segments
+    from gbx_lightning.emu.buttons import buttons_name, read_trace, trace_segments
 
     from .gameboy import GameBoyEnv, _is_state_file, _resolve_rom
     from .rewards import goal_distance
@@ -205,8 +205,10 @@ def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, regi
     for _ in range(3):
         gb.run_frames(frames_per_step, render="obs")
         after.append(float(goal_distance(torch.from_numpy(gb.obs().numpy()), goal_t, w_t)[0]))
-    env = GameBoyEnv(random_envs, rom=rom, seed=seed, start_state=state, start_inputs=changes,
-                     start_frames=min(random_from, frames), start_variants=1, frames_per_step=frames_per_step,
+    start = dict(start_state=state, start_inputs=changes, start_frames=min(random_from, frames))
+    if random_start is not None:
+        start = dict(start_state=random_start, start_inputs=None, start_frames=0)
+    env = GameBoyEnv(random_envs, rom=rom, seed=seed, **start, start_variants=1, frames_per_step=frames_per_step,
                      release_after_frames=release_after_frames, action_codec="dpad_ab_start_noop",
                      max_steps=random_steps, goal="", fail="", level=None)
     gen = torch.Generator().manual_seed(seed)
@@ -215,17 +217,20 @@ def capture_goal(rom, *, state=None, trace=None, frames: int | None = None, regi
         obs, *_ = env.step(torch.randint(0, env.num_actions, (random_envs,), generator=gen, dtype=torch.int32))
         dists.append(goal_distance(obs[:, -1], goal_t, w_t))
     rand = torch.cat(dists).numpy()
-    tau, gap = suggest_tau(np.array(after), rand)
+    tau, gap = suggest_tau(rand)
+    stays = next((i for i, d in enumerate(after) if d >= tau), len(after))   # idle steps the goal stays up
     k = 1   # the goal need only be seen once when the gap is clean; raise it for goals that flicker
     meta = {
         "rom_sha256": gb.cart.sha256, "rom_title": gb.cart.title, "rom": rom_name,
         "source": {"state": None if state is None else os.fspath(state),
-                   "trace": [[f, m] for f, m in changes], "frames": frames},
+                   "trace": [f"{f} {buttons_name(m)}" for f, m in changes], "frames": frames},
         "region": region,
         "reward": {**REWARD_DEFAULTS, "tau": round(tau, 4), "k_consecutive": k},
-        "calibration": {"goal_then_idle_steps": [round(d, 4) for d in after],
+        "calibration": {"goal_then_idle_steps": [round(d, 4) for d in after], "goal_stays_steps": stays,
                         "gap": [round(g, 4) for g in gap],
-                        "random_play": {"envs": random_envs, "steps": random_steps, "from_frame": min(random_from, frames),
+                        "random_play": {"envs": random_envs, "steps": random_steps,
+                                        "from": os.fspath(random_start) if random_start is not None else
+                                        f"frame {min(random_from, frames)}",
                                         "min": round(float(rand.min()), 4), "p1": round(float(np.quantile(rand, 0.01)), 4),
                                         "p50": round(float(np.median(rand)), 4),
                                         "below_tau": round(float((rand < tau).mean()), 5)}},

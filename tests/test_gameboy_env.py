@@ -10,7 +10,8 @@ import torch
 
 from gbx_lightning.emu import VecGameBoy
 from gbx_lightning.envs import GameBoyEnv
-from gbx_lightning.envs.goal import GoalError, save_goal
+from gbx_lightning.envs.base import OptionError
+from gbx_lightning.envs.goal import save_goal
 from gbx_lightning.roms import build_rom
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -27,7 +28,8 @@ def _env(rom_path, n=4, **kw):
     kw.setdefault("start_frames", 20)
     kw.setdefault("action_codec", "dpad_noop")
     kw.setdefault("cpu_threads", 1)
-    return GameBoyEnv(n, rom=rom_path, **kw)
+    kw.setdefault("rom", rom_path)
+    return GameBoyEnv(n, **kw)
 
 
 def _actions(seed, n, steps, num_actions=5):
@@ -151,7 +153,7 @@ def test_start_state_files(rom_path, tmp_path):
     ref = VecGameBoy(rom_path, 1)
     ref.load_pyboy_state(str(tmp_path / "start.state"))
     assert env.machines[0].registers(0) == ref.registers(0)
-    with pytest.raises(FileNotFoundError, match="start_state: no savestate file"):
+    with pytest.raises(OptionError, match="start_state does not exist: no savestate file"):
         _env(rom_path, start_state=str(tmp_path / "nope.state"))
 
 
@@ -182,25 +184,30 @@ def test_goal_template_ends_the_episode_with_its_bonus(rom_path, tmp_path):
     assert _env(rom_path, n=1, goal=str(goal_png), tau=0.2).tau == 0.2
     other = tmp_path / "other.png"
     save_goal(other, obs[0, -1].numpy(), {"rom_sha256": "0" * 64})
-    with pytest.raises(ValueError, match="captured from another ROM"):
+    with pytest.raises(OptionError, match="goal was captured from another ROM"):
         _env(rom_path, n=1, goal=str(other))
-    with pytest.raises(GoalError, match="goal: goal template .*missing.png does not exist"):
+    with pytest.raises(OptionError, match="goal cannot be loaded: goal template .*missing.png does not exist"):
         _env(rom_path, n=1, goal=str(tmp_path / "missing.png"))
 
 
 def test_bad_options_are_named(rom_path):
-    with pytest.raises(ValueError, match="level: only the built-in game"):
-        _env(rom_path, level=2)
-    with pytest.raises(ValueError, match="reward 'orchard_seeds'"):
-        _env(rom_path, reward="orchard_seeds")
-    with pytest.raises(FileNotFoundError, match="rom: no ROM file"):
-        GameBoyEnv(1, rom="/nonexistent/game.gb")
-    with pytest.raises(ValueError, match="stack_k must be <= 8"):
-        _env(rom_path, stack_k=9)
-    with pytest.raises(ValueError, match="release_after_frames must be <= 24"):
-        _env(rom_path, release_after_frames=30)
-    with pytest.raises(ValueError, match="action_codec must be one of"):
-        _env(rom_path, action_codec="everything")
+    """Every option is checked (GameBoyEnv.check_options) before anything is built; the error names it."""
+    cases = [(dict(level=2), "level applies to the built-in game 'orchard' only"),
+             (dict(reward="orchard_seeds"), "reward 'orchard_seeds' reads the built-in game's RAM"),
+             (dict(rom="/nonexistent/game.gb"), "rom is not a ROM we can run: no ROM file at"),
+             (dict(stack_k=9), "stack_k must be <= 8, got 9"),
+             (dict(release_after_frames=30), "release_after_frames must be <= 24, got 30"),
+             (dict(action_codec="everything"), "action_codec must be one of"),
+             (dict(tau=0.0), "tau must be > 0.0, got 0.0"),
+             (dict(fail_penalty=1.0), "fail_penalty must be <= 0.0, got 1.0"),
+             (dict(start_inputs="0 jump"), "start_inputs is not an input trace: start_inputs:1: buttons: unknown")]
+    for options, message in cases:
+        with pytest.raises(OptionError, match=message):
+            _env(rom_path, **options)
+    with pytest.raises(OptionError, match="level must be an int in 1..7"):
+        GameBoyEnv(1, level=0)
+    with pytest.raises(OptionError, match="levle is not an option of GameBoyEnv"):
+        GameBoyEnv.check_options(levle=1)
 
 
 @pytest.mark.cuda

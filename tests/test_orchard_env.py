@@ -142,5 +142,5 @@ def test_level_start_states():
         assert (_ram(gb, orchard.SEEDS_LEFT) == orchard.LEVELS[level].seeds).all()
         # the start screen shows the player (black sprite pixels inside the maze area)
         assert (env.reset(seed=0)[:, -1, :64] == 3).sum() > 0
-    with pytest.raises(ValueError, match=r"level: expected an int in 1..7"):
+    with pytest.raises(ValueError, match=r"level must be an int in 1..7"):
         GameBoyEnv(1, rom="orchard", level=8)

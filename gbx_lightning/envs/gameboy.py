@@ -55,7 +55,7 @@ from gbx_lightning.emu.buttons import read_trace, trace_segments
 
 from .actions import resolve_codec
 from .base import EpisodeStats, OptionError, check_actions, check_float, check_int, resolve_device
-from .goal import GoalTemplate, load_goal
+from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
 from .rewards import consecutive_hits, goal_distance, goal_reward, ram_counter_delta
 
@@ -138,6 +138,40 @@ class GameBoyEnv:
         if unknown:
             raise OptionError(unknown[0], f"is not an option of GameBoyEnv; options: {', '.join(sorted(opts))}")
         opts.update(options)
+
+        def number(option, check, *args, **kwargs):
+            try:
+                check(option, opts[option], *args, **kwargs)
+            except (TypeError, ValueError) as err:
+                raise OptionError(option, str(err).removeprefix(option + " ")) from None
+
+        number("num_envs", check_int, minimum=1)
+        number("seed", check_int, minimum=0)
+        number("frames_per_step", check_int, minimum=1)
+        if isinstance(opts["frames_per_step"], int):
+            number("release_after_frames", check_int, minimum=0, maximum=opts["frames_per_step"])
+        number("stack_k", check_int, minimum=1, maximum=8)
+        number("max_steps", check_int, minimum=1)
+        number("start_variants", check_int, minimum=1, maximum=256)
+        for option in ("variant_frames", "k_consecutive"):
+            if opts[option] is not None:
+                number(option, check_int, minimum=1)
+        if opts["start_frames"] is not None:
+            number("start_frames", check_int, minimum=0)
+        if opts["cpu_threads"] is not None:
+            number("cpu_threads", check_int, minimum=1)
+        number("fail_penalty", check_float, maximum=0.0)
+        number("seed_reward", check_float)
+        for option in ("tau", "fail_tau"):
+            if opts[option] is not None:
+                number(option, check_float, 0.0, 1.0, strict_min=True)
+        for option in ("step_cost", "alpha", "goal_bonus"):
+            if opts[option] is not None:
+                number(option, check_float)
+        try:
+            resolve_device(opts["device"])
+        except ValueError as err:
+            raise OptionError("device", str(err).removeprefix("device ")) from None
         try:
             source, name = _resolve_rom(opts["rom"])
             cart = load_cartridge(source)
@@ -195,6 +229,9 @@ class GameBoyEnv:
             raise OptionError("action_codec", str(err).removeprefix("action_codec ").removeprefix("action_codec: "))
         if opts["reward"] not in REWARDS:
             raise OptionError("reward", f"must be one of {REWARDS}, got {opts['reward']!r}")
+        if opts["reward"] == "orchard_seeds" and name != "orchard":
+            raise OptionError("reward", f"'orchard_seeds' reads the built-in game's RAM; rom {name} needs "
+                                        f"reward 'goal'")
 
     def __init__(self, num_envs: int = 64, rom: str | os.PathLike = "orchard", device: str | torch.device = "cpu",
                  *, seed: int = 0, level: int | None = None,
@@ -207,71 +244,43 @@ class GameBoyEnv:
                  step_cost: float | None = None, alpha: float | None = None, goal_bonus: float | None = None,
                  fail_penalty: float = -1.0, fail_tau: float | None = None, seed_reward: float = 0.1,
                  cpu_threads: int | None = None, check_action_range: bool = False):
-        # ---- options, all checked before any kernel work ------------------------------------------
-        self.num_envs = check_int("num_envs", num_envs, minimum=1)
-        self.device = resolve_device(device)
-        check_int("seed", seed, minimum=0)
-        self.frames_per_step = check_int("frames_per_step", frames_per_step, minimum=1)
-        self.release_after_frames = check_int("release_after_frames", release_after_frames, minimum=0,
-                                              maximum=frames_per_step)
-        self.stack_k = check_int("stack_k", stack_k, minimum=1, maximum=8)
-        self.max_steps = check_int("max_steps", max_steps, minimum=1)
-        check_int("start_variants", start_variants, minimum=1, maximum=256)
-        variant_frames = frames_per_step if variant_frames is None else check_int("variant_frames", variant_frames,
-                                                                                   minimum=1)
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
-        check_float("fail_penalty", fail_penalty, maximum=0.0)
-        check_float("seed_reward", seed_reward)
+        # ---- options, all checked before any kernel work (check_options: one place for every check) --------
+        options = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        self.check_options(**options)
+        self.num_envs, self.device = num_envs, resolve_device(device)
+        self.frames_per_step, self.release_after_frames = frames_per_step, release_after_frames
+        self.stack_k, self.max_steps = stack_k, max_steps
         self.check_action_range = bool(check_action_range)
         self.action_names, masks = resolve_codec(action_codec)
         self.num_actions = len(masks)
         self.obs_shape = (self.stack_k, 72, 80)
-
         rom_source, self.rom_name = _resolve_rom(rom)
-        builtin = self.rom_name in BUILTIN_ROMS
-        self.level = None
-        if level is not None and not builtin:
-            raise ValueError(f"level: only the built-in game 'orchard' has levels; for {self.rom_name} use "
-                             f"start_state / start_inputs")
-        if reward == "orchard_seeds" and self.rom_name != "orchard":
-            raise ValueError(f"reward 'orchard_seeds' reads the built-in game's RAM; rom {self.rom_name!r} "
-                             f"needs reward 'goal'")
-        if level is not None and start_state is not None:
-            raise ValueError("level and start_state are both set: a level starts from power-on through the "
-                             "level select; drop one")
-        task = _builtin_task(self.rom_name, level) if builtin else {}
+
+        # the built-in game brings its task (level select, banner templates) unless you bring your own start
+        task = _builtin_task(self.rom_name, level) if self.rom_name in BUILTIN_ROMS else {}
         if start_state is not None or (start_inputs is not None and level is None):
-            task.pop("start_inputs", None)       # the user's own start replaces the level select
-            task.pop("start_frames", None)
-            task.pop("level", None)
+            task = {k: v for k, v in task.items() if k in ("goal", "fail")}
         self.level = task.get("level")
-        if start_inputs is None:
-            start_inputs = task.get("start_inputs")
-        if start_frames is None:
-            start_frames = task.get("start_frames", 0)
-        check_int("start_frames", start_frames, minimum=0)
+        start_inputs = task.get("start_inputs") if start_inputs is None else start_inputs
+        start_frames = task.get("start_frames", 0) if start_frames is None else start_frames
         trace = read_trace(start_inputs, "start_inputs") if start_inputs is not None else [(0, 0)]
         sources = start_state if isinstance(start_state, (list, tuple)) else [start_state]
-        for src in sources:
-            if src is not None and not Path(src).is_file():
-                raise FileNotFoundError(f"start_state: no savestate file at {os.fspath(src)!r}")
+        variant_frames = frames_per_step if variant_frames is None else variant_frames
+
+        # reward settings: REWARD_DEFAULTS < the goal's meta file < the options given here
         self.goal = self._load_template(goal, task.get("goal"), "goal")
         self.fail = self._load_template(fail, task.get("fail"), "fail")
-        settings = dict(self.goal.reward) if self.goal is not None else {}
-        overrides = {"tau": tau, "k_consecutive": k_consecutive, "step_cost": step_cost, "alpha": alpha,
-                     "goal_bonus": goal_bonus}
-        from .goal import REWARD_DEFAULTS
-        for key, value in overrides.items():
-            settings[key] = REWARD_DEFAULTS[key] if value is None and key not in settings else \
-                (settings[key] if value is None else value)
+        given = {"tau": tau, "k_consecutive": k_consecutive, "step_cost": step_cost, "alpha": alpha,
+                 "goal_bonus": goal_bonus}
+        settings = {**REWARD_DEFAULTS, **(self.goal.reward if self.goal is not None else {}),
+                    **{k: v for k, v in given.items() if v is not None}}
         self.tau = check_float("tau", settings["tau"], 0.0, 1.0, strict_min=True)
         self.k_consecutive = check_int("k_consecutive", settings["k_consecutive"], minimum=1)
         self.step_cost = check_float("step_cost", settings["step_cost"])
         self.alpha = check_float("alpha", settings["alpha"])
         self.goal_bonus = check_float("goal_bonus", settings["goal_bonus"])
         self.fail_penalty = float(fail_penalty)
-        self.fail_tau = (check_float("fail_tau", fail_tau, 0.0, 1.0, strict_min=True) if fail_tau is not None
+        self.fail_tau = (float(fail_tau) if fail_tau is not None
                          else float(self.fail.reward["tau"]) if self.fail is not None else 0.0)
         self.reward_kind = reward
         self.seed_reward = float(seed_reward)
@@ -279,7 +288,6 @@ class GameBoyEnv:
         # ---- machines: one VecGameBoy per CPU shard (one launch thread each), one on CUDA ----------
         if cpu_threads is None:
             cpu_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        check_int("cpu_threads", cpu_threads, minimum=1)
         n = self.num_envs
         shards = 1 if self.device.type == "cuda" else min(cpu_threads, n)
         self._bounds = [n * i // shards for i in range(shards + 1)]
@@ -288,10 +296,6 @@ class GameBoyEnv:
                           for lo, hi in zip(self._bounds, self._bounds[1:])]
         self.rom_sha256 = self._machines[0].cart.sha256
         self.rom_title = self._machines[0].cart.title
-        if self.goal is not None and self.goal.rom_sha256 not in (None, self.rom_sha256):
-            raise ValueError(f"goal: {self.goal.path} was captured from another ROM (sha256 "
-                             f"{self.goal.rom_sha256[:12]}...), the loaded ROM {self.rom_name} has "
-                             f"{self.rom_sha256[:12]}...")
         self._pool = ThreadPoolExecutor(shards - 1, thread_name_prefix="gameboy") if shards > 1 else None
 
         # ---- device buffers (persistent: Warp sees them through views made once) --------------------
@@ -317,7 +321,7 @@ class GameBoyEnv:
         self._goal_t = self._template_tensors(self.goal)
 
         # ---- start states ---------------------------------------------------------------------------
-        self._cache, cache_obs = self._build_start_cache(rom_source, sources, int(start_frames), trace,
+        self._cache, cache_obs = self._build_start_cache(rom_source, sources, start_frames, trace,
                                                          start_variants, variant_frames)
         self.num_start_states = self._cache.num_envs
         self._cache_stack = cache_obs[:, None].expand(-1, self.stack_k, -1, -1).contiguous()

@@ -3,8 +3,9 @@
 Both ROMs check Pan Docs facts (see their headers) and print PASS/FAIL over serial.
 - mbc2: passes on VecGameBoy, gambatte and PyBoy.
 - mbc1m: passes on VecGameBoy and PyBoy. gambatte, as the installed binding loads it, has
-  no MBC1M: libgambatte keeps its multicart mapper behind a load flag (MULTICART_COMPAT)
-  that has no effect through gambaterm, so it runs the cart as a plain 1 MiB MBC1. The
+  no MBC1M: libgambatte keeps its multicart mapper behind a load flag (MULTICART_COMPAT,
+  4), and loading with that bit (gambaterm's LoadFlag.RESERVED_FLAG) still mapped this ROM
+  as a plain MBC1 when tried, so it runs the cart as a plain 1 MiB MBC1. The
   ROM stores every case's reads at $C200, and gambatte's must be exactly the plain-MBC1
   values (Pan Docs' large-ROM wiring): the harness is right on a cycle-accurate emulator,
   and each case where the ROM expects something else is one where MBC1M wiring differs.

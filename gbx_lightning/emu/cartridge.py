@@ -95,7 +95,9 @@ def is_mbc1_multicart(rom: np.ndarray) -> bool:
     Pan Docs (MBC1, "MBC1M 1 MiB Multi-Game Compilation Carts"): "These carts can normally be
     identified by having a Nintendo copyright header in bank $10." A plain 1 MiB MBC1 game has
     code or data there, not a second logo. (The sub-ROMs at $80000/$C0000 usually repeat it
-    too; one logo is enough, as Pan Docs states it.)
+    too; one logo is enough, as Pan Docs states it. Other emulators differ: PyBoy 2.8 wants
+    the logo in all 64 banks; gambatte, when asked for multicart support, takes every 1 MiB
+    MBC1 without RAM for one.)
     """
     if rom.size != MULTICART_SIZE:
         return False

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from gbx_lightning.emu.cartridge import (
-    MBC1, MBC3, MBC5, MBC_NONE, Cartridge, RomError, RomWarning, load_boot_rom, load_cartridge,
+    CART_TYPE_NAMES, MBC1, MBC2, MBC3, MBC5, MBC_NONE, NINTENDO_LOGO, SUPPORTED_CART_TYPES, Cartridge,
+    RomError, RomWarning, load_boot_rom, load_cartridge,
 )
-from gbx_lightning.roms.asm import assemble, fix_checksums
+from gbx_lightning.roms.asm import NINTENDO_LOGO as ASM_LOGO, assemble, fix_checksums
 
 
 def make_rom(cart_type=0x00, rom_code=0, ram_code=0, title="CARTTEST") -> bytes:
@@ -28,6 +29,8 @@ def patched(rom: bytes, offset: int, value: int, *, fix=True) -> bytes:
     (0x09, MBC_NONE, True, True, False),
     (0x01, MBC1, False, False, False),
     (0x03, MBC1, True, True, False),
+    (0x05, MBC2, False, False, False),
+    (0x06, MBC2, False, True, False),
     (0x0F, MBC3, False, True, True),
     (0x10, MBC3, True, True, True),
     (0x13, MBC3, True, True, False),
@@ -40,7 +43,8 @@ def test_supported_types_parse(cart_type, kind, ram, battery, rtc):
     assert isinstance(cart, Cartridge)
     assert (cart.cart_type, cart.mbc, cart.has_battery, cart.has_rtc) == (cart_type, kind, battery, rtc)
     assert cart.rom_banks == 8 and cart.rom.dtype == np.uint8 and cart.rom.size == 128 * 1024
-    assert cart.ram_bytes == (32 * 1024 if ram else 0)
+    assert cart.ram_bytes == (32 * 1024 if ram else 512 if kind == MBC2 else 0)
+    assert not cart.multicart
     assert cart.title == "CARTTEST"
     assert cart.header_checksum_ok and cart.global_checksum_ok
     assert len(cart.sha256) == 64
@@ -95,15 +99,75 @@ def test_unknown_rom_size_code():
         load_cartridge(patched(make_rom(), 0x148, 0x52))
 
 
-@pytest.mark.parametrize("cart_type, name", [(0x06, "MBC2+BATTERY"), (0x22, "MBC7"), (0xFC, "POCKET CAMERA"),
-                                             (0x42, "unknown type")])
-def test_unsupported_type_names_byte_and_lists_supported(cart_type, name):
+UNSUPPORTED_NAMED = {0x0B: "MMM01", 0x0C: "MMM01+RAM", 0x0D: "MMM01+RAM+BATTERY", 0x20: "MBC6",
+                     0x22: "MBC7+SENSOR+RUMBLE+RAM+BATTERY", 0xFC: "POCKET CAMERA",
+                     0xFD: "BANDAI TAMA5", 0xFE: "HuC3", 0xFF: "HuC1+RAM+BATTERY"}
+
+
+def test_supported_and_unsupported_type_lists():
+    assert sorted(SUPPORTED_CART_TYPES) == [0x00, 0x01, 0x02, 0x03, 0x05, 0x06, 0x08, 0x09, 0x0F, 0x10,
+                                            0x11, 0x12, 0x13, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E]
+    assert {t: n for t, n in CART_TYPE_NAMES.items() if t not in SUPPORTED_CART_TYPES} == UNSUPPORTED_NAMED
+
+
+@pytest.mark.parametrize("cart_type", [t for t in range(256) if t not in SUPPORTED_CART_TYPES])
+def test_every_unsupported_type_byte_is_one_clear_rom_error(cart_type):
+    """Each of the 237 type bytes we cannot run: one line naming the byte, its Pan Docs name
+    (or "unknown type") and what is supported, before any kernel work."""
     with pytest.raises(RomError) as info:
         load_cartridge(patched(make_rom(), 0x147, cart_type))
     msg = str(info.value)
-    assert f"${cart_type:02X}" in msg and name in msg
-    assert "supported: $00 ROM ONLY" in msg and "$01-$03 MBC1" in msg and "$19-$1E MBC5" in msg
+    name = UNSUPPORTED_NAMED.get(cart_type, "unknown type")
+    assert f"cartridge type ${cart_type:02X} ({name}) is not supported" in msg
+    assert "supported: $00 ROM ONLY" in msg and "$01-$03 MBC1" in msg and "$05/$06 MBC2" in msg
+    assert "$19-$1E MBC5" in msg
     assert "\n" not in msg
+
+
+def test_mbc2_ram_is_built_in_whatever_the_header_says():
+    # Pan Docs, $0149: MBC2 carts declare $00; the 512 x 4 bits are inside the MBC2.
+    cart = load_cartridge(make_rom(0x06, rom_code=3))
+    assert (cart.mbc, cart.ram_bytes, cart.ram_banks, cart.has_battery) == (MBC2, 512, 0, True)
+    assert (cart.spec().kind, cart.spec().ram_banks) == (MBC2, 0)
+    with pytest.warns(RomWarning, match=r"\$0149 = \$02, but an MBC2 cartridge declares \$00"):
+        cart = load_cartridge(make_rom(0x05, ram_code=2))
+    assert cart.ram_bytes == 512
+
+
+def test_mbc2_rom_over_256k_is_refused():
+    with pytest.raises(RomError, match=r"MBC2 addresses at most 256 KiB of ROM \(16 banks\), the file is 512 KiB"):
+        load_cartridge(make_rom(0x05, rom_code=4))
+
+
+def with_logo_at(rom: bytes, offset: int) -> bytes:
+    b = bytearray(rom)
+    b[offset:offset + len(NINTENDO_LOGO)] = NINTENDO_LOGO
+    return fix_checksums(b)
+
+
+def test_logo_constant_matches_the_assembler():
+    assert NINTENDO_LOGO == ASM_LOGO and len(NINTENDO_LOGO) == 48
+
+
+@pytest.mark.parametrize("cart_type", [0x01, 0x02, 0x03])
+def test_mbc1m_detected_by_the_logo_in_bank_10(cart_type):
+    # Pan Docs, MBC1: multicarts "can normally be identified by having a Nintendo copyright
+    # header in bank $10" (file offset $40104); only 1 MiB carts are wired this way.
+    plain = make_rom(cart_type, rom_code=5, ram_code=2 if cart_type > 1 else 0)
+    assert not load_cartridge(plain).multicart
+    cart = load_cartridge(with_logo_at(plain, 0x40104))
+    assert cart.multicart and cart.mbc == MBC1 and cart.spec().multicart == 1
+    assert cart.cart_type_name.startswith("MBC1M") and "MBC1M" in repr(cart)
+
+
+def test_mbc1m_needs_1mib_mbc1_and_the_whole_logo():
+    assert not load_cartridge(with_logo_at(make_rom(0x01, rom_code=4), 0x40104)).multicart   # 512 KiB
+    assert not load_cartridge(with_logo_at(make_rom(0x01, rom_code=6), 0x40104)).multicart   # 2 MiB
+    assert not load_cartridge(with_logo_at(make_rom(0x19, rom_code=5), 0x40104)).multicart   # MBC5
+    assert not load_cartridge(with_logo_at(make_rom(0x01, rom_code=5), 0x80104)).multicart   # bank $20 only
+    almost = bytearray(with_logo_at(make_rom(0x01, rom_code=5), 0x40104))
+    almost[0x40133] ^= 1
+    assert not load_cartridge(fix_checksums(almost)).multicart
 
 
 def test_invalid_ram_size_code():

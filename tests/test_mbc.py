@@ -44,10 +44,12 @@ def banked_rom(banks: int) -> np.ndarray:
 class Cart:
     """Host-side harness: one ROM, `num_envs` envs of MBC state and cart RAM."""
 
-    def __init__(self, kind, rom_banks, ram_banks=0, has_rtc=False, num_envs=1, rom=None):
-        self.spec = make_cart_spec(kind, rom_banks, ram_banks, has_rtc)
+    def __init__(self, kind, rom_banks, ram_banks=0, has_rtc=False, num_envs=1, rom=None,
+                 multicart=False):
+        self.spec = make_cart_spec(kind, rom_banks, ram_banks, has_rtc, multicart)
         self.rom = wp.array(banked_rom(rom_banks) if rom is None else rom, dtype=wp.uint8)
-        self.ram = wp.array(np.zeros((num_envs, max(ram_banks * 0x2000, 1)), np.uint8), dtype=wp.uint8)
+        ram_bytes = M.MBC2_RAM_BYTES if kind == M.MBC2 else ram_banks * 0x2000
+        self.ram = wp.array(np.zeros((num_envs, max(ram_bytes, 1)), np.uint8), dtype=wp.uint8)
         regs = np.tile(mbc_power_on_regs(self.spec), (num_envs, 1))
         self.mbc = wp.array(regs, dtype=wp.int32)
         self.num_envs = num_envs
@@ -153,6 +155,82 @@ def test_envs_are_independent():
     c = Cart(M.MBC1, 32, num_envs=3)
     reads = c.run([("w", 0x2000, 3), ("r", 0x4000)], [("r", 0x4000)], [("w", 0x2000, 9), ("r", 0x4000)])
     assert reads == [[3], [1], [9]]
+
+
+# ---------------------------------------------------------------------------- MBC1M
+# Pan Docs, MBC1, "MBC1M 1 MiB Multi-Game Compilation Carts": BANK2 drives ROM bank bits 4-5,
+# only BANK1's low 4 bits are wired (its 0 -> 1 rule still sees all 5), and mode 1 maps
+# bank BANK2 << 4 at $0000-$3FFF.
+def test_mbc1m_bank2_drives_bits_4_and_5():
+    c = Cart(M.MBC1, 64, multicart=True)
+    assert c.bank_at(0x4000) == 1 and c.bank_at(0x0000) == 0
+    assert c.bank_at(setup=[("w", 0x4000, 1), ("w", 0x2000, 2)]) == 0x12
+    assert c.bank_at(setup=[("w", 0x2000, 0x00)]) == 0x11           # 0 -> 1 before the wiring
+    assert c.bank_at(setup=[("w", 0x2000, 0x10)]) == 0x10           # bit 4 unwired, no 0 -> 1
+    assert c.bank_at(setup=[("w", 0x2000, 0x1F)]) == 0x1F
+    assert c.bank_at(setup=[("w", 0x4000, 3), ("w", 0x2000, 0xE5)]) == 0x35
+    assert c.bank_at(0x0000) == 0                                   # mode 0: $0000 is bank 0
+
+
+def test_mbc1m_mode1_maps_each_sub_rom_at_0000():
+    c = Cart(M.MBC1, 64, multicart=True)
+    for game in range(4):
+        setup = [("w", 0x6000, 1), ("w", 0x4000, game), ("w", 0x2000, 3)]
+        assert c.bank_at(0x0000, setup=setup) == game << 4
+        assert c.bank_at(0x4000) == (game << 4) | 3
+    assert c.bank_at(0x0000, setup=[("w", 0x6000, 0)]) == 0
+    assert c.bank_at(0x4000) == 0x33                                # bank 2 bits stay on $4000
+
+
+def test_mbc1m_every_register_combination():
+    combos = [(hi, lo, mode) for hi in range(4) for lo in range(256) for mode in (0, 1)]
+    c = Cart(M.MBC1, 64, num_envs=len(combos), multicart=True)
+    got = c.run(*[[("w", 0x4000, hi), ("w", 0x2000, lo), ("w", 0x6000, mode),
+                   ("r", 0x4000), ("r", 0x0000)] for hi, lo, mode in combos])
+    for (hi, lo, mode), reads in zip(combos, got):
+        five = lo & 0x1F or 1
+        assert reads == [(hi << 4) | (five & 0xF), (hi << 4) if mode else 0], (hi, lo, mode)
+
+
+# ---------------------------------------------------------------------------- MBC2
+# Pan Docs, MBC2: address bit 8 picks the register in $0000-$3FFF (clear: RAM enable, $A in
+# the low nibble; set: 4-bit ROM bank, 0 -> 1); 512 x 4-bit RAM at $A000-$A1FF, echoed to $BFFF.
+def test_mbc2_rom_bank_register_is_any_address_with_bit_8_set():
+    c = Cart(M.MBC2, 16)
+    assert c.bank_at(0x4000) == 1 and c.bank_at(0x0000) == 0
+    for addr, value, bank in ((0x2100, 5, 5), (0x0100, 7, 7), (0x3FFF, 0x0F, 15), (0x21FF, 0xF3, 3),
+                              (0x2100, 0x00, 1), (0x2100, 0x10, 1)):
+        assert c.bank_at(setup=[("w", addr, value)]) == bank, (hex(addr), value)
+    for addr in (0x2000, 0x20FF, 0x3E00, 0x4000, 0x4100, 0x6100, 0x7FFF):    # bit 8 clear, or past $3FFF
+        assert c.bank_at(setup=[("w", 0x2100, 6), ("w", addr, 9)]) == 6, hex(addr)
+
+
+def test_mbc2_bank_masked_to_rom_size():
+    c = Cart(M.MBC2, 8)                       # 128 KiB: 3 bank bits wired
+    assert c.bank_at(setup=[("w", 0x2100, 9)]) == 1
+    assert c.bank_at(setup=[("w", 0x2100, 8)]) == 0    # 4-bit value 8 is not 0: no 0 -> 1
+
+
+def test_mbc2_ram_enable_is_any_address_with_bit_8_clear():
+    c = Cart(M.MBC2, 4)
+    assert c.run([("w", 0xA000, 0x05), ("r", 0xA000)]) == [0xFF]          # disabled at power-on
+    for addr in (0x0000, 0x00FF, 0x1E00, 0x2000, 0x3EFF):
+        assert c.run([("w", 0x0000, 0x00), ("w", addr, 0x0A), ("r", 0xA000)]) != [0xFF], hex(addr)
+    assert c.run([("w", 0x0000, 0x00), ("w", 0x0100, 0x0A), ("r", 0xA000)]) == [0xFF]   # bit 8 set
+    assert c.run([("w", 0x0000, 0x5A), ("r", 0xA000)]) != [0xFF]            # low nibble $A enables
+    assert c.run([("w", 0x0000, 0x0B), ("r", 0xA000)]) == [0xFF]
+    assert c.run([("w", 0xA000, 0x03), ("w", 0x0000, 0x0A), ("r", 0xA000)]) == [0xF0]   # write ignored
+
+
+def test_mbc2_ram_is_512_nibbles_echoed_through_bfff():
+    c = Cart(M.MBC2, 4, num_envs=2)
+    reads = c.run([("w", 0x0000, 0x0A), ("w", 0xA000, 0x5A), ("w", 0xA1FF, 0xC3), ("w", 0xA123, 0x07),
+                   ("r", 0xA000), ("r", 0xA1FF), ("r", 0xA200), ("r", 0xBE00), ("r", 0xBFFF),
+                   ("r", 0xB323), ("w", 0xBDFF, 0x0E), ("r", 0xA1FF)],
+                  [("w", 0x0000, 0x0A), ("r", 0xA000)])
+    assert reads == [[0xFA, 0xF3, 0xFA, 0xFA, 0xF3, 0xF7, 0xFE], [0xF0]]
+    assert c.ram.shape == (2, 512)
+    assert c.ram.numpy()[0, [0x000, 0x123, 0x1FF]].tolist() == [0x0A, 0x07, 0x0E]   # nibbles stored
 
 
 # ---------------------------------------------------------------------------- MBC3
@@ -288,7 +366,11 @@ def test_power_on_regs_layout():
     with pytest.raises(ValueError, match="rom_banks: expected a power of two"):
         make_cart_spec(M.MBC1, 6, 0)
     with pytest.raises(ValueError, match="kind: expected one of"):
-        make_cart_spec(2, 4, 0)
+        make_cart_spec(4, 4, 0)          # there is no MBC4
+    with pytest.raises(ValueError, match="MBC2: expected at most 16 ROM banks"):
+        make_cart_spec(M.MBC2, 32, 0)
+    with pytest.raises(ValueError, match="multicart: MBC1M is an MBC1 with 64 ROM banks"):
+        make_cart_spec(M.MBC1, 128, 0, multicart=True)
 
 
 @pytest.mark.parametrize("banks", [4, 32, 64, 128])

@@ -5,7 +5,8 @@ into some envs of a VecGameBoy. At the save point the machine must read back wha
 reads (registers, WRAM, HRAM, VRAM, OAM, I/O, the banked ROM and cart RAM, the screen);
 then both run on with the same inputs and must agree on the game's variables and the
 screen. The embedded game (orchard) covers the CPU/PPU/timer/joypad side, a small banked
-ROM written here (MBC1 and MBC5, 8 ROM banks, 4 RAM banks) the cartridge side.
+ROM written here the cartridge side (MBC1, MBC3+RTC and MBC5 with 8 ROM banks and 4 RAM
+banks; MBC2 with its 512 x 4-bit RAM; an MBC1M multicart).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from gbx_lightning.emu.machine import VecGameBoy  # noqa: E402
 from gbx_lightning.emu.pyboy_state import (PYBOY_STATE_VERSION, PyBoyStateError,  # noqa: E402
                                            _cart_layout, parse_pyboy_state)
 from gbx_lightning.emu.mbc import REG_RTC_LATCHED, REG_RTC_S, REG_RTC_SUBSEC  # noqa: E402
-from gbx_lightning.roms.asm import assemble  # noqa: E402
+from gbx_lightning.roms.asm import assemble, fix_checksums  # noqa: E402
 
 wp.config.quiet = True
 
@@ -206,8 +207,8 @@ def test_game_continues_like_pyboy(game):
 BANKED_SOURCE = """
     title "PBSTATE"
     cart_type {cart_type}
-    rom_size $02                ; 128 KiB: 8 banks
-    ram_size $03                ; 32 KiB: 4 banks
+    rom_size {rom_size}         ; 128 KiB: 8 banks (MBC1M: 1 MiB)
+    ram_size {ram_size}         ; 32 KiB: 4 banks (MBC2: built in, MBC1M: 8 KiB)
     org $0040
     reti                        ; VBlank only wakes the main loop
     org $0100
@@ -218,8 +219,8 @@ Main:
     ld sp, $DFF0
     ld a, $0A
     ld [$0000], a
-    ld a, 1
-    ld [$6000], a               ; MBC1: mode 1 (RAM banked by $4000); MBC5: no register
+    ld a, {mode}
+    ld [$6000], a               ; MBC1: mode 1 (RAM banked by $4000); MBC5, MBC2: no register
     ld a, $80
     ldh [$26], a                ; APU on, and some sound registers set
     ld a, $77
@@ -249,7 +250,7 @@ Loop:
     ld [$C000], a               ; frame counter
     ld b, a
     and 7
-    ld [$2000], a               ; ROM bank = counter & 7
+    ld [{bank_reg}], a          ; ROM bank = counter & 7 (MBC2: $2100, address bit 8 set)
     ld a, [$7FF0]               ; the bank's tag
     ld hl, $C010
     add l
@@ -257,7 +258,7 @@ Loop:
     inc [hl]                    ; count the tags seen
     ld a, b
     and 3
-    ld [$4000], a               ; RAM bank = counter & 3
+    ld [$4000], a               ; RAM bank = counter & 3 (MBC1M: ROM bank bits 4-5)
     ld a, [$A000]
     add b
     ld [$A000], a               ; every RAM bank accumulates
@@ -274,24 +275,40 @@ Loop:
     jr Loop
 
     org $3FF0
-    db $E0                      ; bank 0's tag (MBC5 can map it at $4000)
+    db $80                      ; bank 0's tag (MBC5 can map it at $4000)
 N = 1
-    rept 7
+    rept {banks} - 1
     bank N
     org $7FF0
-    db $E0 + N
+    db $80 + N
 N = N + 1
     endr
 """
-# (cart type, RAM left enabled at the save point?)
+# cart type, RAM left enabled at the save point?, and for MBC2/MBC1M other header sizes,
+# the ROM bank register, the $6000 value (MBC1M stays in mode 0: mode 1 would bank the code
+# out) and PyBoy's multicart sign (the logo in every bank).
 CARTS = {"mbc1": ("$03", 1), "mbc5": ("$1B", 1), "mbc5_ram_off": ("$1B", 0),
-         "mbc3_rtc": ("$10", 1)}
+         "mbc3_rtc": ("$10", 1), "mbc2": ("$06", 1), "mbc1m": ("$03", 1)}
+CART_LAYOUT = {"mbc2": dict(ram_size="$00", bank_reg="$2100"),
+               "mbc1m": dict(rom_size="$05", ram_size="$02", mode=0, banks=64)}
+
+
+def banked_rom(name: str) -> bytes:
+    cart_type, ram_on = CARTS[name]
+    fields = dict(rom_size="$02", ram_size="$03", bank_reg="$2000", mode=1, banks=8)
+    fields.update(CART_LAYOUT.get(name, {}))
+    rom = bytearray(assemble(BANKED_SOURCE.format(cart_type=cart_type, **fields,
+                                                  keep_ram_on="$FF" if ram_on else "0")))
+    if name == "mbc1m":
+        for bank in range(1, 64):
+            rom[bank * 0x4000 + 0x104:bank * 0x4000 + 0x134] = rom[0x104:0x134]
+    return fix_checksums(rom)
 
 
 @pytest.fixture(scope="module", params=sorted(CARTS))
 def cart(request):
-    cart_type, ram_on = CARTS[request.param]
-    rom = assemble(BANKED_SOURCE.format(cart_type=cart_type, keep_ram_on="$FF" if ram_on else "0"))
+    ram_on = CARTS[request.param][1]
+    rom = banked_rom(request.param)
     run = PyBoyRun(rom, sound=True)
     for _ in range(94):            # PyBoy's boot ROM, then 29 game frames: ROM bank 5, RAM
         run.step()                 # bank 1 at the save (not the power-on banks)
@@ -299,13 +316,26 @@ def cart(request):
     st = parse_pyboy_state(data, VecGameBoy(rom, 1).cart)
     at_save = {"regs": expected_registers(run, st),
                "mem": {a: run.read(a, n) for a, n in CART_RANGES},
-               "ram_banks": [run.ram_bank(b) for b in range(4)]}
+               "ram_banks": pyboy_ram_banks(run, request.param)}
     ppu = bytearray(at_save["mem"][0xFF40])
     ppu[1] = expected_stat(ppu[1], st)
     at_save["mem"][0xFF40] = bytes(ppu)
     yield dict(name=request.param, ram_on=ram_on, rom=rom, run=run, data=data, state=st,
                at_save=at_save)
     run.close()
+
+
+def pyboy_ram_banks(run: PyBoyRun, name: str) -> list[bytes]:
+    """PyBoy's cart RAM banks (MBC2: one, its minimum allocation; the MBC1M cart has one)."""
+    return [run.ram_bank(b) for b in range(1 if name in ("mbc2", "mbc1m") else 4)]
+
+
+def our_cart_ram(name: str, pyboy_banks: list[bytes]) -> bytes:
+    """VecGameBoy's cart RAM array for PyBoy's RAM banks: MBC2 keeps its 512 nibbles (PyBoy:
+    value | $F0 in bank 0), the others every bank."""
+    if name == "mbc2":
+        return bytes(b & 0x0F for b in pyboy_banks[0][:512])
+    return b"".join(pyboy_banks)
 
 
 # banked ROM, cart RAM window, WRAM, HRAM+IE, sound registers + wave RAM, timer, PPU regs
@@ -318,8 +348,11 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
     gb = VecGameBoy(cart["rom"], 2)
     gb.load_pyboy_state(cart["data"], mask=np.array([0, 1]))
     assert st.cpu["halted"] == 1          # saved in the HALT of the main loop
-    ram_bank = st.cart["bank2"] if cart["name"] == "mbc1" else st.cart["rambank"]
-    assert (st.cart["rombank"], ram_bank) == (5, 1)     # not the power-on banks
+    # not the power-on banks: frame counter 29, ROM bank 5 and RAM bank (MBC1M: bank2) 1
+    if cart["name"] in ("mbc1", "mbc1m"):
+        assert (st.cart["rombank"], st.cart["bank2"]) == (0x15 if cart["name"] == "mbc1m" else 5, 1)
+    else:
+        assert (st.cart["rombank"], st.cart["rambank"]) == (5, 0 if cart["name"] == "mbc2" else 1)
     regs = gb.registers(1)
     assert {k: regs[k] for k in at_save["regs"]} == at_save["regs"]
     assert regs["cycles"] == st.cpu["cycles"]
@@ -328,8 +361,8 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
     window = gb.read_memory(1, 0xA000, 0x2000)
     assert (window == b"\xff" * 0x2000) != cart["ram_on"]      # RAM enable state carried over
     cart_ram = gb._arrays["cart_ram"].numpy()
-    for bank, want in enumerate(at_save["ram_banks"]):  # every RAM bank, not only the mapped one
-        assert bytes(cart_ram[1, bank * 0x2000:(bank + 1) * 0x2000]) == want, bank
+    # every RAM bank, not only the mapped one
+    assert bytes(cart_ram[1]) == our_cart_ram(cart["name"], at_save["ram_banks"])
     assert cart_ram[1].any() and not cart_ram[0].any()    # env 0 was not in the mask
     if "rtc" in st.cart:                  # MBC3 clock: live and latched = PyBoy's counters
         rtc = st.cart["rtc"]
@@ -369,9 +402,7 @@ def test_cart_continues_like_pyboy(cart):
         assert gb.read_memory(1, 0xC000, 0x20) == want, n
         assert gb.registers(0)["cycles"] - (line0 + (n + 1) * 70224) in vblank, n
     cart_ram = gb._arrays["cart_ram"].numpy()
-    for bank in range(4):
-        assert bytes(cart_ram[0, bank * 0x2000:(bank + 1) * 0x2000]) == bytes(
-            run.ram_bank(bank)), bank
+    assert bytes(cart_ram[0]) == our_cart_ram(cart["name"], pyboy_ram_banks(run, cart["name"]))
 
 
 @pytest.mark.parametrize("line", [150, 20])
@@ -406,11 +437,20 @@ def small_gb(cart):
     return VecGameBoy(cart["rom"], 2)
 
 
-def test_version_mismatch_names_both_versions(cart, small_gb):
+@pytest.mark.parametrize("version, writer", [
+    (15, "written by PyBoy 2.6.x-2.7.x"), (14, "written by PyBoy 2.5.x"), (12, "written by PyBoy 2.4.x"),
+    (11, "written by PyBoy 2.2.2-2.3.x"), (10, "written by PyBoy 2.0.0-2.2.1"),
+    (9, "written by PyBoy 1.x or older"), (28, "a development build before 2.8"),
+    (30, "not written by PyBoy 2.8 or older")])
+def test_version_mismatch_names_the_releases_and_the_way_out(cart, small_gb, version, writer):
     data = bytearray(cart["data"])
-    data[0] = 28
-    with pytest.raises(PyBoyStateError, match=r"version 28 .*expected version 29"):
+    data[0] = version
+    with pytest.raises(PyBoyStateError) as info:
         small_gb.load_pyboy_state(bytes(data))
+    msg = str(info.value)
+    assert f"savestate version {version} (" in msg and f"{writer}) is not supported" in msg
+    assert "reads version 29, written by PyBoy 2.8.x" in msg and "pyboy>=2.8,<2.9" in msg
+    assert "\n" not in msg
     assert PYBOY_STATE_VERSION == 29
 
 
@@ -440,9 +480,11 @@ def test_garbage_is_refused(small_gb):
 
 def test_state_of_another_cartridge_is_refused(cart, game):
     other = VecGameBoy(game["rom"], 1)         # orchard: ROM only, no RAM
-    with pytest.raises(PyBoyStateError, match=r"does not match the loaded ROM 'ORCHARD'.*"
+    with pytest.raises(PyBoyStateError, match=r"does not (match|fit) the loaded ROM 'ORCHARD'.*"
                                                r"different cartridge"):
-        other.load_pyboy_state(cart["data"])
+        other.load_pyboy_state(cart["data"])   # (MBC2: same block size, but bank 5 and RAM on)
+    if cart["name"] == "mbc2":
+        return   # a ROM-only state (bank 1, RAM off) is also a valid MBC2 state: no way to tell
     gb = VecGameBoy(cart["rom"], 1)
     with pytest.raises(PyBoyStateError, match="does not match the loaded ROM 'PBSTATE'"):
         gb.load_pyboy_state(game["data"])

@@ -77,7 +77,7 @@ def test_unknown_rom_size_code():
         load_cartridge(make_image(rom_code=0x52))
 
 
-@pytest.mark.parametrize("cart_type, label", [(0x05, "MBC2"), (0xFC, "POCKET CAMERA"), (0x42, "unknown type")])
+@pytest.mark.parametrize("cart_type, label", [(0x0B, "MMM01"), (0xFC, "POCKET CAMERA"), (0x42, "unknown type")])
 def test_unsupported_cartridge_type(cart_type, label):
     with pytest.raises(RomError) as e:
         load_cartridge(make_image(cart_type=cart_type))

@@ -16,10 +16,12 @@ import numpy as np
 
 __all__ = [
     "RomError", "RomWarning", "Cartridge", "load_cartridge", "load_boot_rom",
-    "CART_TYPE_NAMES", "SUPPORTED_CART_TYPES", "MBC_NONE", "MBC1", "MBC3", "MBC5",
+    "CART_TYPE_NAMES", "SUPPORTED_CART_TYPES", "MBC_NONE", "MBC1", "MBC2", "MBC3", "MBC5",
+    "NINTENDO_LOGO", "is_mbc1_multicart",
 ]
 
-MBC_NONE, MBC1, MBC3, MBC5 = 0, 1, 3, 5   # same values as emu.mbc
+MBC_NONE, MBC1, MBC2, MBC3, MBC5 = 0, 1, 2, 3, 5   # same values as emu.mbc
+MBC2_RAM_BYTES = 512                              # 512 x 4 bits inside the MBC2 (emu.mbc)
 
 BANK_SIZE = 0x4000
 MIN_ROM_SIZE = 2 * BANK_SIZE
@@ -56,6 +58,8 @@ SUPPORTED_CART_TYPES = {
     0x01: (MBC1, False, False, False),
     0x02: (MBC1, True, False, False),
     0x03: (MBC1, True, True, False),
+    0x05: (MBC2, False, False, False),     # (RAM built into the MBC2: sized below, not from $0149)
+    0x06: (MBC2, False, True, False),
     0x0F: (MBC3, False, True, True),
     0x10: (MBC3, True, True, True),
     0x11: (MBC3, False, False, False),
@@ -68,12 +72,37 @@ SUPPORTED_CART_TYPES = {
     0x1D: (MBC5, True, False, False),
     0x1E: (MBC5, True, True, False),
 }
-_SUPPORTED_TEXT = ("$00 ROM ONLY, $08/$09 ROM+RAM, $01-$03 MBC1, $0F-$13 MBC3, "
-                   "$19-$1E MBC5")
+_SUPPORTED_TEXT = ("$00 ROM ONLY, $08/$09 ROM+RAM, $01-$03 MBC1 (and MBC1M multicarts), "
+                   "$05/$06 MBC2, $0F-$13 MBC3, $19-$1E MBC5")
+
+# The 48-byte logo at $0104-$0133 that the boot ROM compares (Pan Docs, "The Cartridge Header").
+NINTENDO_LOGO = bytes.fromhex(
+    "CEED6666CC0D000B03730083000C000D0008111F8889000E"
+    "DCCC6EE6DDDDD999BBBB67636E0EECCCDDDC999FBBB9333E"
+)
+MULTICART_SIZE = 1024 * 1024
+SUB_ROM_SIZE = 256 * 1024
 
 # $0149 RAM size code -> 8 KiB banks. Code $01 is unused by licensed carts
 # (old docs say 2 KiB); we give it one 8 KiB bank so such homebrew still runs.
 RAM_BANKS_BY_CODE = {0x00: 0, 0x01: 1, 0x02: 1, 0x03: 4, 0x04: 16, 0x05: 8}
+
+
+def is_mbc1_multicart(rom: np.ndarray) -> bool:
+    """True for an MBC1M multi-game cart: a 1 MiB image whose second 256 KiB sub-ROM (bank $10)
+    starts with its own header, i.e. the Nintendo logo at $40104.
+
+    Pan Docs (MBC1, "MBC1M 1 MiB Multi-Game Compilation Carts"): "These carts can normally be
+    identified by having a Nintendo copyright header in bank $10." A plain 1 MiB MBC1 game has
+    code or data there, not a second logo. (The sub-ROMs at $80000/$C0000 usually repeat it
+    too; one logo is enough, as Pan Docs states it. Other emulators differ: PyBoy 2.8 wants
+    the logo in all 64 banks; gambatte, when asked for multicart support, takes every 1 MiB
+    MBC1 without RAM for one.)
+    """
+    if rom.size != MULTICART_SIZE:
+        return False
+    at = SUB_ROM_SIZE + 0x104
+    return bytes(rom[at:at + len(NINTENDO_LOGO)]) == NINTENDO_LOGO
 
 
 def _header_checksum(rom: np.ndarray) -> int:
@@ -90,28 +119,31 @@ class Cartridge:
     rom: np.ndarray            # uint8, the whole file (read-only)
     title: str
     cart_type: int             # header byte $0147
-    mbc: int                   # MBC_NONE / MBC1 / MBC3 / MBC5
+    mbc: int                   # MBC_NONE / MBC1 / MBC2 / MBC3 / MBC5
     rom_banks: int             # 16 KiB banks
-    ram_bytes: int             # cartridge RAM the emulator allocates per env
+    ram_bytes: int             # cartridge RAM the emulator allocates per env (MBC2: 512 nibbles)
     has_battery: bool
     has_rtc: bool
     header_checksum_ok: bool
     global_checksum_ok: bool
     sha256: str
     source: str = field(default="<bytes>")   # path, or "<bytes>"
+    multicart: bool = False    # MBC1M wiring (see is_mbc1_multicart)
 
     @property
     def ram_banks(self) -> int:
+        """8 KiB banks of external RAM (0 for MBC2, whose 512 nibbles are inside the MBC)."""
         return self.ram_bytes // 0x2000
 
     @property
     def cart_type_name(self) -> str:
-        return CART_TYPE_NAMES.get(self.cart_type, "unknown")
+        name = CART_TYPE_NAMES.get(self.cart_type, "unknown")
+        return name.replace("MBC1", "MBC1M", 1) if self.multicart else name
 
     def spec(self):
         """The Warp CartSpec for the kernels (imports Warp only when asked)."""
         from .mbc import make_cart_spec
-        return make_cart_spec(self.mbc, self.rom_banks, self.ram_banks, self.has_rtc)
+        return make_cart_spec(self.mbc, self.rom_banks, self.ram_banks, self.has_rtc, self.multicart)
 
     def __repr__(self) -> str:
         return (f"Cartridge({self.title!r}, type=${self.cart_type:02X} {self.cart_type_name}, "
@@ -171,7 +203,14 @@ def load_cartridge(rom) -> Cartridge:
         raise RomError(f"ROM {name}: header byte $0149 (RAM size) is ${ram_code:02X}; "
                        "valid codes are $00-$05")
     ram_banks = RAM_BANKS_BY_CODE[ram_code]
-    if ram_banks and not has_ram:
+    if kind == MBC2:
+        # Pan Docs, $0149: an MBC2 cart must declare $00; its 512 x 4 bits are in the MBC itself.
+        if ram_code:
+            warnings.warn(f"ROM {name}: header byte $0149 = ${ram_code:02X}, but an MBC2 cartridge "
+                          "declares $00 (its 512 x 4-bit RAM is built into the MBC2); using the "
+                          "built-in RAM only", RomWarning, stacklevel=2)
+        ram_banks = 0
+    elif ram_banks and not has_ram:
         warnings.warn(f"ROM {name}: header declares RAM (code ${ram_code:02X}) but cartridge type "
                       f"${cart_type:02X} ({CART_TYPE_NAMES[cart_type]}) has none; ignoring it",
                       RomWarning, stacklevel=2)
@@ -181,6 +220,9 @@ def load_cartridge(rom) -> Cartridge:
                        f"${ram_code:02X} asks for {ram_banks * 8} KiB")
     if kind == MBC1 and size > 2 * 1024 * 1024:
         raise RomError(f"ROM {name}: MBC1 addresses at most 2 MiB of ROM, the file is {size // 1024} KiB")
+    if kind == MBC2 and size > 256 * 1024:
+        raise RomError(f"ROM {name}: MBC2 addresses at most 256 KiB of ROM (16 banks), the file "
+                       f"is {size // 1024} KiB")
     if kind == MBC3 and size > 2 * 1024 * 1024:
         raise RomError(f"ROM {name}: MBC3 addresses at most 2 MiB of ROM, the file is {size // 1024} KiB")
 
@@ -201,13 +243,14 @@ def load_cartridge(rom) -> Cartridge:
         cart_type=cart_type,
         mbc=kind,
         rom_banks=size // BANK_SIZE,
-        ram_bytes=ram_banks * 0x2000,
+        ram_bytes=MBC2_RAM_BYTES if kind == MBC2 else ram_banks * 0x2000,
         has_battery=has_battery,
         has_rtc=has_rtc,
         header_checksum_ok=header_ok,
         global_checksum_ok=global_ok,
         sha256=hashlib.sha256(data).hexdigest(),
         source=name,
+        multicart=kind == MBC1 and is_mbc1_multicart(arr),
     )
 
 

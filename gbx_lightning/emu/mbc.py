@@ -1,4 +1,4 @@
-"""Cartridge memory bank controllers (ROM only, MBC1, MBC3 with RTC, MBC5) as Warp functions.
+"""Cartridge memory bank controllers (ROM only, MBC1 and MBC1M, MBC2, MBC3 with RTC, MBC5) as Warp functions.
 
 The ROM image is one shared array; each env owns a row of MBC registers
 (``mbc[env, :]``, ``MBC_REGS`` int32 words) and a row of cartridge RAM.
@@ -7,11 +7,19 @@ The read path runs on every opcode fetch, so writes to the MBC precompute the
 byte offsets reads need (``REG_ROM0_BASE``, ``REG_ROMX_BASE``, ``REG_RAM_BASE``):
 a ROM read is one register load plus one array load, whatever the MBC.
 
-Hardware facts (Pan Docs, "MBC1", "MBC3", "MBC5"):
+Hardware facts (Pan Docs, "MBC1", "MBC2", "MBC3", "MBC5"):
 
 - MBC1: $2000-$3FFF holds a 5-bit bank register where 0 reads as 1 *within
   those 5 bits* ($20/$40/$60 select $21/$41/$61); $4000-$5FFF holds 2 more bits;
   in mode 1 ($6000-$7FFF = 1) those 2 bits also bank $0000-$3FFF and the RAM.
+- MBC1M (1 MiB multi-game carts, ``CartSpec.multicart``): the 2-bit register
+  drives ROM bank bits 4-5 and only the low 4 bits of the 5-bit register are
+  wired (its 0 -> 1 rule still looks at all 5): bank = BANK2 << 4 | (BANK1 & $F);
+  mode 1 maps bank BANK2 << 4 at $0000-$3FFF. The RAM is not banked.
+- MBC2: registers only in $0000-$3FFF, chosen by address bit 8: clear = RAM
+  enable ($A in the low nibble), set = 4-bit ROM bank (0 -> 1). 512 x 4-bit
+  RAM inside the chip at $A000-$A1FF, echoed through $BFFF (address bits 0-8);
+  the upper nibble is undefined on hardware, here it reads as 1s.
 - MBC3: 7-bit ROM bank (0 -> 1); $4000-$5FFF selects RAM bank 0-3 or RTC
   register $08-$0C; writing $00 then $01 to $6000-$7FFF latches the clock.
 - MBC5: 9-bit ROM bank ($2000-$2FFF low 8 bits, $3000-$3FFF bit 8), bank 0
@@ -25,13 +33,16 @@ import numpy as np
 import warp as wp
 
 __all__ = [
-    "CartSpec", "MBC_NONE", "MBC1", "MBC3", "MBC5", "MBC_REGS", "make_cart_spec", "make_cart_arrays",
+    "CartSpec", "MBC_NONE", "MBC1", "MBC2", "MBC3", "MBC5", "MBC_REGS", "MBC2_RAM_BYTES",
+    "make_cart_spec", "make_cart_arrays",
     "mbc_regs_after_writes",
     "mbc_power_on_regs", "cart_read", "cart_write", "RTC_T_CYCLES_PER_SECOND",
-    "RAM_UNMAPPED", "RAM_RTC",
+    "RAM_UNMAPPED", "RAM_RTC", "RAM_MBC2",
 ]
 
-MBC_NONE, MBC1, MBC3, MBC5 = wp.constant(0), wp.constant(1), wp.constant(3), wp.constant(5)
+MBC_NONE, MBC1, MBC2, MBC3, MBC5 = (wp.constant(0), wp.constant(1), wp.constant(2), wp.constant(3),
+                                    wp.constant(5))
+MBC2_RAM_BYTES = 512              # 512 x 4 bits built into the MBC2 (one nibble per byte here)
 
 # One second of the RTC's 32.768 kHz crystal, in CPU T-cycles (4.194304 MHz).
 RTC_T_CYCLES_PER_SECOND = wp.constant(4194304)
@@ -39,9 +50,9 @@ RTC_T_CYCLES_PER_SECOND = wp.constant(4194304)
 # Per-env register layout: mbc[env, i]. Values the read path uses come first.
 REG_ROM0_BASE = wp.constant(0)    # rom index of $0000 (non-zero only for MBC1 mode 1 on big ROMs)
 REG_ROMX_BASE = wp.constant(1)    # rom index = REG_ROMX_BASE + addr for $4000-$7FFF (bank*$4000 - $4000)
-REG_RAM_BASE = wp.constant(2)     # cart_ram index = REG_RAM_BASE + (addr - $A000); or RAM_UNMAPPED / RAM_RTC
+REG_RAM_BASE = wp.constant(2)     # cart_ram index = REG_RAM_BASE + (addr - $A000); or RAM_UNMAPPED / RAM_RTC / RAM_MBC2
 REG_RAM_ENABLE = wp.constant(3)   # 1 after $0A was written to $0000-$1FFF
-REG_BANK_LO = wp.constant(4)      # MBC1: 5-bit BANK1; MBC3: 7-bit bank; MBC5: low 8 bits
+REG_BANK_LO = wp.constant(4)      # MBC1: 5-bit BANK1; MBC2: 4-bit bank; MBC3: 7-bit bank; MBC5: low 8 bits
 REG_BANK_HI = wp.constant(5)      # MBC1: 2-bit BANK2; MBC5: bank bit 8
 REG_RAM_SELECT = wp.constant(6)   # MBC3: $00-$03 RAM bank or $08-$0C RTC register; MBC5: RAM bank
 REG_MODE = wp.constant(7)         # MBC1 banking mode (0/1)
@@ -59,31 +70,41 @@ MBC_REGS = wp.constant(22)
 
 RAM_UNMAPPED = wp.constant(-1)    # REG_RAM_BASE: reads $FF, writes ignored
 RAM_RTC = wp.constant(-2)         # REG_RAM_BASE: an RTC register is mapped at $A000-$BFFF
+RAM_MBC2 = wp.constant(-3)        # REG_RAM_BASE: MBC2's nibble RAM is enabled (index = addr & $1FF)
 
 
 @wp.struct
 class CartSpec:
     """Cartridge facts shared by all envs (from the header)."""
 
-    kind: int        # MBC_NONE, MBC1, MBC3 or MBC5
+    kind: int        # MBC_NONE, MBC1, MBC2, MBC3 or MBC5
     rom_banks: int   # 16 KiB banks in the ROM file (a power of two)
-    ram_banks: int   # 8 KiB banks of cartridge RAM (0 = none)
+    ram_banks: int   # 8 KiB banks of cartridge RAM (0 = none; MBC2's built-in RAM is not counted)
     has_rtc: int     # 1 for MBC3+TIMER
+    multicart: int   # 1 for MBC1M wiring (BANK2 drives ROM bank bits 4-5)
 
 
-def make_cart_spec(kind: int, rom_banks: int, ram_banks: int, has_rtc: bool = False) -> CartSpec:
+def make_cart_spec(kind: int, rom_banks: int, ram_banks: int, has_rtc: bool = False,
+                   multicart: bool = False) -> CartSpec:
     """Build a CartSpec, checking what the kernels rely on (bank counts are powers of two)."""
-    if kind not in (MBC_NONE, MBC1, MBC3, MBC5):
-        raise ValueError(f"kind: expected one of MBC_NONE=0, MBC1=1, MBC3=3, MBC5=5, got {kind!r}")
+    if kind not in (MBC_NONE, MBC1, MBC2, MBC3, MBC5):
+        raise ValueError(f"kind: expected one of MBC_NONE=0, MBC1=1, MBC2=2, MBC3=3, MBC5=5, got {kind!r}")
     if rom_banks < 2 or rom_banks & (rom_banks - 1):
         raise ValueError(f"rom_banks: expected a power of two >= 2, got {rom_banks!r}")
     if ram_banks < 0 or (ram_banks & (ram_banks - 1)):
         raise ValueError(f"ram_banks: expected 0 or a power of two, got {ram_banks!r}")
+    if kind == MBC2 and (rom_banks > 16 or ram_banks):
+        raise ValueError(f"MBC2: expected at most 16 ROM banks and no external RAM, got "
+                         f"rom_banks={rom_banks}, ram_banks={ram_banks}")
+    if multicart and (kind != MBC1 or rom_banks != 64):
+        raise ValueError(f"multicart: MBC1M is an MBC1 with 64 ROM banks (1 MiB), got kind={kind}, "
+                         f"rom_banks={rom_banks}")
     spec = CartSpec()
     spec.kind = int(kind)
     spec.rom_banks = int(rom_banks)
     spec.ram_banks = int(ram_banks)
     spec.has_rtc = int(bool(has_rtc))
+    spec.multicart = int(bool(multicart))
     return spec
 
 
@@ -107,7 +128,7 @@ def make_cart_arrays(cart, num_envs: int, device=None):
     """Device arrays for `num_envs` copies of `cart` at power-on.
 
     Returns (spec, rom, cart_ram, mbc): the ROM once (shared by all envs),
-    cart RAM [num_envs, max(ram_bytes, 1)] zeroed, MBC registers
+    cart RAM [num_envs, max(ram_bytes, 1)] zeroed (512 for MBC2), MBC registers
     [num_envs, MBC_REGS] from mbc_power_on_regs.
     """
     if not isinstance(num_envs, int) or num_envs < 1:
@@ -138,6 +159,9 @@ def cart_read(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8
     if base == RAM_RTC:
         # RTC registers read their latched copy (selected register $08-$0C).
         return mbc[env, REG_RTC_LATCHED + mbc[env, REG_RAM_SELECT] - 8]
+    if base == RAM_MBC2:
+        # 512 nibbles indexed by address bits 0-8 (15 echoes up to $BFFF); upper nibble undriven.
+        return int(cart_ram[env, addr & 0x1FF]) | 0xF0
     return 0xFF
 
 
@@ -155,10 +179,18 @@ def _mbc_remap(mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int):
     if spec.kind == MBC1:
         lo = mbc[env, REG_BANK_LO]
         hi = mbc[env, REG_BANK_HI]
-        rom_bank = (hi << 5) | lo
-        if mbc[env, REG_MODE] == 1:
-            rom0_bank = hi << 5
-            ram_bank = hi
+        if spec.multicart == 1:
+            # MBC1M: BANK2 on ROM address lines 18-19, BANK1 bit 4 unconnected; no RAM banking.
+            rom_bank = (hi << 4) | (lo & 0x0F)
+            if mbc[env, REG_MODE] == 1:
+                rom0_bank = hi << 4
+        else:
+            rom_bank = (hi << 5) | lo
+            if mbc[env, REG_MODE] == 1:
+                rom0_bank = hi << 5
+                ram_bank = hi
+    elif spec.kind == MBC2:
+        rom_bank = mbc[env, REG_BANK_LO]
     elif spec.kind == MBC3:
         rom_bank = mbc[env, REG_BANK_LO]
         sel = mbc[env, REG_RAM_SELECT]
@@ -182,6 +214,8 @@ def _mbc_remap(mbc: wp.array2d(dtype=wp.int32), spec: CartSpec, env: int):
         mbc[env, REG_RAM_BASE] = RAM_UNMAPPED
     elif mapped_rtc == 1:
         mbc[env, REG_RAM_BASE] = RAM_RTC
+    elif spec.kind == MBC2:
+        mbc[env, REG_RAM_BASE] = RAM_MBC2
     elif spec.ram_banks > 0:
         mbc[env, REG_RAM_BASE] = (ram_bank % spec.ram_banks) * 0x2000
     else:
@@ -253,6 +287,8 @@ def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint
         base = mbc[env, REG_RAM_BASE]
         if base >= 0 and spec.ram_banks > 0:
             cart_ram[env, base + (addr & 0x1FFF)] = wp.uint8(value)
+        elif base == RAM_MBC2:
+            cart_ram[env, addr & 0x1FF] = wp.uint8(value & 0x0F)   # 4-bit cells
         elif base == RAM_RTC:
             _rtc_sync(mbc, env, t_now)
             sel = mbc[env, REG_RAM_SELECT]
@@ -270,6 +306,21 @@ def cart_write(rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint
             mbc[env, REG_RTC_LATCHED + sel - 8] = masked   # reads before the next latch see the new value
         return
     if spec.kind == MBC_NONE:
+        return
+    if spec.kind == MBC2:
+        # One register pair across $0000-$3FFF, picked by address bit 8; $4000-$7FFF is nothing.
+        if addr < 0x4000:
+            if (addr & 0x100) == 0:
+                enable = int(0)
+                if (value & 0x0F) == 0x0A:
+                    enable = 1
+                mbc[env, REG_RAM_ENABLE] = enable
+            else:
+                bank = value & 0x0F
+                if bank == 0:
+                    bank = 1
+                mbc[env, REG_BANK_LO] = bank
+            _mbc_remap(mbc, spec, env)
         return
     region = addr >> 13          # 0: $0000-$1FFF, 1: $2000-$3FFF, 2: $4000-$5FFF, 3: $6000-$7FFF
     if region == 0:

@@ -12,8 +12,12 @@ clock), sound (sample buffer, frame sequencer, four channels), renderer (the 160
 screen buffer, the window's WY latch), RAM (WRAM, $FEA0-$FEFF, the I/O page, HRAM), WRAM
 bank, timer (DIV, TIMA, the 16-bit system counter, TMA, TAC, reload state), cartridge
 (ROM/RAM bank, RAM enable, MBC1 mode, all cartridge RAM, the RTC, MBC-specific bytes),
-joypad, serial, Super Game Boy. Only version 29 is accepted; a different version byte is
-refused naming both. Blocks whose size depends on the cartridge (RAM banks, RTC, MBC1 bank
+joypad, serial, Super Game Boy. Only version 29 (PyBoy 2.8.0/2.8.1) is accepted; another
+version byte is refused naming the PyBoy releases that write it (PYBOY_RELEASES_BY_STATE_VERSION:
+10 = 2.0-2.2.1, 11 = 2.2.2-2.3, 12 = 2.4, 14 = 2.5, 15 = 2.6-2.7) and how to make a new one:
+the older layouts lack fields the import needs (EI delay, TIMA reload state, OAM DMA, the
+window's WY latch) and differ in the sound, RTC and RAM blocks, and PyBoy 2.8.1 itself fails
+to load a 2.7.0 state (checked), so there is no conversion path through PyBoy. Blocks whose size depends on the cartridge (RAM banks, RTC, MBC1 bank
 registers, MBC5 rumble) are sized from the loaded ROM's header, and the file's length must
 then come out exactly: a state from a cartridge with another RAM size or MBC is refused
 (the state holds no ROM checksum, so a state of a different game with the same cartridge
@@ -23,8 +27,9 @@ What maps exactly: CPU registers (PC, see HALT below), IME, EI delay, HALT/STOP,
 WRAM, HRAM, VRAM, OAM, the PPU registers, the timer registers and the system counter (DIV
 to the T-cycle), the TIMA reload in progress, joypad buttons, serial registers, sound
 registers and wave RAM (as state; VecGameBoy makes no sound), OAM DMA in progress, the
-MBC banking registers (rebuilt by replaying register writes with ``mbc_regs_after_writes``),
-all cartridge RAM, the MBC3 RTC counters, the screen (PyBoy's screen buffer, by luminance:
+MBC banking registers (rebuilt by replaying register writes with ``mbc_regs_after_writes``;
+MBC1, MBC1M, MBC2, MBC3, MBC5), all cartridge RAM (MBC2: the 512 nibbles, which PyBoy keeps as
+value | $F0 in the first 512 bytes of its 8 KiB bank), the MBC3 RTC counters, the screen (PyBoy's screen buffer, by luminance:
 exact for grey palettes). Time: T_NOW = PyBoy's CPU cycle counter.
 
 What PyBoy does not store, and the nearest consistent value chosen:
@@ -59,6 +64,13 @@ What PyBoy does not store, and the nearest consistent value chosen:
 - OAM DMA in progress: VecGameBoy copies all 160 bytes at the start of a DMA and times
   only the bus conflict, so the bytes PyBoy has not copied yet are copied at import (from
   the imported WRAM/VRAM/ROM/cart RAM) and the conflict window keeps PyBoy's start time.
+- MBC1M: PyBoy takes a 1 MiB MBC1 cart for a multicart only when all 64 banks start with
+  the logo (we follow Pan Docs: the logo in bank $10, cartridge.is_mbc1_multicart). A state
+  PyBoy saved while running an MBC1M cart as a plain MBC1 still imports: the bank registers
+  are the hardware's, and the banks then follow the MBC1M wiring.
+- ROM only vs MBC2: the two cartridge blocks have the same size; an MBC2 state at ROM bank 1
+  with RAM off loads into a ROM-only cart (PyBoy's ROM-only mapper allows nothing else, so
+  other MBC2 states are refused there).
 - MBC3 RTC: the latched registers are not saved; they are set to the live counters (as
   if latched at the save). PyBoy advances the RTC by host time between save and load;
   VecGameBoy runs it on emulated time only, so it resumes where it was saved.
@@ -77,8 +89,8 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .cartridge import CART_TYPE_NAMES, MBC1, MBC3, MBC5
-from .mbc import (REG_RAM_BASE, REG_ROMX_BASE, REG_RTC_DH, REG_RTC_LATCHED, REG_RTC_S,
+from .cartridge import CART_TYPE_NAMES, MBC1, MBC2, MBC3, MBC5, MBC_NONE
+from .mbc import (RAM_MBC2, REG_RAM_BASE, REG_ROMX_BASE, REG_RTC_DH, REG_RTC_LATCHED, REG_RTC_S,
                   REG_RTC_SUBSEC, REG_RTC_T_HI, REG_RTC_T_LO, mbc_regs_after_writes)
 from .ppu import (PH_LCD_ON_LINE0, PH_LINE0_START, PH_LINE_START, PH_LY153, PH_VBLANK_LINE,
                   PH_VBLANK_START, R_LCD_WARMUP)
@@ -299,6 +311,23 @@ def _parse_cart(r: _Reader, cart) -> dict:
     return c
 
 
+# Which PyBoy 2.x releases write which state version (pyboy.utils.STATE_VERSION, read from the
+# release wheels 2.0.0, 2.1.0, 2.2.0-2.2.2, 2.3.0, 2.4.0-2.4.1, 2.5.0, 2.5.4, 2.6.0-2.6.1, 2.7.0,
+# 2.8.0-2.8.1; 2.8.0 and 2.8.1 save the same layout). Versions only go up between releases.
+PYBOY_RELEASES_BY_STATE_VERSION = {10: "2.0.0-2.2.1", 11: "2.2.2-2.3.x", 12: "2.4.x", 14: "2.5.x",
+                                   15: "2.6.x-2.7.x", 29: "2.8.x"}
+
+
+def _writer_of(version: int) -> str:
+    if version in PYBOY_RELEASES_BY_STATE_VERSION:
+        return f"written by PyBoy {PYBOY_RELEASES_BY_STATE_VERSION[version]}"
+    if version < 10:
+        return "written by PyBoy 1.x or older"
+    if version < PYBOY_STATE_VERSION:
+        return "not a PyBoy release's version: a development build before 2.8"
+    return "not written by PyBoy 2.8 or older"
+
+
 def parse_pyboy_state(data: bytes, cart, name: str = "<bytes>") -> PyBoyState:
     """Parse a PyBoy 2.8.x savestate for cartridge `cart` (an emu.cartridge.Cartridge)."""
     r = _Reader(bytes(data), name)
@@ -308,8 +337,10 @@ def parse_pyboy_state(data: bytes, cart, name: str = "<bytes>") -> PyBoyState:
     version = r.u8("state version")
     if version != PYBOY_STATE_VERSION:
         raise PyBoyStateError(
-            f"{name}: PyBoy savestate version {version} is not supported: expected version "
-            f"{PYBOY_STATE_VERSION} (written by PyBoy 2.8.x); re-save the state with that PyBoy")
+            f"{name}: PyBoy savestate version {version} ({_writer_of(version)}) is not supported: "
+            f"this importer reads version {PYBOY_STATE_VERSION}, written by PyBoy 2.8.x. PyBoy 2.8 "
+            "does not load older states either, so make the state again with PyBoy 2.8 (pip "
+            "install 'pyboy>=2.8,<2.9'; play or replay to the same point, then PyBoy.save_state)")
     bootrom = r.flag("boot ROM flag")
     key0 = r.u8("KEY0")
     r.u8("KEY1")
@@ -514,11 +545,27 @@ def _mbc_row(st: PyBoyState, cart, spec, t_now: int, name: str) -> np.ndarray:
                                f"with a different cartridge")
 
     writes = []
-    if cart.mbc == MBC1:
+    if cart.mbc == MBC_NONE:
+        # PyBoy's ROM-only mapper keeps bank 0/1 and RAM on iff the type has RAM: anything
+        # else is a banked cart's state (MBC2's block has the same size as this one)
+        if c["rombank"] > 1 or c["mode"] or c["ram_enabled"] != int(cart.cart_type in (0x08, 0x09)):
+            raise bad(f"ROM bank {c['rombank']} / RAM enable {c['ram_enabled']}")
+    elif cart.mbc == MBC1:
         b1, b2 = c["bank1"], c["bank2"]
-        if not 1 <= b1 <= 31 or b2 > 3 or c["rombank"] != ((b2 << 5) | b1) % banks:
+        # PyBoy's own bank from these registers: plain wiring, or (when PyBoy took the cart for
+        # a multicart: 64 banks, the logo in every bank) MBC1M's. An MBC1M cart PyBoy ran as
+        # plain MBC1 still imports: the registers are the hardware's, the banks follow them.
+        plain = ((b2 << 5) | b1) % banks
+        multi = ((b2 << 4) | (b1 & 0xF)) % banks       # (b1 is never 0: PyBoy stores 0 as 1)
+        allowed = (plain, multi) if cart.multicart else (plain,)
+        if not 1 <= b1 <= 31 or b2 > 3 or c["rombank"] not in allowed:
             raise bad(f"MBC1 bank registers ({b1}, {b2}, ROM bank {c['rombank']})")
         writes = [(0x0000, enable), (0x2000, b1), (0x4000, b2), (0x6000, c["mode"])]
+    elif cart.mbc == MBC2:
+        # PyBoy keeps (value & $F or 1) % banks: bank 0 there came from a write of `banks` (< 16)
+        if c["rombank"] >= banks or (c["rombank"] == 0 and banks == 16):
+            raise bad(f"ROM bank {c['rombank']}")
+        writes = [(0x0000, enable), (0x0100, c["rombank"] or banks)]
     elif cart.mbc == MBC3:
         if c["rombank"] >= banks:
             raise bad(f"ROM bank {c['rombank']}")
@@ -555,6 +602,8 @@ def _dma_source_byte(rows: dict, cart, addr: int) -> int:
         return int(rows["vram"][addr - 0x8000])
     if addr < 0xC000:
         base = int(rows["mbc"][REG_RAM_BASE])
+        if base == RAM_MBC2:
+            return int(rows["cart_ram"][addr & 0x1FF]) | 0xF0
         return int(rows["cart_ram"][base + addr - 0xA000]) if base >= 0 and cart.ram_bytes else 0xFF
     return int(rows["wram"][(addr - 0xC000) & 0x1FFF])
 
@@ -596,6 +645,8 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
     rows["hram"][127] = cpu["ie"]
     n = min(len(st.cart["ram"]), int(cart.ram_bytes))
     rows["cart_ram"][:n] = st.cart["ram"][:n]
+    if cart.mbc == MBC2:           # PyBoy keeps the nibbles as value | $F0 in its first 512 bytes
+        rows["cart_ram"][:n] &= 0x0F
     rows["mbc"][:] = _mbc_row(st, cart, spec, t_now, name)
     # I/O page
     io[0x00] = 0xC0 | (int(st.io_ports[0]) & 0x30)

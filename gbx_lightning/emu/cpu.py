@@ -283,6 +283,7 @@ def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) 
     m = ms[0]
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc >> 8, t)
+    events_sync(ms, env, t)    # a request raised since the wake-up (the lazy PPU's) can win
     pend = pending_irqs(ms, env)
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc & 0xFF, t + FOUR)

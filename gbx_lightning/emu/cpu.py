@@ -279,11 +279,17 @@ def daa(a: int, f: int) -> int:
 def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) -> int:
     """Interrupt dispatch after the 2 idle M-cycles: push PC high at t, then choose the
     request (so a push that overwrote IE at $FFFF can cancel it: PC := $0000), push PC low,
-    clear the chosen IF bit. Returns the new PC."""
+    clear the chosen IF bit. Returns the new PC.
+
+    The choice sees the requests raised up to t + 8 (the jump's M-cycle), the lazy
+    peripherals brought up to date first: a VBlank requested a few M-cycles after the
+    timer request that started the dispatch wins. Where gambatte's choice flips, measured
+    with a timer request swept in 1-M steps against the first VBlank after LCD on (the CPU
+    halted; tests/roms/idiom_timer.asm meets the same race)."""
     m = ms[0]
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc >> 8, t)
-    events_sync(ms, env, t)    # a request raised since the wake-up (the lazy PPU's) can win
+    events_sync(ms, env, t + wp.int64(8))
     pend = pending_irqs(ms, env)
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc & 0xFF, t + FOUR)

@@ -37,6 +37,8 @@ Documented behaviours:
   convention: 1 byte, 3 M-cycles, no sleep.
 - EI takes effect after the following instruction (EI;DI never enables); RETI enables at once.
 """
+import os
+
 import numpy as np
 import warp as wp
 
@@ -50,7 +52,7 @@ from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import RENDER_NONE, next_vblank_start, set_render_mode
-from .state import R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachineRef, machine_ref
+from .state import R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_COUNT_INSTR, T_COUNT_RUNS, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachineRef, machine_ref
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -60,6 +62,10 @@ CF = wp.constant(0x10)
 FOUR = wp.constant(wp.int64(4))
 END_RUN = wp.constant(wp.int64(-1))   # the inner loop's limit once an instruction took a slow path
 FRAME_CYCLES = FRAME_CYCLES_T
+# The counter build (GBX_EMU_COUNTERS=1 when this module is imported): the kernel counts the
+# instructions it runs and the runs it ends in r64[T_COUNT_INSTR / T_COUNT_RUNS]
+# (tools/bench_emu.py --counters). Off, the counting code is not generated at all.
+COUNTERS = os.environ.get("GBX_EMU_COUNTERS", "") == "1"
 
 
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
@@ -477,6 +483,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
             rg[R_HALT_BUG] = 0
             running = bool(True)
             while running:
+                if wp.static(COUNTERS):   # (in memory: Warp does not carry a local through a static if)
+                    r64[env, T_COUNT_INSTR] = r64[env, T_COUNT_INSTR] + wp.int64(1)
                 fast = fast_run
                 # ---- fetch: ROM through the bank offsets first (where code runs) ----
                 op = int(-1)
@@ -1014,6 +1022,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_A] = hi16
                         rg[R_F] = lo16 & 0xF0
                 running = c.t < limit
+            if wp.static(COUNTERS):
+                r64[env, T_COUNT_RUNS] = r64[env, T_COUNT_RUNS] + wp.int64(1)
             if limit == END_RUN:   # a slow path ended the run: reload the cached state
                 slow = 1
             if ei_step != 0 and rg[R_EI_PENDING] != 0:   # (DI in between cancels it)

@@ -57,6 +57,8 @@ T_SERIAL_END = wp.constant(10)   # transfer completion time (NEVER when idle)
 T_DMA_START = wp.constant(11)
 T_DMA_END = wp.constant(12)
 T_BOOT_MAPPED = wp.constant(13)  # 1: boot ROM visible at 0000-00FF until FF50 is written
+T_COUNT_INSTR = wp.constant(14)  # counter build only (cpu.COUNTERS): instructions run
+T_COUNT_RUNS = wp.constant(15)   # counter build only: runs of the instruction loop ended
 NUM_R64 = 16
 
 NEVER = wp.constant(wp.int64(1 << 62))

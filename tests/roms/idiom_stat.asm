@@ -6,7 +6,7 @@
 ; The frame itself is waited for with HALT (VBlank interrupt), as GBDK's
 ; wait_vbl_done does.
 ;
-; The game: a text box scrolls three rows of the map (60 tiles rewritten
+; The game: a text box scrolls six rows of the map (120 tiles rewritten
 ; every frame, each behind its own STAT wait); the d-pad picks the rows'
 ; pattern; the player sprite (OAM written in the VBlank handler) follows it.
 
@@ -51,7 +51,7 @@ wait_vbl_done:
     jr z, .halt
     ret
 
-; write_rows: map rows 14-16 (60 tiles) = (phase + column * pattern) & 7,
+; write_rows: map rows 12-17 (120 tiles) = (phase + column * pattern) & 7,
 ; every byte after a STAT wait.
 write_rows:
     ld a, [wPhase]
@@ -60,8 +60,8 @@ write_rows:
     ld d, a                     ; running tile value
     ld a, [wPattern]
     ld e, a
-    ld hl, BG_MAP + 14 * 32
-    ld c, 3
+    ld hl, BG_MAP + 12 * 32
+    ld c, 6
 .row:
     ld b, 20
 .tile:

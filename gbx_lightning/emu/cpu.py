@@ -46,13 +46,14 @@ import warp as wp
 # workload ROM (interleaved runs), at the same compile time.
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sleep_until,
-                  sync_all)
+from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
+                  write_data8)
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .ppu import RENDER_NONE, next_vblank_start, set_render_mode
-from .state import R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_COUNT_INSTR, T_COUNT_RUNS, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachineRef, machine_ref
+from .ppu import RENDER_NONE, frame_end, set_render_mode
+from .state import (R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_COUNT_INSTR, T_COUNT_RUNS, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row, machine, machine_ptr,
+                    machine_ref, r32_row, r64_row)
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -60,7 +61,6 @@ NF = wp.constant(0x40)
 HF = wp.constant(0x20)
 CF = wp.constant(0x10)
 FOUR = wp.constant(wp.int64(4))
-END_RUN = wp.constant(wp.int64(-1))   # the inner loop's limit once an instruction took a slow path
 FRAME_CYCLES = FRAME_CYCLES_T
 # The counter build (GBX_EMU_COUNTERS=1 when this module is imported): the kernel counts the
 # instructions it runs and the runs it ends in r64[T_COUNT_INSTR / T_COUNT_RUNS]
@@ -282,7 +282,7 @@ def daa(a: int, f: int) -> int:
 
 
 @wp.func(inline=False)
-def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) -> int:
+def dispatch_interrupt(ms: MachinePtr, env: int, pc: int, sp: int, t: wp.int64) -> int:
     """Interrupt dispatch after the 2 idle M-cycles: push PC high at t, then choose the
     request (so a push that overwrote IE at $FFFF can cancel it: PC := $0000), push PC low,
     clear the chosen IF bit. Returns the new PC.
@@ -292,7 +292,7 @@ def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) 
     timer request that started the dispatch wins. Where gambatte's choice flips, measured
     with a timer request swept in 1-M steps against the first VBlank after LCD on (the CPU
     halted; tests/roms/idiom_timer.asm meets the same race)."""
-    m = ms[0]
+    m = machine(ms)
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc >> 8, t)
     events_sync(ms, env, t + wp.int64(8))
@@ -310,8 +310,8 @@ def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) 
 
 
 @wp.func
-def load_cpu(ms: MachineRef, env: int) -> Cpu:
-    m = ms[0]
+def load_cpu(ms: MachinePtr, env: int) -> Cpu:
+    m = machine(ms)
     c = Cpu()
     c.pc = m.r32[env, 9]
     c.t = m.r64[env, T_NOW]
@@ -319,14 +319,14 @@ def load_cpu(ms: MachineRef, env: int) -> Cpu:
 
 
 @wp.func
-def store_cpu(ms: MachineRef, env: int, c: Cpu):
-    m = ms[0]
+def store_cpu(ms: MachinePtr, env: int, c: Cpu):
+    m = machine(ms)
     m.r32[env, 9] = c.pc
     m.r64[env, T_NOW] = c.t
 
 
 @wp.kernel(enable_backward=False)
-def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
@@ -348,7 +348,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1.
     EI ends a run, and the scheduler runs the next instruction alone before setting IME;
     a HALT bug makes the next run's first fetch leave PC as it is."""
-    m = ms[0]
+    ms = machine_ptr(mref)
+    m = machine(ms)
     env = wp.tid()
     flat = m.flat_mode
     hram_fast = flat == 0
@@ -362,10 +363,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     # by side). Only the joypad writes r32 from outside (R_STOPPED, so STOP stays in `c`).
     # A 1-d view on a local base pointer (constant stride; r32 is allocated contiguous,
     # kernel_inputs checks).
-    rg = wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env) * wp.uint64(m.r32.shape[1] * 4), shape=(16,),
-                  dtype=wp.int32)
-    # This env's WRAM/HRAM/VRAM rows and the ROM as 1-d views on local base pointers (the
+    # The view covers all NUM_R32 words: the data accesses read the joypad and PPU words too.
+    rg = r32_row(ms, env)
+    # This env's WRAM/HRAM/VRAM/I/O rows and the ROM as 1-d views on local base pointers (the
     # arrays are allocated contiguous, kernel_inputs checks): constant stride 1.
+    io_e = io_row(ms, env)
+    r64_e = r64_row(ms, env)
     rom_v = wp.array(ptr=wp.uint64(rom.ptr), shape=(rom.shape[0],), dtype=wp.uint8)
     wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
     hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
@@ -380,9 +383,6 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     rom0_base = int(0)
     romx_off = int(0)
     fast_until = wp.int64(0)
-    vram_until = wp.int64(0)
-    ly_until = wp.int64(0)
-    ly_value = int(0)
     frame_deadline = wp.int64(0)
     while fi < nf:
         t_end = c.t + wp.int64(1)
@@ -435,28 +435,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                     fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
                 if flat == 0:
-                    # the PPU's state is constant until its next event (ppu.py): VRAM is
-                    # free unless it is in mode 3; LY is fixed except in line 153
-                    ppu_ev = r64[env, T_PPU_EVENT]
-                    vram_until = ppu_ev
-                    if m.r32[env, R_PPU_MODE] == 3 and (int(io[env, 0x40]) & 0x80) != 0:
-                        vram_until = wp.int64(0)
-                    ly_value = m.r32[env, R_LY]
-                    ly_until = ppu_ev
-                    if ly_value == 153:
-                        ly_until = wp.int64(0)
-                    # the frame ends as the PPU enters VBlank (line 144 starts), or 70224 T
-                    # after the previous frame ended if that comes first (LCD off, or
-                    # switched on during this frame); see VecGameBoy.run_frames
-                    # (the PPU is lazy, bus.ppu_wake: its state may lag c.t, but while the LCD
-                    # is on lines follow each other every 456 T, so the next VBlank start after
-                    # c.t follows from any earlier line start)
-                    t_end = frame_deadline
-                    if (int(io[env, 0x40]) & 0x80) != 0:
-                        vblank = next_vblank_start(r64[env, T_LINE_START], ly_value)
-                        if vblank <= c.t:
-                            vblank = vblank + ((c.t - vblank) // FRAME_CYCLES + wp.int64(1)) * FRAME_CYCLES
-                        t_end = wp.min(frame_deadline, vblank)
+                    t_end = frame_end(io_e, rg, r64_e, c.t, frame_deadline)
             if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or stopped != 0:
                 wake = int(0)
                 if rg[R_HALTED] != 0 and rg[R_LOCKED] == 0:
@@ -491,11 +470,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 if fast and c.pc < 0x8000:
                     op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
                 else:
-                    op = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if op < 0:
-                        op = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                 c.pc = (c.pc + pc_step) & 0xFFFF
                 pc_step = 1
                 c.t = c.t + FOUR
@@ -513,19 +488,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     rg[y] = rg[z]
                 elif g == G_LD_R_HL:  # LD r[y], (HL)
                     y = (op >> 3) & 7
-                    v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                    if v < 0:
-                        v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        limit = END_RUN
-                        fast = False
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                     c.t = c.t + FOUR
                     rg[y] = v
                 elif g == G_LD_HL_R:  # LD (HL), r[z]
                     z = op & 7
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), rg[z], c.t) == 0:
-                        bus_write(ms, env, hl(rg[R_H], rg[R_L]), rg[z], c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), rg[z], c.t, limit)
                     c.t = c.t + FOUR
                 # ALU A, r[z] (z = op & 7): one group per operation, so the operation needs no second jump
                 elif g == G_ADD_R:
@@ -546,22 +514,14 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     alu_to_a(rg, 7, rg[op & 7])
                 elif g == G_ALU_HL:  # ALU A, (HL)
                     y = (op >> 3) & 7
-                    v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                    if v < 0:
-                        v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        limit = END_RUN
-                        fast = False
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                     c.t = c.t + FOUR
                     res = alu(rg[R_A], rg[R_F], y, v)
                     rg[R_A] = res & 0xFF
                     rg[R_F] = res >> 8
                 elif g == G_ALU_N:  # ALU A, n
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     res = alu(rg[R_A], rg[R_F], y, n)
@@ -579,11 +539,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                 elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                     z = op & 7
-                    v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                    if v < 0:
-                        v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        limit = END_RUN
-                        fast = False
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                     c.t = c.t + FOUR
                     r = int(0)
                     if z == 4:
@@ -592,41 +548,23 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:
                         r = (v - 1) & 0xFF
                         rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
-                        bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
                     c.t = c.t + FOUR
                 elif g == G_LD_R_N:  # LD r[y], n
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     rg[y] = n
                 elif g == G_LD_HL_N:  # LD (HL), n
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), n, c.t) == 0:
-                        bus_write(ms, env, hl(rg[R_H], rg[R_L]), n, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
                     c.t = c.t + FOUR
                 elif g == G_JR:  # JR d (y = 3) / JR cc, d (y = 4..7)
                     y = (op >> 3) & 7
-                    d = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if d < 0:
-                        d = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    d = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 3 or cond(rg[R_F], y - 4):
@@ -639,17 +577,10 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if p < 2:
                         addr = get_rp(rg, rg[R_SP], p)
                     if q == 0:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
-                            bus_write(ms, env, addr, rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, addr, c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                     if p >= 2:
@@ -665,17 +596,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     c.t = c.t + FOUR
                 elif g == G_LD_RP_NN:  # LD rp, nn
                     p = (op >> 4) & 3
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     w16 = p
@@ -690,11 +613,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     v16 = r
                     c.t = c.t + FOUR
                 elif g == G_CB:  # CB prefix: rotates/shifts, BIT, RES, SET on r[cz] or (HL)
-                    op2 = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if op2 < 0:
-                        op2 = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    op2 = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     cx = op2 >> 6
@@ -702,11 +621,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        vm = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                        if vm < 0:
-                            vm = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                            limit = END_RUN
-                            fast = False
+                        vm = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                         c.t = c.t + FOUR
                         v = vm
                     else:
@@ -724,96 +639,52 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         r = v | (1 << cy)
                     if cx != 1:
                         if cz == 6:
-                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
-                                bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
-                                limit = END_RUN
-                                fast = False
+                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
                             c.t = c.t + FOUR
                         else:
                             rg[cz] = r
                 elif g == G_LDH_N:  # LDH (n), A (y = 4) / LDH A, (n) (y = 6)
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 4:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | n, rg[R_A], c.t) == 0:
-                            bus_write(ms, env, 0xFF00 | n, rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | n, rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | n, c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, 0xFF00 | n, c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | n, c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_LDH_C:  # LD (C), A (y = 4) / LD A, (C) (y = 6)
                     y = (op >> 3) & 7
                     if y == 4:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | rg[R_C], rg[R_A], c.t) == 0:
-                            bus_write(ms, env, 0xFF00 | rg[R_C], rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | rg[R_C], rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | rg[R_C], c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, 0xFF00 | rg[R_C], c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | rg[R_C], c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_LD_NN_A:  # LD (nn), A (y = 5) / LD A, (nn) (y = 7)
                     y = (op >> 3) & 7
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     addr = (hi << 8) | lo
                     if y == 5:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
-                            bus_write(ms, env, addr, rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, addr, c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_JP:  # JP nn (C3) / JP cc, nn (y = 0..3)
                     y = (op >> 3) & 7
                     z = op & 7
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     if z == 3 or cond(rg[R_F], y):
@@ -828,17 +699,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     do_push = True
                     v = c.pc
                     if z == 4 or z == 5 and q == 1:    # CALL
-                        lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(ms, env, c.pc, c.t)
-                            limit = END_RUN
-                            fast = False
+                        lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                            limit = END_RUN
-                            fast = False
+                        hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         v = c.pc
@@ -852,16 +715,10 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if do_push:
                         c.t = c.t + FOUR
                         sp = (rg[R_SP] - 1) & 0xFFFF
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v >> 8, c.t) == 0:
-                            bus_write(ms, env, sp, v >> 8, c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write8(ms, env, wram_e, hram_e, fast, hram_fast, sp, v >> 8, c.t, limit)
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v & 0xFF, c.t) == 0:
-                            bus_write(ms, env, sp, v & 0xFF, c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write8(ms, env, wram_e, hram_e, fast, hram_fast, sp, v & 0xFF, c.t, limit)
                         c.t = c.t + FOUR
                         rg[R_SP] = sp
                         if z != 5 or q == 1:
@@ -869,17 +726,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 elif g == G_POP_RET:  # POP rp2 (q = 0) / RET (C9) / RETI (D9)
                     p = (op >> 4) & 3
                     q = (op >> 3) & 1
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, rg[R_SP], c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                     if q == 0:
@@ -897,17 +746,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     y = (op >> 3) & 7
                     c.t = c.t + FOUR
                     if cond(rg[R_F], y):
-                        lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
-                        if lo < 0:
-                            lo = bus_read(ms, env, rg[R_SP], c.t)
-                            limit = END_RUN
-                            fast = False
+                        lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                            limit = END_RUN
-                            fast = False
+                        hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                         c.t = c.t + FOUR
                         rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                         c.pc = (hi << 8) | lo
@@ -932,11 +773,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_F] = (f & ZF) | ((f & CF) ^ CF)
                 elif g == G_SP_E8:  # ADD SP, e8 (y = 5) / LD HL, SP+e8: H and C from the unsigned low-byte add
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     rg[R_F] = fl((rg[R_SP] & 15) + (n & 15) > 15, HF) | fl((rg[R_SP] & 0xFF) + n > 0xFF, CF)
@@ -981,29 +818,15 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             stopped = 1
                             limit = END_RUN
                 elif g == G_LD_NN_SP:  # LD (nn), SP
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     addr = (hi << 8) | lo
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_SP] & 0xFF, c.t) == 0:
-                        bus_write(ms, env, addr, rg[R_SP] & 0xFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_SP] & 0xFF, c.t, limit)
                     c.t = c.t + FOUR
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t) == 0:
-                        bus_write(ms, env, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
                     c.t = c.t + FOUR
                 else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                     rg[R_LOCKED] = 1

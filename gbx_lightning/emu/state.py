@@ -129,11 +129,57 @@ class Machine:
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
 
 
-# How functions take the machine: a one-element array of Machine (a 56-byte handle), not the
-# struct itself. Warp passes structs by value, and an out-of-line function taking Machine made
-# every call copy its ~1 KB of array descriptors; through the handle a function loads only the
-# fields it uses (`m = ms[0]` at the top of each function).
+# How kernels take the machine: a one-element array of Machine (MachineRef), not the struct
+# itself (Warp passes structs by value: ~1 KB of array descriptors per call).
 MachineRef = wp.array(dtype=Machine)
+# How functions take it: the address of that Machine (MachinePtr, a uint64 that travels in a
+# register). Each function loads the fields it uses (`m = machine(ms)` at its top). Through
+# the 56-byte MachineRef, every out-of-line call copied the handle to the stack with narrow
+# stores that the callee read back with wide loads (store-forwarding stalls, ~11% of the
+# samples of a joypad-polling game's profile).
+MachinePtr = wp.uint64
+
+
+@wp.func
+def machine(ms: MachinePtr) -> Machine:
+    """The Machine at address ms (a MachineRef's data: machine_ptr)."""
+    return wp.array(ptr=ms, shape=(1,), dtype=Machine)[0]
+
+
+@wp.func
+def machine_ptr(mref: MachineRef) -> MachinePtr:
+    """The MachinePtr of a kernel's MachineRef argument."""
+    return wp.uint64(mref.ptr)
+
+
+# One env's rows of io/r32/r64 as 1-d views (the machine's arrays are contiguous): constant
+# strides and descriptors that live in registers, where the 2-d machine arrays made every
+# access reload their strides after each byte store. The instruction loop and the PPU's
+# catch-up work on these.
+IO = wp.array(dtype=wp.uint8)
+R32 = wp.array(dtype=wp.int32)
+R64 = wp.array(dtype=wp.int64)
+
+
+@wp.func
+def io_row(ms: MachinePtr, env: int) -> IO:
+    """env's 128 I/O register bytes."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.io.ptr) + wp.uint64(env * 128), shape=(128,), dtype=wp.uint8)
+
+
+@wp.func
+def r32_row(ms: MachinePtr, env: int) -> R32:
+    """env's NUM_R32 int32 words (the register file first)."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
+
+
+@wp.func
+def r64_row(ms: MachinePtr, env: int) -> R64:
+    """env's NUM_R64 int64 timestamps."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
 
 
 def machine_ref(m: Machine) -> wp.array:

@@ -16,11 +16,12 @@ PPU's access rules, OAM DMA bus conflicts, MBC writes, the boot ROM overlay, the
 import warp as wp
 
 from .dma import dma_blocks, dma_index, dma_write
+from .idle import idle_polled
 from .joypad import p1_read, p1_value, p1_write
 from .ppu import (line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_at, ly_read,
                   ly_visible, ppu_reg_write, ppu_sync, stat_of, stat_read, stat_value, vram_free)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (IO, NEVER, R32, R64, R_LY, T_BOOT_MAPPED, T_DIV_BASE, T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT,
+from .state import (IO, NEVER, R32, R64, R_IDLE, R_LY, T_BOOT_MAPPED, T_DIV_BASE, T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT,
                     T_SERIAL_END, T_TIMER_EVENT, MachinePtr, MachineRef, cart_read, cart_write, io_row, machine,
                     machine_ptr, r32_row)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
@@ -314,6 +315,7 @@ def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     m = machine(ms)
     v = 0xFF
     conflict = int(0)
+    m.r32[env, R_IDLE] = 0     # (for the idle-loop check, a value whose lifetime it does not know)
     if m.flat_mode == 0:
         conflict = dma_conflict(ms, env, addr, t)
     if m.flat_mode != 0:
@@ -356,6 +358,7 @@ def bus_write(ms: MachinePtr, env: int, addr: int, value: int, t: wp.int64) -> i
     m = machine(ms)
     end = int(0)
     conflict = int(0)
+    m.r32[env, R_IDLE] = 0     # (the idle-loop check: something was written)
     if m.flat_mode == 0:
         conflict = dma_conflict(ms, env, addr, t)
     if m.flat_mode != 0:
@@ -413,16 +416,13 @@ def read8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.arra
     changes nothing the loop caches - a catch-up to a time before the next event raises no
     request the CPU could take (ppu_wake) and only moves the next event later."""
     v = int(-1)
-    if addr >= 0xFF80:
+    if fast and addr < 0x8000:             # operands: ROM first, as the opcode fetch
+        v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
+    elif addr >= 0xFF80:
         if hram_fast:                      # HRAM stays reachable during OAM DMA
             v = int(hram[addr - 0xFF80])
-    elif fast:
-        if addr < 0x4000:
-            v = int(rom[rom0_base + (addr & 0x3FFF)])
-        elif addr < 0x8000:
-            v = int(rom[romx_off + (addr & 0x3FFF)])
-        elif addr >= 0xC000 and addr < 0xE000:
-            v = int(wram[addr - 0xC000])
+    elif fast and addr >= 0xC000 and addr < 0xE000:
+        v = int(wram[addr - 0xC000])
     if v < 0:
         v = bus_read(ms, env, addr, t)
     return v
@@ -432,17 +432,27 @@ def read8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.arra
 def io_read_fast(io: IO, r32: R32, r64: R64, reg: int, t: wp.int64) -> int:
     """The I/O registers games poll, read from the stored state without a catch-up: P1 (a
     function of the select bits and the frame's buttons), LY (from the line the lazy PPU
-    last stored, ppu.ly_at), DIV, STAT while no PPU event is due. -1: ask bus_read."""
+    last stored, ppu.ly_at), DIV, STAT while no PPU event is due. -1: ask bus_read.
+    Each read tells the idle-loop check until when its value stays the same (P1: the whole
+    run; emu/idle.py)."""
     v = int(-1)
+    until = NEVER
     if reg == 0x00:
         v = p1_value(io, r32)
     elif reg == 0x44:
-        v = ly_at(io, r32, r64, t)
+        ly, next_ly = ly_at(io, r32, r64, t)
+        v = ly
+        until = next_ly
     elif reg == 0x41:
         if t < r64[T_PPU_EVENT]:
             v = stat_of(io, r32)
+            until = r64[T_PPU_EVENT]
     elif reg == 0x04:
-        v = int(((t - r64[T_DIV_BASE]) >> wp.int64(8)) & wp.int64(0xFF))
+        since = t - r64[T_DIV_BASE]
+        v = int((since >> wp.int64(8)) & wp.int64(0xFF))
+        until = t + wp.int64(256) - (since & wp.int64(0xFF))
+    if v >= 0:
+        idle_polled(r32, r64, until)   # a polling loop, perhaps (emu/idle.py)
     return v
 
 
@@ -454,41 +464,46 @@ def read_data8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp
     from the stored state), and the polled I/O registers (io_read_fast); else bus_read
     (which does not end the run either)."""
     v = int(-1)
-    if addr >= 0xFF00:
+    if fast and addr < 0x8000:
+        v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
+    elif addr >= 0xFF00:
         if hram_fast:                      # I/O and HRAM are not on the OAM DMA's buses
             if addr >= 0xFF80:
                 v = int(hram[addr - 0xFF80])
             else:
                 v = io_read_fast(io, r32, r64, addr - 0xFF00, t)
     elif fast:
-        if addr < 0x4000:
-            v = int(rom[rom0_base + (addr & 0x3FFF)])
-        elif addr < 0x8000:
-            v = int(rom[romx_off + (addr & 0x3FFF)])
-        elif addr >= 0xC000 and addr < 0xE000:
+        if addr >= 0xC000 and addr < 0xE000:
             v = int(wram[addr - 0xC000])
         elif addr >= 0x8000 and addr < 0xA000:
             if vram_free(io, r32, r64, t):
                 v = int(vram[addr - 0x8000])
+                r32[R_IDLE] = 0                # (not checked for idle loops: mode 3 may hide it)
     if v < 0:
         v = bus_read(ms, env, addr, t)
     return v
 
 
 @wp.func(inline=True)
-def write8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8),
+def write8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8), r32: R32,
            fast: bool, hram_fast: bool, addr: int, value: int, t: wp.int64, limit: wp.int64):
-    """A stack write: WRAM and HRAM (not IE) directly, else bus_write; if that changed what
+    """A stack write: WRAM and HRAM (not IE) directly (one that changes the byte tells the
+    idle-loop check: a CALL in a polling loop pushes the same return address each time),
+    else bus_write; if that changed what
     the scheduler decided, the run ends and the instruction's later accesses take the slow
     path. Returns (limit, fast): the loop's own locals, which a Warp function returns
     rather than assigns."""
     done = int(0)
     if addr >= 0xFF80:
         if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler
-            hram[addr - 0xFF80] = wp.uint8(value)   # must re-check IE&IF
+            if int(hram[addr - 0xFF80]) != value:   # must re-check IE&IF
+                r32[R_IDLE] = 0
+            hram[addr - 0xFF80] = wp.uint8(value)
             done = 1
     elif fast:
         if addr >= 0xC000 and addr < 0xE000:
+            if int(wram[addr - 0xC000]) != value:
+                r32[R_IDLE] = 0
             wram[addr - 0xC000] = wp.uint8(value)
             done = 1
     if done == 0:
@@ -511,18 +526,21 @@ def write_data8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: 
             if addr >= 0xFF80:
                 if addr < 0xFFFF:
                     hram[addr - 0xFF80] = wp.uint8(value)
+                    r32[R_IDLE] = 0
                     done = 1
-            elif addr == 0xFF00:
+            elif addr == 0xFF00:           # (the idle check compares the P1 state itself)
                 if p1_write(io, r32, int(hram[127]), value) != 0:
                     limit = END_RUN
                 done = 1
     elif fast:
         if addr >= 0xC000 and addr < 0xE000:
             wram[addr - 0xC000] = wp.uint8(value)
+            r32[R_IDLE] = 0                # (the idle-loop check: something was written)
             done = 1
         elif addr >= 0x8000 and addr < 0xA000:
             if vram_free(io, r32, r64, t):
                 vram[addr - 0x8000] = wp.uint8(value)
+                r32[R_IDLE] = 0
                 done = 1
     if done == 0:
         if bus_write(ms, env, addr, value, t) != 0:

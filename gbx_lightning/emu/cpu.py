@@ -48,11 +48,12 @@ wp.set_module_options({"optimization_level": 3})
 
 from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
                   write_data8)
+from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import RENDER_NONE, frame_end, set_render_mode
-from .state import (R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_COUNT_INSTR, T_COUNT_RUNS, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row, machine, machine_ptr,
+from .state import (R_A, R_C, R_EI_PENDING, R_IDLE, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_COUNT_INSTR, T_COUNT_RUNS, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row, machine, machine_ptr,
                     machine_ref, r32_row, r64_row)
 from .timer import div_write
 
@@ -453,6 +454,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
             fast_run = c.t >= fast_until
             if not fast_run:
                 limit = wp.min(limit, fast_until)
+            idle_run_start(r64_e)            # (emu/idle.py)
             # EI takes effect after the instruction that follows it: run that one alone
             ei_step = rg[R_EI_PENDING]
             if ei_step != 0:
@@ -570,6 +572,8 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     if y == 3 or cond(rg[R_F], y - 4):
                         c.pc = (c.pc + sext8(d)) & 0xFFFF
                         c.t = c.t + FOUR
+                        if d >= 0x80 and (rg[R_IDLE] & 1) != 0:   # a polling loop closes (emu/idle.py)
+                            c.t = idle_branch(ms, env, c.pc, c.t, limit)
                 elif g == G_LD_IND_A:  # LD (BC/DE/HL+/HL-), A and back (q = 1)
                     p = (op >> 4) & 3
                     q = (op >> 3) & 1
@@ -688,8 +692,11 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     if z == 3 or cond(rg[R_F], y):
-                        c.pc = (hi << 8) | lo
+                        target = (hi << 8) | lo
                         c.t = c.t + FOUR
+                        if target < c.pc and (rg[R_IDLE] & 1) != 0:   # (as for JR)
+                            c.t = idle_branch(ms, env, target, c.t, limit)
+                        c.pc = target
                 elif g == G_CALL_PUSH_RST:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
                     y = (op >> 3) & 7
                     z = op & 7
@@ -715,10 +722,10 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     if do_push:
                         c.t = c.t + FOUR
                         sp = (rg[R_SP] - 1) & 0xFFFF
-                        limit, fast = write8(ms, env, wram_e, hram_e, fast, hram_fast, sp, v >> 8, c.t, limit)
+                        limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
-                        limit, fast = write8(ms, env, wram_e, hram_e, fast, hram_fast, sp, v & 0xFF, c.t, limit)
+                        limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
                         c.t = c.t + FOUR
                         rg[R_SP] = sp
                         if z != 5 or q == 1:

@@ -60,7 +60,8 @@ from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
                      window_visible)
-from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
+from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LCD_WARMUP, R_OBJ_SEL_HI,
+                    R_OBJ_SEL_LO, R_OBJ_SEL_T, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
                     R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, IO, R32, R64, MachinePtr, io_row, machine,
                     r32_row, r64_row)
 
@@ -68,22 +69,7 @@ LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
 MODE3_MIN_CYCLES = wp.constant(172)
 WINDOW_PENALTY = wp.constant(6)
-# Mode 3 lasts at most 172 + 7 (SCX) + 6 (window) + 10 * 11 (objects) = 295 T after T=80,
-# so VRAM is free from T=80+296 of any line: the bus may skip the exact check outside
-# [80, MODE3_FREE_FROM) of the line it last saw start (an instruction never spans into
-# the next line's mode 3, so a line start not yet processed is harmless).
-MODE3_FREE_FROM = wp.constant(80 + 296)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
-# 1 from LCD on until the first VBlank: that frame is not shown (r32 word listed in state.py).
-R_LCD_WARMUP = wp.constant(28)
-# The line's OAM selection (render.objects_on_line), made as mode 3 starts and reused when
-# it ends: bits 0-19 and 20-39 of the mask, then flags (bit 20 of the first word: valid,
-# 21: LCDC.1 objects on, 22: LCDC.2 8x16) and the low 31 bits of the mode-3 start time it
-# belongs to (r32 words listed in state.py).
-R_OBJ_SEL_LO = wp.constant(25)
-R_OBJ_SEL_HI = wp.constant(29)
-R_OBJ_SEL_T = wp.constant(30)
-
 PH_LINE_START = wp.constant(4)
 PH_VBLANK_START = wp.constant(5)
 PH_VBLANK_LINE = wp.constant(6)
@@ -461,20 +447,28 @@ def stat_of(io: IO, r32: R32) -> int:
 
 
 @wp.func
-def ly_at(io: IO, r32: R32, r64: R64, t: wp.int64) -> int:
-    """LY as read at t, from the stored (possibly stale) line and its start: while the LCD is
-    on a line starts every 456 T and a frame has 154 lines, so no catch-up is needed (what
-    ppu_sync then ly_visible would give). Line 153 reads 0 after its first M-cycle."""
+def ly_at(io: IO, r32: R32, r64: R64, t: wp.int64):
+    """LY as read at t, and the time it next changes, from the stored (possibly stale) line
+    and its start: while the LCD is on a line starts every 456 T and a frame has 154 lines,
+    so no catch-up is needed (the value is what ppu_sync then ly_visible would give). Line
+    153 reads 0 after its first M-cycle."""
     ly = r32[R_LY]
+    until = NEVER
     if (int(io[0x40]) & 0x80) != 0:
-        into = t - r64[T_LINE_START]
+        start = r64[T_LINE_START]
+        into = t - start
         if into >= wp.int64(LINE_CYCLES):
             lines = into // wp.int64(LINE_CYCLES)
             ly = int((wp.int64(ly) + lines) % wp.int64(154))
-            into = into - lines * wp.int64(LINE_CYCLES)
-        if ly == 153 and into >= wp.int64(4):
-            ly = 0
-    return ly
+            start = start + lines * wp.int64(LINE_CYCLES)
+            into = t - start
+        until = start + wp.int64(LINE_CYCLES)
+        if ly == 153:
+            if into >= wp.int64(4):
+                ly = 0
+            else:
+                until = start + wp.int64(4)
+    return ly, until
 
 
 @wp.func

@@ -15,6 +15,7 @@
 wBugs       EQU $C100           ; 8 x (y, x)
 wScrollDir  EQU $C110
 wScroll     EQU $C111
+wSpin       EQU $C112
 
 main:
     ld sp, STACK_TOP
@@ -54,8 +55,12 @@ main:
     jr .frame
 
 ; wait_vblank: until LY < 144 (out of the last VBlank), then until LY = 144.
+; The first wait counts its iterations into wSpin, which stirs the bugs'
+; random walk (games often draw randomness from how long they waited).
 wait_vblank:
+    ld hl, wSpin
 .out:
+    inc [hl]
     ldh a, [rLY]
     cp 144
     jr nc, .out
@@ -120,6 +125,9 @@ move_bugs:
     call rand
     pop de
     pop bc
+    ld c, a
+    ld a, [wSpin]
+    xor c
     ld c, a
     ld a, [de]                  ; y += (r & 1) ? 1 : -1
     bit 0, c

@@ -9,19 +9,22 @@ SingleStepTests cases). PC and the clock live in a ``Cpu`` struct value and the 
 in a local for a whole launch; the register file (B C D E H L F A, SP, IME and the other CPU
 flags) stays in the env's r32 words, addressed through a local 1-d view (``rg``).
 
-Layout for speed (measured, see the module's commit history): the fetch/decode/execute
-loop is written out in the kernel body, and the hot memory paths (ROM through the MBC's
-bank bases, WRAM, HRAM) take plain arrays and locals. Passing the Machine struct into an
-inlined function made LLVM copy the whole struct (~1 KB) on every memory access — 10x
-slower. Everything rare (I/O registers, VRAM/OAM with PPU blocking, DMA conflicts, MBC
-writes, events, interrupt dispatch) is an out-of-line call that takes the Machine; after
-one, the cached locals (bank bases, DMA window, next event) are reloaded. Each access is
-therefore written out where it happens, its fast path then the call when the fast path
-declines: the call must also end the run and clear the fast flag in the loop's own locals
-(`limit = END_RUN`, `fast = False`), which a Warp function cannot assign for its caller.
-Per instruction the loop does only the fetch (from ROM first), one jump on the opcode's
-group and the run-limit test: the EI delay and the HALT bug are handled by the scheduler around the
-run (see machine_kernel), and OAM DMA ends a run so the fast-path flag is fixed within it.
+Layout for speed (the measurements: docs/performance.md): the fetch/decode/execute loop is
+written out in the kernel body, and its memory accesses are four inlined helpers in bus.py
+(read8 / write8 for opcodes, operands and the stack; read_data8 / write_data8 for data)
+that answer the common cases on plain env rows and locals - ROM through the MBC's bank
+offsets, WRAM, HRAM, VRAM outside mode 3, the I/O registers games poll (P1, LY, DIV,
+STAT) - and otherwise call bus_read / bus_write out of line, with the machine's address
+(MachinePtr). A struct passed into an inlined function that reaches an out-of-line call
+is copied whole on every access, hence the rows and scalars. No read ends the run; a
+write ends it only if it can change what the scheduler decided (an interrupt that may now
+be taken, the next event, the frame's end, the MBC banks or the DMA window the loop
+caches), by lowering the run limit to END_RUN, which a Warp function returns rather than
+assigns. Per instruction the loop does only the fetch (from ROM first), one jump on the
+opcode's group and the run-limit test: the EI delay and the HALT bug are handled by the
+scheduler around the run (see machine_kernel), and OAM DMA ends a run so the fast-path
+flag is fixed within it. Polling loops are skipped while their outcome cannot change
+(idle.py).
 
 Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
@@ -42,8 +45,8 @@ import os
 import numpy as np
 import warp as wp
 
-# -O3 for this module: measured ~12% more frames/s than the CPU default -O2 on the
-# workload ROM (interleaved runs), at the same compile time.
+# -O3 for this module: faster than the CPU default -O2 at the same compile time
+# (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
 from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
@@ -70,17 +73,11 @@ COUNTERS = os.environ.get("GBX_EMU_COUNTERS", "") == "1"
 
 
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
-# one value that LLVM turns into a single jump table. The bit-field decode tree it replaced
-# (x, then z, then y) spent about a third of a NOP's time in branches. Measured in one
-# process, A and B alternating: on top of the leaner fetch (1.5x NOPs/s, 1.27x workload
-# frames/s), the groups made it 1.8x and 1.4x in all; one group per ALU operation on a
-# register (no second jump on the operation) 1.08x more on workload. Splitting other
-# families the same way (ALU A,n, INC/DEC, LD (rr)/A, the CB prefix) measured 0.90-1.01.
-# The table holds bytes: one zero-extending load, no index scaling (tools/ab_emu.py, 16 envs,
-# render none: NOP loop 1.065x, a load/ALU/branch loop 1.04x). Measured and dropped, because
-# register allocation in this loop moves with every small change: a ROM copy predecoded
-# with each byte's group (one load instead of two dependent ones: 1.00x on workload), ROM
-# fetches through per-bank addresses (0.94x NOPs), the group index unmasked (0.93x).
+# one value that LLVM turns into a single jump table; the bit-field decode tree it replaced
+# spent about a third of a NOP's time in branches. Each ALU operation on a register is its
+# own group (no second jump on the operation); splitting other families the same way did
+# not pay. The table holds bytes: one zero-extending load, no index scaling. Measurements,
+# and the variants measured and dropped: docs/performance.md.
 (G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R,
  G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
@@ -337,15 +334,16 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     VecGameBoy.run_frames; flat mode: exactly one instruction, for the SM83 cases).
 
     The whole hot loop lives in this kernel body: PC and the clock in the local `c`, the
-    register file in r32 through `rg`, memory via
-    the plain-array fast paths; only rare work (I/O registers, events, interrupt dispatch)
-    calls out-of-line functions that take the Machine struct. The arrays passed beside
-    `m` are the same ones `m` holds.
+    register file in r32 through `rg`, memory through bus.py's access helpers on env rows;
+    only rare work (events, interrupt dispatch, accesses the helpers decline) calls
+    out-of-line functions, which take the machine's address (`ms`). The arrays passed
+    beside `mref` are the same ones the Machine holds.
 
     Outer loop (scheduler): due peripheral events; interrupt dispatch / HALT wake; reload
-    the locals the fast paths cache; then either sleep to the next event (HALT, STOP,
-    locked) or run the inner loop: fetch + execute instructions until the next event, or
-    until one needed an out-of-line call or changed what the scheduler decides. Opcodes
+    the locals the fast paths cache (bank offsets, DMA window, next event, frame end); then
+    either sleep to the next event (HALT, STOP, locked) or run the inner loop: fetch +
+    execute instructions until the next event, or until one changed what the scheduler
+    decides (a write, EI/RETI/HALT/STOP, an illegal opcode: limit = END_RUN). Opcodes
     are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1.
     EI ends a run, and the scheduler runs the next instruction alone before setting IME;
     a HALT bug makes the next run's first fetch leave PC as it is."""
@@ -360,8 +358,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     # r-field order, SP, IME, EI pending, HALT, locked, HALT bug): a register operand or
     # destination is one load or store indexed by the opcode field instead of a 7-way
     # branch, and the registers are no loop-carried values that every join of the decode
-    # has to merge (measured ~7% more frames/s on workload, render none; A and B run side
-    # by side). Only the joypad writes r32 from outside (R_STOPPED, so STOP stays in `c`).
+    # has to merge. Only the joypad writes r32 from outside (R_STOPPED, so STOP stays in `c`).
     # A 1-d view on a local base pointer (constant stride; r32 is allocated contiguous,
     # kernel_inputs checks).
     # The view covers all NUM_R32 words: the data accesses read the joypad and PPU words too.
@@ -480,7 +477,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                 # chain of compares on g compiles to a single jump table. Each branch computes
                 # the opcode's bit fields it reads (y = op>>3&7, z = op&7, p = op>>4&3,
                 # q = op>>3&1): computed once before the jump they cost every instruction
-                # ~9 instructions and a spill (NOPs/s 1.14-1.4x, workload render none 1.06x) ----
+                # ~9 x86 instructions and a spill ----
                 g = int(groups_v[op & 0xFF])
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)

@@ -7,8 +7,7 @@ and at the stops bus.ppu_wake schedules (where a PPU interrupt the CPU could tak
 requested), so mid-frame register writes land between the right lines. Each visible
 line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
 registers of that moment. A catch-up takes a visible line that lies wholly before `now`
-in one step when no STAT source is enabled (nothing can observe its four events apart;
-measured 1.15-1.19x frames/s on the built-in game with 48-frame launches).
+in one step when no STAT source is enabled (nothing can observe its four events apart).
 
 A visible line (456 T): mode 2 (OAM scan) to T=80, mode 3 for 172 T plus SCX mod 8, 6
 if the window is drawn and 6..11 per object (render.objects_mode3_penalty; Pan Docs,

@@ -487,12 +487,11 @@ def read_data8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp
 @wp.func(inline=True)
 def write8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8), r32: R32,
            fast: bool, hram_fast: bool, addr: int, value: int, t: wp.int64, limit: wp.int64):
-    """A stack write: WRAM and HRAM (not IE) directly (one that changes the byte tells the
-    idle-loop check: a CALL in a polling loop pushes the same return address each time),
-    else bus_write; if that changed what
+    """A stack write: WRAM and HRAM (not IE) directly, else bus_write; if that changed what
     the scheduler decided, the run ends and the instruction's later accesses take the slow
-    path. Returns (limit, fast): the loop's own locals, which a Warp function returns
-    rather than assigns."""
+    path. A write that changes the byte tells the idle-loop check (a CALL in a polling loop
+    pushes the same return address each time). Returns (limit, fast): the loop's own
+    locals, which a Warp function returns rather than assigns."""
     done = int(0)
     if addr >= 0xFF80:
         if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler

@@ -56,8 +56,10 @@ from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import RENDER_NONE, frame_end, set_render_mode
-from .state import (R_A, R_C, R_EI_PENDING, R_IDLE, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_COUNT_INSTR, T_COUNT_RUNS, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row, machine, machine_ptr,
-                    machine_ref, r32_row, r64_row)
+from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IDLE,
+                    R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
+                    T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
+                    machine, machine_ptr, machine_ref, r32_row, r64_row)
 from .timer import div_write
 
 ZF = wp.constant(0x80)

@@ -59,7 +59,7 @@ from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
                      window_visible)
-from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LCD_WARMUP, R_OBJ_SEL_HI,
+from .state import (NEVER, R_RENDER_NOW, R_LCD_OFF_COINCIDENCE, R_LCD_WARMUP, R_OBJ_SEL_HI,
                     R_OBJ_SEL_LO, R_OBJ_SEL_T, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
                     R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, IO, R32, R64, MachinePtr, io_row, machine,
                     r32_row, r64_row)

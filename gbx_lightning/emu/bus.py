@@ -31,9 +31,10 @@ from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync
 def ppu_wake(ms: MachinePtr, env: int) -> wp.int64:
     """When the run loop must next stop for the PPU.
 
-    The PPU is lazy: its events are processed when the CPU can tell — any PPU register,
-    VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first syncs it to that
-    moment, and the kernel's VRAM/LY fast paths stop at the stale state's next event. So
+    The PPU is lazy: its events are processed when the CPU can tell — any PPU register
+    write, STAT read, VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first
+    syncs it to that moment; the kernel's VRAM and STAT fast paths take the stored state
+    only before its next event, and LY follows from the stored line start. So
     the loop only has to stop where an interrupt the CPU could take may be requested:
     - STAT (IE bit 1) with the mode 0 or mode 2 source enabled: every PPU event;
     - else the line start before each other possible request: VBlank start (IE bit 0, or

@@ -29,6 +29,40 @@ def test_bench_emu_prints_a_row_per_configuration(capsys):
                 assert re.search(r"\d+\.\d\dx \(\d+\.\d\d\.\.\d+\.\d\d\)$", row), row
 
 
+def test_bench_emu_suite_prints_a_row_per_rom(capsys):
+    pytest.importorskip("warp")
+    bench = _load()
+    bench.main(["--suite", "--suite-roms", "idiom_ly,idiom_joypad", "--envs", "2", "--env-frames", "4",
+                "--peer-frames", "3", "--repeats", "1"])
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("idiom_")]
+    assert [r.split()[0] for r in rows] == ["idiom_ly", "idiom_joypad"]
+    if "unavailable" not in out:
+        for row in rows:   # full and obs paired against gambatte
+            assert len(re.findall(r"\d+\.\d\dx \(\d+\.\d\d\.\.\d+\.\d\d\)", row)) >= 2, row
+
+
+def test_bench_emu_counters_run_in_a_counter_build():
+    """--counters sets GBX_EMU_COUNTERS before the emulator is imported: a fresh process."""
+    pytest.importorskip("warp")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(BENCH), "--counters", "--rom", "idiom_ly", "--counter-frames", "8"],
+                         capture_output=True, text=True, check=True).stdout
+    row = [line for line in out.splitlines() if line.startswith("idiom_ly")]
+    assert row, out
+    instructions, run_ends = (float(x.replace(",", "")) for x in row[0].split()[1:3])
+    assert instructions > 0 and run_ends >= 1
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_emu", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
 def test_bench_emu_rejects_unknown_buttons():
     spec = importlib.util.spec_from_file_location("bench_emu", BENCH)
     bench = importlib.util.module_from_spec(spec)

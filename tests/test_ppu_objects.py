@@ -107,12 +107,14 @@ def test_mode3_penalty_matches_the_rule(scanned):
 # ------------------------------------------------- the selection kept from mode 3 start
 
 from gbx_lightning.emu import ppu  # noqa: E402
-from gbx_lightning.emu.state import T_DMA_START, MachineRef, machine_ref  # noqa: E402
+from gbx_lightning.emu.state import (T_DMA_START, MachineRef, machine_ptr, machine_ref, r32_row,  # noqa: E402
+                                      r64_row)
 
 
 @wp.kernel(enable_backward=False)
 def _selection_kernel(ms: MachineRef, ly: int, lcdc: int, t: wp.int64, out: wp.array(dtype=wp.uint64)):
-    out[0] = ppu._line_selection(ms, 0, ppu._r32_of(ms, 0), ppu._r64_of(ms, 0), ly, lcdc, t)
+    m = machine_ptr(ms)
+    out[0] = ppu._line_selection(m, 0, r32_row(m, 0), r64_row(m, 0), ly, lcdc, t)
 
 
 def test_kept_selection_is_used_only_while_oam_cannot_have_changed():

@@ -2,6 +2,18 @@
 
     python tools/bench_emu.py                      # workload ROM, 16 and 64 envs, best of 3
     python tools/bench_emu.py --rom game.gb --repeats 5 --envs 16,64,256
+    python tools/bench_emu.py --suite              # one row per idiom ROM (+ workload, orchard)
+    python tools/bench_emu.py --suite --counters   # instructions and run ends per frame instead
+
+--suite runs every idiom ROM (tests/roms/idiom_*.asm: game-like loops built on one idiom of
+real game code each) and the workload and orchard ROMs: VecGameBoy at --envs (first value)
+with rendering full and obs, each run paired with a gambatte run right after it, and one
+PyBoy run per repeat; it prints a table of frames per CPU-second against gambatte (the
+median of the paired ratios, min..max).  --counters (with --suite or --rom) runs the
+emulator's counter build instead (GBX_EMU_COUNTERS=1: a separate kernel that counts) and
+prints the SM83 instructions and the runs of the instruction loop ended per frame: what
+the fast paths are for (a run ends where an access leaves them or the scheduler must
+look again).
 
 VecGameBoy runs on Warp's CPU device, which launches single-threaded: one core.
 It is measured with rendering "full" (160x144 frames), "obs" (the 72x80
@@ -46,11 +58,18 @@ ROM_DIR = REPO / "tests" / "roms"
 BUTTON_BITS = {"right": 0, "left": 1, "up": 2, "down": 3, "a": 4, "b": 5, "select": 6, "start": 7}
 
 
+SUITE = sorted(p.stem for p in ROM_DIR.glob("idiom_*.asm")) + ["workload", "orchard"]
+
+
 def load_rom(spec: str) -> tuple[bytes, str]:
-    """A ROM from a file path, or the name of a tests/roms source to assemble."""
+    """A ROM from a file path, the name of a tests/roms source to assemble, or orchard."""
     path = Path(spec)
     if path.is_file():
         return path.read_bytes(), path.name
+    if spec == "orchard":
+        from gbx_lightning.roms import build_rom
+
+        return build_rom("orchard"), "orchard"
     src = ROM_DIR / f"{spec}.asm"
     if not src.is_file():
         raise SystemExit(f"--rom: expected a ROM file or one of "
@@ -149,6 +168,83 @@ def bench_gambatte(rom: bytes, frames: int, mask: int):
     return run
 
 
+def suite(args, mask: int) -> None:
+    """One row per suite ROM: VecGameBoy (full, obs) paired with gambatte, PyBoy beside."""
+    envs = int(args.envs.split(",")[0])
+    frames = max(1, args.env_frames // envs)
+    roms = [r for r in args.suite_roms.split(",") if r] if args.suite_roms else SUITE
+    rows = {}
+    for name in roms:
+        rom, _ = load_rom(name)
+        rows[name] = {"full": bench_vecgameboy(rom, envs, "full", frames, mask),
+                      "obs": bench_vecgameboy(rom, envs, "obs", frames, mask),
+                      "gambatte": bench_gambatte(rom, args.peer_frames, mask)}
+        try:
+            rows[name]["pyboy"] = bench_pyboy(rom, args.peer_frames, mask)
+        except ImportError:
+            pass
+    pairs = {name: {"full": [], "obs": [], "pyboy": []} for name in roms}
+    gambatte_best = {name: 0.0 for name in roms}
+    for _ in range(args.repeats):      # every ROM in each repeat: the machine's drift hits all alike
+        for name in roms:
+            runs = rows[name]
+            for kind in ("full", "obs", "pyboy"):
+                if kind not in runs:
+                    continue
+                _, cpu = runs[kind]()
+                _, g_cpu = runs["gambatte"]()
+                gambatte_best[name] = max(gambatte_best[name], g_cpu)
+                pairs[name][kind].append(cpu / g_cpu)
+
+    def paired(ratios):
+        if not ratios:
+            return "-"
+        r = sorted(ratios)
+        return f"{statistics.median(r):.2f}x ({r[0]:.2f}..{r[-1]:.2f})"
+
+    print(f"suite: VecGameBoy {envs} envs, one launch per frame ({frames} frames a run); gambatte "
+          f"and PyBoy {args.peer_frames} frames; buttons {args.buttons}; {args.repeats} repeats")
+    print(f"cpu count {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (shared machine: compare "
+          f"ratios within this run)")
+    print("frames per CPU-second against gambatte: median of the paired ratios (min..max), each run "
+          "against a gambatte run made right after it")
+    print(f"{'ROM':<14} {'gambatte f/CPU-s':>17} {'full':>22} {'obs':>22} {'PyBoy':>22}")
+    for name in roms:
+        print(f"{name:<14} {gambatte_best[name]:>17,.0f} {paired(pairs[name]['full']):>22} "
+              f"{paired(pairs[name]['obs']):>22} {paired(pairs[name]['pyboy']):>22}")
+
+
+def counters(args, mask: int) -> None:
+    """Instructions and run ends per frame, from the emulator's counter build."""
+    os.environ["GBX_EMU_COUNTERS"] = "1"     # read when gbx_lightning.emu.cpu is imported
+    import warp as wp
+
+    wp.config.quiet = True
+    from gbx_lightning.emu import VecGameBoy
+    from gbx_lightning.emu import cpu, state
+
+    if not cpu.COUNTERS:
+        raise SystemExit("--counters: gbx_lightning.emu was imported before GBX_EMU_COUNTERS was set")
+    roms = ([r for r in args.suite_roms.split(",") if r] if args.suite_roms else SUITE) if args.suite \
+        else [args.rom]
+    frames = args.counter_frames
+    print(f"counter build: 1 env, buttons {args.buttons}, frames {frames} after {frames // 4} to settle")
+    print(f"{'ROM':<14} {'instructions/frame':>19} {'run ends/frame':>15} {'instructions/run':>17}")
+    for name in roms:
+        rom, _ = load_rom(name)
+        gb = VecGameBoy(rom, 1)
+        buttons = np.full(1, mask, np.uint8)
+        gb.run_frames(frames // 4, buttons=buttons, render="none")
+        # (the counters are machine state: r64 words the counter build adds to)
+        r64 = gb._arrays["r64"]
+        before = r64.numpy()[0].copy()
+        gb.run_frames(frames, buttons=buttons, render="full")
+        after = r64.numpy()[0]
+        instr = int(after[state.T_COUNT_INSTR] - before[state.T_COUNT_INSTR]) / frames
+        runs = int(after[state.T_COUNT_RUNS] - before[state.T_COUNT_RUNS]) / frames
+        print(f"{name:<14} {instr:>19,.0f} {runs:>15,.1f} {instr / max(runs, 1e-9):>17,.1f}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rom", default="workload", help="ROM file, or a tests/roms source name (default: workload)")
@@ -162,6 +258,13 @@ def main(argv=None) -> None:
     ap.add_argument("--step-frames", type=int, default=24,
                     help="also time RL env steps of this many frames (run_frames(K) per step, the largest "
                          "--envs; 0: skip; default 24)")
+    ap.add_argument("--suite", action="store_true",
+                    help="one row per idiom ROM (tests/roms/idiom_*.asm) plus workload and orchard: "
+                         "VecGameBoy (first --envs value; full, obs) against gambatte, paired")
+    ap.add_argument("--suite-roms", default="", help="comma-separated ROMs for --suite (default: all)")
+    ap.add_argument("--counters", action="store_true",
+                    help="print instructions and run ends per frame (counter build) instead of timing")
+    ap.add_argument("--counter-frames", type=int, default=240, help="frames counted by --counters")
     args = ap.parse_args(argv)
 
     mask = 0
@@ -169,6 +272,12 @@ def main(argv=None) -> None:
         if name not in BUTTON_BITS:
             raise SystemExit(f"--buttons: expected names from {sorted(BUTTON_BITS)} joined by '+', got {name!r}")
         mask |= 1 << BUTTON_BITS[name]
+    if args.counters:
+        counters(args, mask)
+        return
+    if args.suite:
+        suite(args, mask)
+        return
     envs_list = [int(x) for x in args.envs.split(",") if x]
     renders = [r for r in args.renders.split(",") if r]
     rom, rom_name = load_rom(args.rom)

@@ -6,32 +6,35 @@ FE00-FE9F OAM, FEA0-FEFF unusable (reads $00, writes ignored), FF00-FF7F I/O,
 FF80-FFFE HRAM, FFFF IE. In flat mode (SM83 conformance cases) the whole space is one
 64 KiB RAM with no side effects.
 
-Two layers: ``bus_read_fast``/``bus_write_fast`` (inlined into the kernel, plain arrays
-and locals cached by the kernel: ROM via the MBC's bank bases, WRAM, HRAM, VRAM outside
-mode 3, LY) answer the common accesses or return "not mine"; ``bus_read``/``bus_write``
-(out of line, the whole Machine) do everything: I/O registers with lazy catch-up of the
-timer/PPU/serial, VRAM/OAM with the PPU's access rules, OAM DMA bus conflicts, MBC
-writes, the boot ROM overlay, the flat bus.
+Two layers: the instruction loop's accesses (``read8``/``read_data8``/``write8``/
+``write_data8``, inlined into the kernel on env rows and locals it caches: ROM via the MBC's
+bank bases, WRAM, HRAM, VRAM outside mode 3, the I/O registers games poll) answer the
+common accesses; ``bus_read``/``bus_write`` (out of line, through the machine's address)
+do everything: I/O registers with lazy catch-up of the timer/PPU/serial, VRAM/OAM with the
+PPU's access rules, OAM DMA bus conflicts, MBC writes, the boot ROM overlay, the flat bus.
 """
 import warp as wp
 
 from .dma import dma_blocks, dma_index, dma_write
-from .joypad import joypad_update, p1_read
-from .ppu import (line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_read, ly_visible, ppu_reg_write, ppu_sync, stat_read,
-                  stat_value)
+from .idle import idle_polled
+from .joypad import p1_read, p1_value, p1_write
+from .ppu import (line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_at, ly_read,
+                  ly_visible, ppu_reg_write, ppu_sync, stat_of, stat_read, stat_value, vram_free)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (NEVER, R_LY, T_LINE_START, T_BOOT_MAPPED, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT,
-                    MachineRef, cart_read, cart_write)
+from .state import (IO, NEVER, R32, R64, R_IDLE, R_LY, T_BOOT_MAPPED, T_DIV_BASE, T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT,
+                    T_SERIAL_END, T_TIMER_EVENT, MachinePtr, MachineRef, cart_read, cart_write, io_row, machine,
+                    machine_ptr, r32_row)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
 
 @wp.func
-def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
+def ppu_wake(ms: MachinePtr, env: int) -> wp.int64:
     """When the run loop must next stop for the PPU.
 
-    The PPU is lazy: its events are processed when the CPU can tell — any PPU register,
-    VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first syncs it to that
-    moment, and the kernel's VRAM/LY fast paths stop at the stale state's next event. So
+    The PPU is lazy: its events are processed when the CPU can tell — any PPU register
+    write, STAT read, VRAM/OAM slow-path access, IF read, IE write or OAM DMA start first
+    syncs it to that moment; the kernel's VRAM and STAT fast paths take the stored state
+    only before its next event, and LY follows from the stored line start. So
     the loop only has to stop where an interrupt the CPU could take may be requested:
     - STAT (IE bit 1) with the mode 0 or mode 2 source enabled: every PPU event;
     - else the line start before each other possible request: VBlank start (IE bit 0, or
@@ -42,7 +45,7 @@ def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
     (IE&IF masks them; IF reads and IE writes sync). Stale state is fine: lines follow
     each other every 456 T while the LCD is on, so any earlier line start predicts the
     later ones, and a wake-up already past just syncs at once."""
-    m = ms[0]
+    m = machine(ms)
     ev = m.r64[env, T_PPU_EVENT]
     if (int(m.io[env, 0x40]) & 0x80) != 0:
         ie = int(m.hram[env, 127])
@@ -69,9 +72,9 @@ def ppu_wake(ms: MachineRef, env: int) -> wp.int64:
 
 
 @wp.func
-def reschedule(ms: MachineRef, env: int):
+def reschedule(ms: MachinePtr, env: int):
     """r64[T_NEXT_EVENT] = earliest peripheral event the run loop must stop at."""
-    m = ms[0]
+    m = machine(ms)
     ev = m.r64[env, T_TIMER_EVENT]
     ev = wp.min(ev, ppu_wake(ms, env))
     ev = wp.min(ev, m.r64[env, T_SERIAL_END])
@@ -79,10 +82,10 @@ def reschedule(ms: MachineRef, env: int):
 
 
 @wp.func(inline=False)
-def events_sync(ms: MachineRef, env: int, now: wp.int64):
+def events_sync(ms: MachinePtr, env: int, now: wp.int64):
     """Catch every peripheral whose event is due up to `now` (raising any IF bits due by
     then); the others are already current for what the CPU can observe."""
-    m = ms[0]
+    m = machine(ms)
     if m.r64[env, T_TIMER_EVENT] <= now:
         timer_sync(ms, env, now)
     if m.r64[env, T_PPU_EVENT] <= now:
@@ -93,11 +96,11 @@ def events_sync(ms: MachineRef, env: int, now: wp.int64):
 
 
 @wp.func(inline=False)
-def sleep_until(ms: MachineRef, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
+def sleep_until(ms: MachinePtr, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
     """HALT/STOP/locked: run the peripherals event by event from t towards t_end and return
     the time the CPU wakes (the first event after which IE&IF != 0, if wake_on_irq), or
     t_end. One out-of-line call per sleep instead of one per event."""
-    m = ms[0]
+    m = machine(ms)
     now = t
     going = int(1)
     while going == 1:
@@ -122,10 +125,10 @@ def sleep_until(ms: MachineRef, env: int, t: wp.int64, t_end: wp.int64, wake_on_
 
 
 @wp.func(inline=False)
-def sync_all(ms: MachineRef, env: int, now: wp.int64):
+def sync_all(ms: MachinePtr, env: int, now: wp.int64):
     """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
     peeks and snapshots see current TIMA/LY/IF."""
-    m = ms[0]
+    m = machine(ms)
     timer_sync(ms, env, now)
     ppu_sync(ms, env, now)
     serial_sync(ms, env, now)
@@ -133,14 +136,14 @@ def sync_all(ms: MachineRef, env: int, now: wp.int64):
 
 
 @wp.func
-def apu_write(ms: MachineRef, env: int, reg: int, value: int):
+def apu_write(ms: MachinePtr, env: int, reg: int, value: int):
     """Sound registers as state (no audio is produced; Pan Docs, Audio Registers): NR52
     bit 7 powers the APU; powering off clears NR10-NR51 and makes them read-only until it
     is powered on again (wave RAM stays accessible). NR52 bits 0-3 report the channels: set
     by a trigger (NRx4 bit 7) while the channel's DAC is on, cleared when the DAC is turned
     off (NRx2 & $F8 = 0; NR30 bit 7 = 0) or at power off. Length/envelope timers are not
     modelled."""
-    m = ms[0]
+    m = machine(ms)
     nr52 = int(m.io[env, 0x26])
     if reg == 0x26:
         if (value & 0x80) == 0:
@@ -183,8 +186,8 @@ def apu_write(ms: MachineRef, env: int, reg: int, value: int):
 
 
 @wp.func(inline=False)
-def io_read(ms: MachineRef, env: int, reg: int, t: wp.int64) -> int:
-    m = ms[0]
+def io_read(ms: MachinePtr, env: int, reg: int, t: wp.int64) -> int:
+    m = machine(ms)
     v = 0xFF
     if reg == 0x00:
         v = p1_read(ms, env)
@@ -216,14 +219,20 @@ def io_read(ms: MachineRef, env: int, reg: int, t: wp.int64) -> int:
 
 
 @wp.func(inline=False)
-def io_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
-    m = ms[0]
+def io_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> int:
+    """Write an I/O register. Returns 1 if the write can change what the scheduler decided
+    (the next event, a pending interrupt, the frame end, the fast paths' DMA window): the
+    instruction loop then ends its run. Scroll, palette and window registers, the sound
+    registers and SB change none of it (their catch-up to t raises nothing the CPU could
+    take before the next event: see read8)."""
+    m = machine(ms)
+    end = int(1)
     if reg == 0x00:
-        m.io[env, 0] = wp.uint8((value & 0x30) | 0xC0)
-        joypad_update(ms, env)
+        end = p1_write(io_row(ms, env), r32_row(ms, env), int(m.hram[env, 127]), value)
     elif reg == 0x01:
         serial_sync(ms, env, t)
         m.io[env, 1] = wp.uint8(value)
+        end = 0
     elif reg == 0x02:
         sc_write(ms, env, value, t)
     elif reg == 0x04:
@@ -244,21 +253,26 @@ def io_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
         dma_write(ms, env, value, t)
     elif reg >= 0x41 and reg <= 0x4B:
         ppu_reg_write(ms, env, reg, value, t)
+        if reg != 0x41 and reg != 0x45:    # STAT and LYC move the STAT line and ppu_wake
+            end = 0
     elif reg >= 0x10 and reg < 0x40:
         apu_write(ms, env, reg, value)
+        end = 0
     elif reg == 0x50:
         if value != 0:
             m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
         m.io[env, 0x50] = wp.uint8(value)
     else:
         m.io[env, reg] = wp.uint8(value)
+        end = 0
     reschedule(ms, env)
+    return end
 
 
 @wp.func
-def flat_read(ms: MachineRef, env: int, addr: int) -> int:
+def flat_read(ms: MachinePtr, env: int, addr: int) -> int:
     """Flat 64 KiB RAM of a conformance case, stored sparsely (only touched addresses)."""
-    m = ms[0]
+    m = machine(ms)
     v = int(0)
     for k in range(m.flat_addr.shape[1]):
         if m.flat_addr[env, k] == addr:
@@ -267,8 +281,8 @@ def flat_read(ms: MachineRef, env: int, addr: int) -> int:
 
 
 @wp.func
-def flat_write(ms: MachineRef, env: int, addr: int, value: int):
-    m = ms[0]
+def flat_write(ms: MachinePtr, env: int, addr: int, value: int):
+    m = machine(ms)
     done = int(0)
     for k in range(m.flat_addr.shape[1]):
         if done == 0 and (m.flat_addr[env, k] == addr or m.flat_addr[env, k] < 0):
@@ -277,46 +291,11 @@ def flat_write(ms: MachineRef, env: int, addr: int, value: int):
             done = 1
 
 
-@wp.func(inline=True)
-def bus_read_fast(rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
-                  hram: wp.array(dtype=wp.uint8), vram: wp.array(dtype=wp.uint8),
-                  fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, vram_until: wp.int64,
-                  ly_until: wp.int64, ly_value: int, addr: int, t: wp.int64) -> int:
-    """Hot path on plain arrays and cached locals; -1 means "use bus_read".
-    ROM through the MBC's current bank offsets (romx_off: ROM index of $4000), WRAM, HRAM; VRAM while t < vram_until (the
-    PPU is not in mode 3 before its next event); LY while t < ly_until (LY cannot change
-    before the PPU's next event; line 153, whose LY changes mid-line, is excluded).
-    `fast` is False during OAM DMA, while a boot ROM is mapped and on the flat bus;
-    `hram_fast` only on the flat bus.
-    Plain arrays and scalars, not the Machine struct: a struct parameter of an inlined
-    function that reaches an out-of-line call is copied whole on every call. wram/hram/vram
-    are this env's rows as 1-d views that machine_kernel builds (an access is one add on a
-    local base pointer, no stride multiply)."""
-    v = int(-1)
-    if addr >= 0xFF80:
-        if hram_fast:                      # HRAM stays reachable during OAM DMA
-            v = int(hram[addr - 0xFF80])
-    elif fast:
-        if addr < 0x4000:
-            v = int(rom[rom0_base + (addr & 0x3FFF)])
-        elif addr < 0x8000:
-            v = int(rom[romx_off + (addr & 0x3FFF)])
-        elif addr >= 0xC000 and addr < 0xE000:
-            v = int(wram[addr - 0xC000])
-        elif addr < 0xA000:
-            if t < vram_until:
-                v = int(vram[addr - 0x8000])
-        elif addr == 0xFF44:
-            if t < ly_until:
-                v = ly_value
-    return v
-
-
 @wp.func
-def dma_conflict(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
+def dma_conflict(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     """During OAM DMA (DMG): 1 if the CPU's access at `addr` shares the bus the DMA is reading
     (external bus: ROM, cart RAM, WRAM/echo; or the VRAM bus), 2 for OAM/$FEA0-$FEFF, else 0."""
-    m = ms[0]
+    m = machine(ms)
     r = int(0)
     if dma_blocks(ms, env, t) and addr < 0xFF00:
         if addr >= 0xFE00:
@@ -330,13 +309,14 @@ def dma_conflict(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func(inline=False)
-def bus_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
+def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     """Every CPU read (the fast path's fallback): I/O registers, OAM/VRAM with the PPU's
     access rules, OAM DMA bus conflicts (the CPU sees the byte the DMA is moving; OAM reads
     $FF), the boot ROM overlay, the flat conformance bus."""
-    m = ms[0]
+    m = machine(ms)
     v = 0xFF
     conflict = int(0)
+    m.r32[env, R_IDLE] = 0     # (for the idle-loop check, a value whose lifetime it does not know)
     if m.flat_mode == 0:
         conflict = dma_conflict(ms, env, addr, t)
     if m.flat_mode != 0:
@@ -370,33 +350,16 @@ def bus_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func(inline=True)
-def bus_write_fast(wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8),
-                   vram: wp.array(dtype=wp.uint8), fast: bool, hram_fast: bool,
-                   vram_until: wp.int64, addr: int, value: int, t: wp.int64) -> int:
-    """Hot path writes (WRAM, HRAM but not IE, VRAM outside mode 3); returns 0 if bus_write
-    must handle the access. wram/hram/vram: this env's rows, as in bus_read_fast."""
-    done = int(0)
-    if addr >= 0xFF80:
-        if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler
-            hram[addr - 0xFF80] = wp.uint8(value)   # must re-check IE&IF
-            done = 1
-    elif fast:
-        if addr >= 0xC000 and addr < 0xE000:
-            wram[addr - 0xC000] = wp.uint8(value)
-            done = 1
-        elif addr >= 0x8000 and addr < 0xA000 and t < vram_until:
-            vram[addr - 0x8000] = wp.uint8(value)
-            done = 1
-    return done
-
-
 @wp.func(inline=False)
-def bus_write(ms: MachineRef, env: int, addr: int, value: int, t: wp.int64):
-    """Every CPU write (the fast path's fallback); writes on the bus an OAM DMA is using, to
-    OAM during DMA, and to VRAM/OAM while the PPU holds them, are lost."""
-    m = ms[0]
+def bus_write(ms: MachinePtr, env: int, addr: int, value: int, t: wp.int64) -> int:
+    """Every CPU write (the fast paths' fallback); writes on the bus an OAM DMA is using, to
+    OAM during DMA, and to VRAM/OAM while the PPU holds them, are lost. Returns 1 if the
+    instruction loop must end its run (io_write; IE; MBC registers: the ROM bank offsets
+    the fetch caches)."""
+    m = machine(ms)
+    end = int(0)
     conflict = int(0)
+    m.r32[env, R_IDLE] = 0     # (the idle-loop check: something was written)
     if m.flat_mode == 0:
         conflict = dma_conflict(ms, env, addr, t)
     if m.flat_mode != 0:
@@ -405,15 +368,17 @@ def bus_write(ms: MachineRef, env: int, addr: int, value: int, t: wp.int64):
         if addr >= 0xFF80:
             if addr == 0xFFFF:
                 sync_all(ms, env, t)   # IF bits raised late while IE masked them (ppu_wake)
+                end = 1
             m.hram[env, addr - 0xFF80] = wp.uint8(value)
             if addr == 0xFFFF:
                 reschedule(ms, env)
         else:
-            io_write(ms, env, addr - 0xFF00, value, t)
+            end = io_write(ms, env, addr - 0xFF00, value, t)
     elif conflict != 0:
         pass
     elif addr < 0x8000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
+        end = 1
     elif addr < 0xA000:
         if vram_accessible(ms, env, t):
             m.vram[env, addr - 0x8000] = wp.uint8(value)
@@ -424,12 +389,170 @@ def bus_write(ms: MachineRef, env: int, addr: int, value: int, t: wp.int64):
     elif addr < 0xFEA0:
         if oam_accessible(ms, env, t):
             m.oam[env, addr - 0xFE00] = wp.uint8(value)
+    return end
+
+
+# The instruction loop's run limit once an access changed what the scheduler decided:
+# `c.t < limit` fails, the run ends and the scheduler reloads what the loop caches.
+END_RUN = wp.constant(wp.int64(-1))
+
+
+# ---- the instruction loop's accesses (cpu.machine_kernel) ---------------------------------
+# Each takes this env's rows as 1-d views that the kernel builds (an access is one add on a
+# local base pointer, no stride multiply) and the locals it caches per run: `fast` (False
+# during OAM DMA, while a boot ROM is mapped and on the flat bus), `hram_fast` (False only on
+# the flat bus), the MBC's bank offsets (romx_off: ROM index of $4000). Plain arrays and
+# scalars, not the Machine: a struct parameter of an inlined function that reaches an
+# out-of-line call is copied whole on every call. Operand, opcode and stack accesses take
+# read8/write8 (ROM, WRAM, HRAM); data accesses (LD (HL), LDH, LD (nn), ...) read_data8 /
+# write_data8, which add VRAM and the I/O registers the CPU polls.
+
+@wp.func(inline=True)
+def read8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
+          hram: wp.array(dtype=wp.uint8), fast: bool, hram_fast: bool, rom0_base: int, romx_off: int,
+          addr: int, t: wp.int64) -> int:
+    """An opcode, operand or stack read: ROM, WRAM, HRAM directly, else bus_read.
+
+    No read ends the run: what bus_read does (bring the PPU, timer or serial up to t)
+    changes nothing the loop caches - a catch-up to a time before the next event raises no
+    request the CPU could take (ppu_wake) and only moves the next event later."""
+    v = int(-1)
+    if fast and addr < 0x8000:             # operands: ROM first, as the opcode fetch
+        v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
+    elif addr >= 0xFF80:
+        if hram_fast:                      # HRAM stays reachable during OAM DMA
+            v = int(hram[addr - 0xFF80])
+    elif fast and addr >= 0xC000 and addr < 0xE000:
+        v = int(wram[addr - 0xC000])
+    if v < 0:
+        v = bus_read(ms, env, addr, t)
+    return v
+
+
+@wp.func(inline=True)
+def io_read_fast(io: IO, r32: R32, r64: R64, reg: int, t: wp.int64) -> int:
+    """The I/O registers games poll, read from the stored state without a catch-up: P1 (a
+    function of the select bits and the frame's buttons), LY (from the line the lazy PPU
+    last stored, ppu.ly_at), DIV, STAT while no PPU event is due. -1: ask bus_read.
+    Each read tells the idle-loop check until when its value stays the same (P1: the whole
+    run; emu/idle.py)."""
+    v = int(-1)
+    until = NEVER
+    if reg == 0x00:
+        v = p1_value(io, r32)
+    elif reg == 0x44:
+        ly, next_ly = ly_at(io, r32, r64, t)
+        v = ly
+        until = next_ly
+    elif reg == 0x41:
+        if t < r64[T_PPU_EVENT]:
+            v = stat_of(io, r32)
+            until = r64[T_PPU_EVENT]
+    elif reg == 0x04:
+        since = t - r64[T_DIV_BASE]
+        v = int((since >> wp.int64(8)) & wp.int64(0xFF))
+        until = t + wp.int64(256) - (since & wp.int64(0xFF))
+    if v >= 0:
+        idle_polled(r32, r64, until)   # a polling loop, perhaps (emu/idle.py)
+    return v
+
+
+@wp.func(inline=True)
+def read_data8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
+               hram: wp.array(dtype=wp.uint8), vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64,
+               fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, addr: int, t: wp.int64) -> int:
+    """A data read: read8's direct paths, VRAM while the PPU does not hold it (ppu.vram_free,
+    from the stored state), and the polled I/O registers (io_read_fast); else bus_read
+    (which does not end the run either)."""
+    v = int(-1)
+    if fast and addr < 0x8000:
+        v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
+    elif addr >= 0xFF00:
+        if hram_fast:                      # I/O and HRAM are not on the OAM DMA's buses
+            if addr >= 0xFF80:
+                v = int(hram[addr - 0xFF80])
+            else:
+                v = io_read_fast(io, r32, r64, addr - 0xFF00, t)
+    elif fast:
+        if addr >= 0xC000 and addr < 0xE000:
+            v = int(wram[addr - 0xC000])
+        elif addr >= 0x8000 and addr < 0xA000:
+            if vram_free(io, r32, r64, t):
+                v = int(vram[addr - 0x8000])
+                r32[R_IDLE] = 0                # (not checked for idle loops: mode 3 may hide it)
+    if v < 0:
+        v = bus_read(ms, env, addr, t)
+    return v
+
+
+@wp.func(inline=True)
+def write8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8), r32: R32,
+           fast: bool, hram_fast: bool, addr: int, value: int, t: wp.int64, limit: wp.int64):
+    """A stack write: WRAM and HRAM (not IE) directly, else bus_write; if that changed what
+    the scheduler decided, the run ends and the instruction's later accesses take the slow
+    path. A write that changes the byte tells the idle-loop check (a CALL in a polling loop
+    pushes the same return address each time). Returns (limit, fast): the loop's own
+    locals, which a Warp function returns rather than assigns."""
+    done = int(0)
+    if addr >= 0xFF80:
+        if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler
+            if int(hram[addr - 0xFF80]) != value:   # must re-check IE&IF
+                r32[R_IDLE] = 0
+            hram[addr - 0xFF80] = wp.uint8(value)
+            done = 1
+    elif fast:
+        if addr >= 0xC000 and addr < 0xE000:
+            if int(wram[addr - 0xC000]) != value:
+                r32[R_IDLE] = 0
+            wram[addr - 0xC000] = wp.uint8(value)
+            done = 1
+    if done == 0:
+        if bus_write(ms, env, addr, value, t) != 0:
+            limit = END_RUN
+            fast = False
+    return limit, fast
+
+
+@wp.func(inline=True)
+def write_data8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8),
+                vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64, fast: bool, hram_fast: bool,
+                addr: int, value: int, t: wp.int64, limit: wp.int64):
+    """A data write: write8's direct paths, VRAM while the PPU does not hold it, and P1
+    (joypad.p1_write: the run ends only if the write can raise an enabled joypad
+    interrupt); else bus_write as in write8."""
+    done = int(0)
+    if addr >= 0xFF00:
+        if hram_fast:
+            if addr >= 0xFF80:
+                if addr < 0xFFFF:
+                    hram[addr - 0xFF80] = wp.uint8(value)
+                    r32[R_IDLE] = 0
+                    done = 1
+            elif addr == 0xFF00:           # (the idle check compares the P1 state itself)
+                if p1_write(io, r32, int(hram[127]), value) != 0:
+                    limit = END_RUN
+                done = 1
+    elif fast:
+        if addr >= 0xC000 and addr < 0xE000:
+            wram[addr - 0xC000] = wp.uint8(value)
+            r32[R_IDLE] = 0                # (the idle-loop check: something was written)
+            done = 1
+        elif addr >= 0x8000 and addr < 0xA000:
+            if vram_free(io, r32, r64, t):
+                vram[addr - 0x8000] = wp.uint8(value)
+                r32[R_IDLE] = 0
+                done = 1
+    if done == 0:
+        if bus_write(ms, env, addr, value, t) != 0:
+            limit = END_RUN
+            fast = False
+    return limit, fast
 
 
 @wp.func
-def bus_peek(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
+def bus_peek(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     """Side-effect-free read for debuggers/tests (state is synced at the end of each run)."""
-    m = ms[0]
+    m = machine(ms)
     v = 0xFF
     if m.flat_mode != 0:
         v = flat_read(ms, env, addr)
@@ -463,3 +586,9 @@ def bus_peek(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
     else:
         v = 0x00
     return v
+
+
+@wp.func
+def bus_peek(mref: MachineRef, env: int, addr: int, t: wp.int64) -> int:
+    """bus_peek for a kernel's MachineRef argument."""
+    return bus_peek(machine_ptr(mref), env, addr, t)

@@ -9,19 +9,22 @@ SingleStepTests cases). PC and the clock live in a ``Cpu`` struct value and the 
 in a local for a whole launch; the register file (B C D E H L F A, SP, IME and the other CPU
 flags) stays in the env's r32 words, addressed through a local 1-d view (``rg``).
 
-Layout for speed (measured, see the module's commit history): the fetch/decode/execute
-loop is written out in the kernel body, and the hot memory paths (ROM through the MBC's
-bank bases, WRAM, HRAM) take plain arrays and locals. Passing the Machine struct into an
-inlined function made LLVM copy the whole struct (~1 KB) on every memory access — 10x
-slower. Everything rare (I/O registers, VRAM/OAM with PPU blocking, DMA conflicts, MBC
-writes, events, interrupt dispatch) is an out-of-line call that takes the Machine; after
-one, the cached locals (bank bases, DMA window, next event) are reloaded. Each access is
-therefore written out where it happens, its fast path then the call when the fast path
-declines: the call must also end the run and clear the fast flag in the loop's own locals
-(`limit = END_RUN`, `fast = False`), which a Warp function cannot assign for its caller.
-Per instruction the loop does only the fetch (from ROM first), one jump on the opcode's
-group and the run-limit test: the EI delay and the HALT bug are handled by the scheduler around the
-run (see machine_kernel), and OAM DMA ends a run so the fast-path flag is fixed within it.
+Layout for speed (the measurements: docs/performance.md): the fetch/decode/execute loop is
+written out in the kernel body, and its memory accesses are four inlined helpers in bus.py
+(read8 / write8 for opcodes, operands and the stack; read_data8 / write_data8 for data)
+that answer the common cases on plain env rows and locals - ROM through the MBC's bank
+offsets, WRAM, HRAM, VRAM outside mode 3, the I/O registers games poll (P1, LY, DIV,
+STAT) - and otherwise call bus_read / bus_write out of line, with the machine's address
+(MachinePtr). A struct passed into an inlined function that reaches an out-of-line call
+is copied whole on every access, hence the rows and scalars. No read ends the run; a
+write ends it only if it can change what the scheduler decided (an interrupt that may now
+be taken, the next event, the frame's end, the MBC banks or the DMA window the loop
+caches), by lowering the run limit to END_RUN, which a Warp function returns rather than
+assigns. Per instruction the loop does only the fetch (from ROM first), one jump on the
+opcode's group and the run-limit test: the EI delay and the HALT bug are handled by the
+scheduler around the run (see machine_kernel), and OAM DMA ends a run so the fast-path
+flag is fixed within it. Polling loops are skipped while their outcome cannot change
+(idle.py).
 
 Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
@@ -37,20 +40,26 @@ Documented behaviours:
   convention: 1 byte, 3 M-cycles, no sleep.
 - EI takes effect after the following instruction (EI;DI never enables); RETI enables at once.
 """
+import os
+
 import numpy as np
 import warp as wp
 
-# -O3 for this module: measured ~12% more frames/s than the CPU default -O2 on the
-# workload ROM (interleaved runs), at the same compile time.
+# -O3 for this module: faster than the CPU default -O2 at the same compile time
+# (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (bus_read, bus_read_fast, bus_write, bus_write_fast, events_sync, sleep_until,
-                  sync_all)
+from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
+                  write_data8)
+from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .ppu import RENDER_NONE, next_vblank_start, set_render_mode
-from .state import R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IME, R_L, R_LOCKED, R_SP, R_LY, R_PPU_MODE, R_STOPPED, T_PPU_EVENT, NEVER, T_BOOT_MAPPED, T_DMA_END, FRAME_CYCLES_T, T_FRAME_START, T_LINE_START, T_NEXT_EVENT, T_NOW, CartSpec, MachineRef, machine_ref
+from .ppu import RENDER_NONE, frame_end, set_render_mode
+from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IDLE,
+                    R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
+                    T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
+                    machine, machine_ptr, machine_ref, r32_row, r64_row)
 from .timer import div_write
 
 ZF = wp.constant(0x80)
@@ -58,22 +67,19 @@ NF = wp.constant(0x40)
 HF = wp.constant(0x20)
 CF = wp.constant(0x10)
 FOUR = wp.constant(wp.int64(4))
-END_RUN = wp.constant(wp.int64(-1))   # the inner loop's limit once an instruction took a slow path
 FRAME_CYCLES = FRAME_CYCLES_T
+# The counter build (GBX_EMU_COUNTERS=1 when this module is imported): the kernel counts the
+# instructions it runs and the runs it ends in r64[T_COUNT_INSTR / T_COUNT_RUNS]
+# (tools/bench_emu.py --counters). Off, the counting code is not generated at all.
+COUNTERS = os.environ.get("GBX_EMU_COUNTERS", "") == "1"
 
 
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
-# one value that LLVM turns into a single jump table. The bit-field decode tree it replaced
-# (x, then z, then y) spent about a third of a NOP's time in branches. Measured in one
-# process, A and B alternating: on top of the leaner fetch (1.5x NOPs/s, 1.27x workload
-# frames/s), the groups made it 1.8x and 1.4x in all; one group per ALU operation on a
-# register (no second jump on the operation) 1.08x more on workload. Splitting other
-# families the same way (ALU A,n, INC/DEC, LD (rr)/A, the CB prefix) measured 0.90-1.01.
-# The table holds bytes: one zero-extending load, no index scaling (tools/ab_emu.py, 16 envs,
-# render none: NOP loop 1.065x, a load/ALU/branch loop 1.04x). Measured and dropped, because
-# register allocation in this loop moves with every small change: a ROM copy predecoded
-# with each byte's group (one load instead of two dependent ones: 1.00x on workload), ROM
-# fetches through per-bank addresses (0.94x NOPs), the group index unmasked (0.93x).
+# one value that LLVM turns into a single jump table; the bit-field decode tree it replaced
+# spent about a third of a NOP's time in branches. Each ALU operation on a register is its
+# own group (no second jump on the operation); splitting other families the same way did
+# not pay. The table holds bytes: one zero-extending load, no index scaling. Measurements,
+# and the variants measured and dropped: docs/performance.md.
 (G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R,
  G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
@@ -276,13 +282,20 @@ def daa(a: int, f: int) -> int:
 
 
 @wp.func(inline=False)
-def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) -> int:
+def dispatch_interrupt(ms: MachinePtr, env: int, pc: int, sp: int, t: wp.int64) -> int:
     """Interrupt dispatch after the 2 idle M-cycles: push PC high at t, then choose the
     request (so a push that overwrote IE at $FFFF can cancel it: PC := $0000), push PC low,
-    clear the chosen IF bit. Returns the new PC."""
-    m = ms[0]
+    clear the chosen IF bit. Returns the new PC.
+
+    The choice sees the requests raised up to t + 8 (the jump's M-cycle), the lazy
+    peripherals brought up to date first: a VBlank requested a few M-cycles after the
+    timer request that started the dispatch wins. Where gambatte's choice flips, measured
+    with a timer request swept in 1-M steps against the first VBlank after LCD on (the CPU
+    halted; tests/roms/idiom_timer.asm meets the same race)."""
+    m = machine(ms)
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc >> 8, t)
+    events_sync(ms, env, t + wp.int64(8))
     pend = pending_irqs(ms, env)
     sp = (sp - 1) & 0xFFFF
     bus_write(ms, env, sp, pc & 0xFF, t + FOUR)
@@ -297,8 +310,8 @@ def dispatch_interrupt(ms: MachineRef, env: int, pc: int, sp: int, t: wp.int64) 
 
 
 @wp.func
-def load_cpu(ms: MachineRef, env: int) -> Cpu:
-    m = ms[0]
+def load_cpu(ms: MachinePtr, env: int) -> Cpu:
+    m = machine(ms)
     c = Cpu()
     c.pc = m.r32[env, 9]
     c.t = m.r64[env, T_NOW]
@@ -306,14 +319,14 @@ def load_cpu(ms: MachineRef, env: int) -> Cpu:
 
 
 @wp.func
-def store_cpu(ms: MachineRef, env: int, c: Cpu):
-    m = ms[0]
+def store_cpu(ms: MachinePtr, env: int, c: Cpu):
+    m = machine(ms)
     m.r32[env, 9] = c.pc
     m.r64[env, T_NOW] = c.t
 
 
 @wp.kernel(enable_backward=False)
-def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
+def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
@@ -323,19 +336,21 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     VecGameBoy.run_frames; flat mode: exactly one instruction, for the SM83 cases).
 
     The whole hot loop lives in this kernel body: PC and the clock in the local `c`, the
-    register file in r32 through `rg`, memory via
-    the plain-array fast paths; only rare work (I/O registers, events, interrupt dispatch)
-    calls out-of-line functions that take the Machine struct. The arrays passed beside
-    `m` are the same ones `m` holds.
+    register file in r32 through `rg`, memory through bus.py's access helpers on env rows;
+    only rare work (events, interrupt dispatch, accesses the helpers decline) calls
+    out-of-line functions, which take the machine's address (`ms`). The arrays passed
+    beside `mref` are the same ones the Machine holds.
 
     Outer loop (scheduler): due peripheral events; interrupt dispatch / HALT wake; reload
-    the locals the fast paths cache; then either sleep to the next event (HALT, STOP,
-    locked) or run the inner loop: fetch + execute instructions until the next event, or
-    until one needed an out-of-line call or changed what the scheduler decides. Opcodes
+    the locals the fast paths cache (bank offsets, DMA window, next event, frame end); then
+    either sleep to the next event (HALT, STOP, locked) or run the inner loop: fetch +
+    execute instructions until the next event, or until one changed what the scheduler
+    decides (a write, EI/RETI/HALT/STOP, an illegal opcode: limit = END_RUN). Opcodes
     are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1.
     EI ends a run, and the scheduler runs the next instruction alone before setting IME;
     a HALT bug makes the next run's first fetch leave PC as it is."""
-    m = ms[0]
+    ms = machine_ptr(mref)
+    m = machine(ms)
     env = wp.tid()
     flat = m.flat_mode
     hram_fast = flat == 0
@@ -345,14 +360,15 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     # r-field order, SP, IME, EI pending, HALT, locked, HALT bug): a register operand or
     # destination is one load or store indexed by the opcode field instead of a 7-way
     # branch, and the registers are no loop-carried values that every join of the decode
-    # has to merge (measured ~7% more frames/s on workload, render none; A and B run side
-    # by side). Only the joypad writes r32 from outside (R_STOPPED, so STOP stays in `c`).
+    # has to merge. Only the joypad writes r32 from outside (R_STOPPED, so STOP stays in `c`).
     # A 1-d view on a local base pointer (constant stride; r32 is allocated contiguous,
     # kernel_inputs checks).
-    rg = wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env) * wp.uint64(m.r32.shape[1] * 4), shape=(16,),
-                  dtype=wp.int32)
-    # This env's WRAM/HRAM/VRAM rows and the ROM as 1-d views on local base pointers (the
+    # The view covers all NUM_R32 words: the data accesses read the joypad and PPU words too.
+    rg = r32_row(ms, env)
+    # This env's WRAM/HRAM/VRAM/I/O rows and the ROM as 1-d views on local base pointers (the
     # arrays are allocated contiguous, kernel_inputs checks): constant stride 1.
+    io_e = io_row(ms, env)
+    r64_e = r64_row(ms, env)
     rom_v = wp.array(ptr=wp.uint64(rom.ptr), shape=(rom.shape[0],), dtype=wp.uint8)
     wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
     hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
@@ -367,9 +383,6 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
     rom0_base = int(0)
     romx_off = int(0)
     fast_until = wp.int64(0)
-    vram_until = wp.int64(0)
-    ly_until = wp.int64(0)
-    ly_value = int(0)
     frame_deadline = wp.int64(0)
     while fi < nf:
         t_end = c.t + wp.int64(1)
@@ -422,28 +435,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                     fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
                 if flat == 0:
-                    # the PPU's state is constant until its next event (ppu.py): VRAM is
-                    # free unless it is in mode 3; LY is fixed except in line 153
-                    ppu_ev = r64[env, T_PPU_EVENT]
-                    vram_until = ppu_ev
-                    if m.r32[env, R_PPU_MODE] == 3 and (int(io[env, 0x40]) & 0x80) != 0:
-                        vram_until = wp.int64(0)
-                    ly_value = m.r32[env, R_LY]
-                    ly_until = ppu_ev
-                    if ly_value == 153:
-                        ly_until = wp.int64(0)
-                    # the frame ends as the PPU enters VBlank (line 144 starts), or 70224 T
-                    # after the previous frame ended if that comes first (LCD off, or
-                    # switched on during this frame); see VecGameBoy.run_frames
-                    # (the PPU is lazy, bus.ppu_wake: its state may lag c.t, but while the LCD
-                    # is on lines follow each other every 456 T, so the next VBlank start after
-                    # c.t follows from any earlier line start)
-                    t_end = frame_deadline
-                    if (int(io[env, 0x40]) & 0x80) != 0:
-                        vblank = next_vblank_start(r64[env, T_LINE_START], ly_value)
-                        if vblank <= c.t:
-                            vblank = vblank + ((c.t - vblank) // FRAME_CYCLES + wp.int64(1)) * FRAME_CYCLES
-                        t_end = wp.min(frame_deadline, vblank)
+                    t_end = frame_end(io_e, rg, r64_e, c.t, frame_deadline)
             if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or stopped != 0:
                 wake = int(0)
                 if rg[R_HALTED] != 0 and rg[R_LOCKED] == 0:
@@ -461,6 +453,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
             fast_run = c.t >= fast_until
             if not fast_run:
                 limit = wp.min(limit, fast_until)
+            idle_run_start(r64_e)            # (emu/idle.py)
             # EI takes effect after the instruction that follows it: run that one alone
             ei_step = rg[R_EI_PENDING]
             if ei_step != 0:
@@ -470,17 +463,15 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
             rg[R_HALT_BUG] = 0
             running = bool(True)
             while running:
+                if wp.static(COUNTERS):   # (in memory: Warp does not carry a local through a static if)
+                    r64[env, T_COUNT_INSTR] = r64[env, T_COUNT_INSTR] + wp.int64(1)
                 fast = fast_run
                 # ---- fetch: ROM through the bank offsets first (where code runs) ----
                 op = int(-1)
                 if fast and c.pc < 0x8000:
                     op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
                 else:
-                    op = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if op < 0:
-                        op = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                 c.pc = (c.pc + pc_step) & 0xFFFF
                 pc_step = 1
                 c.t = c.t + FOUR
@@ -488,7 +479,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 # chain of compares on g compiles to a single jump table. Each branch computes
                 # the opcode's bit fields it reads (y = op>>3&7, z = op&7, p = op>>4&3,
                 # q = op>>3&1): computed once before the jump they cost every instruction
-                # ~9 instructions and a spill (NOPs/s 1.14-1.4x, workload render none 1.06x) ----
+                # ~9 x86 instructions and a spill ----
                 g = int(groups_v[op & 0xFF])
                 w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                 v16 = int(0)
@@ -498,19 +489,12 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     rg[y] = rg[z]
                 elif g == G_LD_R_HL:  # LD r[y], (HL)
                     y = (op >> 3) & 7
-                    v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                    if v < 0:
-                        v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        limit = END_RUN
-                        fast = False
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                     c.t = c.t + FOUR
                     rg[y] = v
                 elif g == G_LD_HL_R:  # LD (HL), r[z]
                     z = op & 7
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), rg[z], c.t) == 0:
-                        bus_write(ms, env, hl(rg[R_H], rg[R_L]), rg[z], c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), rg[z], c.t, limit)
                     c.t = c.t + FOUR
                 # ALU A, r[z] (z = op & 7): one group per operation, so the operation needs no second jump
                 elif g == G_ADD_R:
@@ -531,22 +515,14 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     alu_to_a(rg, 7, rg[op & 7])
                 elif g == G_ALU_HL:  # ALU A, (HL)
                     y = (op >> 3) & 7
-                    v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                    if v < 0:
-                        v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        limit = END_RUN
-                        fast = False
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                     c.t = c.t + FOUR
                     res = alu(rg[R_A], rg[R_F], y, v)
                     rg[R_A] = res & 0xFF
                     rg[R_F] = res >> 8
                 elif g == G_ALU_N:  # ALU A, n
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     res = alu(rg[R_A], rg[R_F], y, n)
@@ -564,11 +540,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                 elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                     z = op & 7
-                    v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                    if v < 0:
-                        v = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                        limit = END_RUN
-                        fast = False
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                     c.t = c.t + FOUR
                     r = int(0)
                     if z == 4:
@@ -577,46 +549,30 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     else:
                         r = (v - 1) & 0xFF
                         rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
-                        bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
                     c.t = c.t + FOUR
                 elif g == G_LD_R_N:  # LD r[y], n
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     rg[y] = n
                 elif g == G_LD_HL_N:  # LD (HL), n
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), n, c.t) == 0:
-                        bus_write(ms, env, hl(rg[R_H], rg[R_L]), n, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
                     c.t = c.t + FOUR
                 elif g == G_JR:  # JR d (y = 3) / JR cc, d (y = 4..7)
                     y = (op >> 3) & 7
-                    d = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if d < 0:
-                        d = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    d = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 3 or cond(rg[R_F], y - 4):
                         c.pc = (c.pc + sext8(d)) & 0xFFFF
                         c.t = c.t + FOUR
+                        if d >= 0x80 and (rg[R_IDLE] & 1) != 0:   # a polling loop closes (emu/idle.py)
+                            c.t = idle_branch(ms, env, c.pc, c.t, limit)
                 elif g == G_LD_IND_A:  # LD (BC/DE/HL+/HL-), A and back (q = 1)
                     p = (op >> 4) & 3
                     q = (op >> 3) & 1
@@ -624,17 +580,10 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if p < 2:
                         addr = get_rp(rg, rg[R_SP], p)
                     if q == 0:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
-                            bus_write(ms, env, addr, rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, addr, c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                     if p >= 2:
@@ -650,17 +599,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     c.t = c.t + FOUR
                 elif g == G_LD_RP_NN:  # LD rp, nn
                     p = (op >> 4) & 3
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     w16 = p
@@ -675,11 +616,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     v16 = r
                     c.t = c.t + FOUR
                 elif g == G_CB:  # CB prefix: rotates/shifts, BIT, RES, SET on r[cz] or (HL)
-                    op2 = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if op2 < 0:
-                        op2 = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    op2 = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     cx = op2 >> 6
@@ -687,11 +624,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     cz = op2 & 7
                     v = int(0)
                     if cz == 6:
-                        vm = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, hl(rg[R_H], rg[R_L]), c.t)
-                        if vm < 0:
-                            vm = bus_read(ms, env, hl(rg[R_H], rg[R_L]), c.t)
-                            limit = END_RUN
-                            fast = False
+                        vm = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                         c.t = c.t + FOUR
                         v = vm
                     else:
@@ -709,101 +642,60 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         r = v | (1 << cy)
                     if cx != 1:
                         if cz == 6:
-                            if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, hl(rg[R_H], rg[R_L]), r, c.t) == 0:
-                                bus_write(ms, env, hl(rg[R_H], rg[R_L]), r, c.t)
-                                limit = END_RUN
-                                fast = False
+                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
                             c.t = c.t + FOUR
                         else:
                             rg[cz] = r
                 elif g == G_LDH_N:  # LDH (n), A (y = 4) / LDH A, (n) (y = 6)
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     if y == 4:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | n, rg[R_A], c.t) == 0:
-                            bus_write(ms, env, 0xFF00 | n, rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | n, rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | n, c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, 0xFF00 | n, c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | n, c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_LDH_C:  # LD (C), A (y = 4) / LD A, (C) (y = 6)
                     y = (op >> 3) & 7
                     if y == 4:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, 0xFF00 | rg[R_C], rg[R_A], c.t) == 0:
-                            bus_write(ms, env, 0xFF00 | rg[R_C], rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | rg[R_C], rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, 0xFF00 | rg[R_C], c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, 0xFF00 | rg[R_C], c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | rg[R_C], c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_LD_NN_A:  # LD (nn), A (y = 5) / LD A, (nn) (y = 7)
                     y = (op >> 3) & 7
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     addr = (hi << 8) | lo
                     if y == 5:
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_A], c.t) == 0:
-                            bus_write(ms, env, addr, rg[R_A], c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                         c.t = c.t + FOUR
                     else:
-                        v = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, addr, c.t)
-                        if v < 0:
-                            v = bus_read(ms, env, addr, c.t)
-                            limit = END_RUN
-                            fast = False
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                         c.t = c.t + FOUR
                         rg[R_A] = v
                 elif g == G_JP:  # JP nn (C3) / JP cc, nn (y = 0..3)
                     y = (op >> 3) & 7
                     z = op & 7
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     if z == 3 or cond(rg[R_F], y):
-                        c.pc = (hi << 8) | lo
+                        target = (hi << 8) | lo
                         c.t = c.t + FOUR
+                        if target < c.pc and (rg[R_IDLE] & 1) != 0:   # (as for JR)
+                            c.t = idle_branch(ms, env, target, c.t, limit)
+                        c.pc = target
                 elif g == G_CALL_PUSH_RST:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
                     y = (op >> 3) & 7
                     z = op & 7
@@ -813,17 +705,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     do_push = True
                     v = c.pc
                     if z == 4 or z == 5 and q == 1:    # CALL
-                        lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                        if lo < 0:
-                            lo = bus_read(ms, env, c.pc, c.t)
-                            limit = END_RUN
-                            fast = False
+                        lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                            limit = END_RUN
-                            fast = False
+                        hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                         c.t = c.t + FOUR
                         c.pc = (c.pc + 2) & 0xFFFF
                         v = c.pc
@@ -837,16 +721,10 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     if do_push:
                         c.t = c.t + FOUR
                         sp = (rg[R_SP] - 1) & 0xFFFF
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v >> 8, c.t) == 0:
-                            bus_write(ms, env, sp, v >> 8, c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
-                        if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, sp, v & 0xFF, c.t) == 0:
-                            bus_write(ms, env, sp, v & 0xFF, c.t)
-                            limit = END_RUN
-                            fast = False
+                        limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
                         c.t = c.t + FOUR
                         rg[R_SP] = sp
                         if z != 5 or q == 1:
@@ -854,17 +732,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                 elif g == G_POP_RET:  # POP rp2 (q = 0) / RET (C9) / RETI (D9)
                     p = (op >> 4) & 3
                     q = (op >> 3) & 1
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, rg[R_SP], c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                     if q == 0:
@@ -882,17 +752,9 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                     y = (op >> 3) & 7
                     c.t = c.t + FOUR
                     if cond(rg[R_F], y):
-                        lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, rg[R_SP], c.t)
-                        if lo < 0:
-                            lo = bus_read(ms, env, rg[R_SP], c.t)
-                            limit = END_RUN
-                            fast = False
+                        lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                         c.t = c.t + FOUR
-                        hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                        if hi < 0:
-                            hi = bus_read(ms, env, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                            limit = END_RUN
-                            fast = False
+                        hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                         c.t = c.t + FOUR
                         rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                         c.pc = (hi << 8) | lo
@@ -917,11 +779,7 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_F] = (f & ZF) | ((f & CF) ^ CF)
                 elif g == G_SP_E8:  # ADD SP, e8 (y = 5) / LD HL, SP+e8: H and C from the unsigned low-byte add
                     y = (op >> 3) & 7
-                    n = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if n < 0:
-                        n = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 1) & 0xFFFF
                     rg[R_F] = fl((rg[R_SP] & 15) + (n & 15) > 15, HF) | fl((rg[R_SP] & 0xFF) + n > 0xFF, CF)
@@ -966,29 +824,15 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                             stopped = 1
                             limit = END_RUN
                 elif g == G_LD_NN_SP:  # LD (nn), SP
-                    lo = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, c.pc, c.t)
-                    if lo < 0:
-                        lo = bus_read(ms, env, c.pc, c.t)
-                        limit = END_RUN
-                        fast = False
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.t = c.t + FOUR
-                    hi = bus_read_fast(rom_v, wram_e, hram_e, vram_e, fast, hram_fast, rom0_base, romx_off, vram_until, ly_until, ly_value, (c.pc + 1) & 0xFFFF, c.t)
-                    if hi < 0:
-                        hi = bus_read(ms, env, (c.pc + 1) & 0xFFFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     c.pc = (c.pc + 2) & 0xFFFF
                     addr = (hi << 8) | lo
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, addr, rg[R_SP] & 0xFF, c.t) == 0:
-                        bus_write(ms, env, addr, rg[R_SP] & 0xFF, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_SP] & 0xFF, c.t, limit)
                     c.t = c.t + FOUR
-                    if bus_write_fast(wram_e, hram_e, vram_e, fast, hram_fast, vram_until, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t) == 0:
-                        bus_write(ms, env, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t)
-                        limit = END_RUN
-                        fast = False
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
                     c.t = c.t + FOUR
                 else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                     rg[R_LOCKED] = 1
@@ -1007,6 +851,8 @@ def machine_kernel(ms: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.a
                         rg[R_A] = hi16
                         rg[R_F] = lo16 & 0xF0
                 running = c.t < limit
+            if wp.static(COUNTERS):
+                r64[env, T_COUNT_RUNS] = r64[env, T_COUNT_RUNS] + wp.int64(1)
             if limit == END_RUN:   # a slow path ended the run: reload the cached state
                 slow = 1
             if ei_step != 0 and rg[R_EI_PENDING] != 0:   # (DI in between cancels it)

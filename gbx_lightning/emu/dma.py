@@ -11,12 +11,12 @@ at the write and only the bus conflict is timed. During d = 2..161 (DMG):
 Sources $E0-$FF read the WRAM echo."""
 import warp as wp
 
-from .state import T_DMA_END, T_DMA_START, MachineRef, cart_read
+from .state import T_DMA_END, T_DMA_START, MachinePtr, machine, cart_read
 
 
 @wp.func
-def dma_source_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
-    m = ms[0]
+def dma_source_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
+    m = machine(ms)
     v = 0xFF
     if addr < 0x8000:
         v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
@@ -30,8 +30,8 @@ def dma_source_read(ms: MachineRef, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func
-def dma_write(ms: MachineRef, env: int, value: int, t: wp.int64):
-    m = ms[0]
+def dma_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
+    m = machine(ms)
     m.io[env, 0x46] = wp.uint8(value)
     src = value << 8
     for i in range(160):
@@ -41,13 +41,13 @@ def dma_write(ms: MachineRef, env: int, value: int, t: wp.int64):
 
 
 @wp.func
-def dma_blocks(ms: MachineRef, env: int, t: wp.int64) -> bool:
-    m = ms[0]
+def dma_blocks(ms: MachinePtr, env: int, t: wp.int64) -> bool:
+    m = machine(ms)
     return t >= m.r64[env, T_DMA_START] and t < m.r64[env, T_DMA_END]
 
 
 @wp.func
-def dma_index(ms: MachineRef, env: int, t: wp.int64) -> int:
+def dma_index(ms: MachinePtr, env: int, t: wp.int64) -> int:
     """Index of the byte the DMA moves in the M-cycle at t (valid while dma_blocks)."""
-    m = ms[0]
+    m = machine(ms)
     return int((t - m.r64[env, T_DMA_START]) // wp.int64(4))

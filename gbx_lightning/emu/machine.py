@@ -102,6 +102,7 @@ class VecGameBoy:
         m.flat_val = wp.zeros((1, 1), dtype=wp.uint8, device=d)
         m.flat_mode = 0
         m.render_mode = RENDER_MODES["full"]
+        m.idle_skip = 1
         self._m = m
         self._refs = {}   # render mode -> MachineRef of self._m (its arrays never change)
         self._no_buttons = wp.zeros(num_envs, dtype=wp.uint8, device=d)

@@ -7,8 +7,7 @@ and at the stops bus.ppu_wake schedules (where a PPU interrupt the CPU could tak
 requested), so mid-frame register writes land between the right lines. Each visible
 line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
 registers of that moment. A catch-up takes a visible line that lies wholly before `now`
-in one step when no STAT source is enabled (nothing can observe its four events apart;
-measured 1.15-1.19x frames/s on the built-in game with 48-frame launches).
+in one step when no STAT source is enabled (nothing can observe its four events apart).
 
 A visible line (456 T): mode 2 (OAM scan) to T=80, mode 3 for 172 T plus SCX mod 8, 6
 if the window is drawn and 6..11 per object (render.objects_mode3_penalty; Pan Docs,
@@ -35,8 +34,8 @@ The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled 
 STAT on the DMG behaves as if $FF were written for one cycle (Pan Docs, STAT), which can
 raise a spurious interrupt.
 
-Cost: events are processed through one env's rows of io/r32/r64 (``_io_of`` ...), built
-once per catch-up. The line's OAM selection is made once, as mode 3 starts, and kept in
+Cost: events are processed through one env's rows of io/r32/r64 (``state.io_row`` ...),
+built once per catch-up. The line's OAM selection is made once, as mode 3 starts, and kept in
 spare r32 words for drawing as mode 3 ends (``_line_selection`` says why OAM cannot have
 changed in between, or scans again). A line that draws nothing (render "none", odd lines
 in "obs", the blank frame after LCD on) and is caught up whole in one call skips the OAM
@@ -60,29 +59,16 @@ from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
                      window_visible)
-from .state import (NEVER, R_RENDER_NOW, NUM_R32, NUM_R64, R_LCD_OFF_COINCIDENCE, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
-                    R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, MachineRef)
+from .state import (NEVER, R_RENDER_NOW, R_LCD_OFF_COINCIDENCE, R_LCD_WARMUP, R_OBJ_SEL_HI,
+                    R_OBJ_SEL_LO, R_OBJ_SEL_T, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
+                    R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, IO, R32, R64, MachinePtr, io_row, machine,
+                    r32_row, r64_row)
 
 LINE_CYCLES = wp.constant(456)
 MODE2_CYCLES = wp.constant(80)
 MODE3_MIN_CYCLES = wp.constant(172)
 WINDOW_PENALTY = wp.constant(6)
-# Mode 3 lasts at most 172 + 7 (SCX) + 6 (window) + 10 * 11 (objects) = 295 T after T=80,
-# so VRAM is free from T=80+296 of any line: the bus may skip the exact check outside
-# [80, MODE3_FREE_FROM) of the line it last saw start (an instruction never spans into
-# the next line's mode 3, so a line start not yet processed is harmless).
-MODE3_FREE_FROM = wp.constant(80 + 296)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
-# 1 from LCD on until the first VBlank: that frame is not shown (r32 word listed in state.py).
-R_LCD_WARMUP = wp.constant(28)
-# The line's OAM selection (render.objects_on_line), made as mode 3 starts and reused when
-# it ends: bits 0-19 and 20-39 of the mask, then flags (bit 20 of the first word: valid,
-# 21: LCDC.1 objects on, 22: LCDC.2 8x16) and the low 31 bits of the mode-3 start time it
-# belongs to (r32 words listed in state.py).
-R_OBJ_SEL_LO = wp.constant(25)
-R_OBJ_SEL_HI = wp.constant(29)
-R_OBJ_SEL_T = wp.constant(30)
-
 PH_LINE_START = wp.constant(4)
 PH_VBLANK_START = wp.constant(5)
 PH_VBLANK_LINE = wp.constant(6)
@@ -134,40 +120,13 @@ def next_vblank_start(ls: wp.int64, ly: int) -> wp.int64:
 
 
 @wp.func
-def ly_visible(ms: MachineRef, env: int, t: wp.int64) -> int:
+def ly_visible(ms: MachinePtr, env: int, t: wp.int64) -> int:
     """LY as read: line 153 reads 0 after its first M-cycle."""
-    m = ms[0]
+    m = machine(ms)
     ly = m.r32[env, R_LY]
     if ly == 153 and t >= m.r64[env, T_LINE_START] + wp.int64(4):
         ly = 0
     return ly
-
-
-# The PPU's bookkeeping is reached through one env's rows of io/r32/r64, built once per
-# catch-up (``_io_of`` ...): constant strides, and descriptors that live in registers, where
-# the 2-d machine arrays made every access reload its strides after each byte store.
-IO = wp.array(dtype=wp.uint8)
-R32 = wp.array(dtype=wp.int32)
-R64 = wp.array(dtype=wp.int64)
-
-
-@wp.func
-def _io_of(ms: MachineRef, env: int) -> wp.array(dtype=wp.uint8):
-    """env's 128 I/O register bytes (the machine's arrays are contiguous)."""
-    m = ms[0]
-    return wp.array(ptr=wp.uint64(m.io.ptr) + wp.uint64(env * 128), shape=(128,), dtype=wp.uint8)
-
-
-@wp.func
-def _r32_of(ms: MachineRef, env: int) -> wp.array(dtype=wp.int32):
-    m = ms[0]
-    return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
-
-
-@wp.func
-def _r64_of(ms: MachineRef, env: int) -> wp.array(dtype=wp.int64):
-    m = ms[0]
-    return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
 
 
 @wp.func
@@ -182,9 +141,9 @@ def _ly_compared(r32: R32) -> int:
 
 
 @wp.func
-def ly_compared(ms: MachineRef, env: int) -> int:
+def ly_compared(ms: MachinePtr, env: int) -> int:
     """The LY value LYC is compared with now; -1 while no comparison happens."""
-    return _ly_compared(_r32_of(ms, env))
+    return _ly_compared(r32_row(ms, env))
 
 
 @wp.func
@@ -205,8 +164,8 @@ def _line_of_sources(io: IO, r32: R32, stat: int) -> int:
 
 
 @wp.func
-def _stat_line(ms: MachineRef, env: int, stat: int) -> int:
-    return _line_of_sources(_io_of(ms, env), _r32_of(ms, env), stat)
+def _stat_line(ms: MachinePtr, env: int, stat: int) -> int:
+    return _line_of_sources(io_row(ms, env), r32_row(ms, env), stat)
 
 
 @wp.func
@@ -221,9 +180,9 @@ def _stat_update(io: IO, r32: R32):
 
 
 @wp.func
-def stat_update(ms: MachineRef, env: int, t: wp.int64):
+def stat_update(ms: MachinePtr, env: int, t: wp.int64):
     """Recompute the STAT interrupt line; IF bit 1 on its rising edge."""
-    _stat_update(_io_of(ms, env), _r32_of(ms, env))
+    _stat_update(io_row(ms, env), r32_row(ms, env))
 
 
 @wp.func
@@ -234,15 +193,15 @@ def _wy_check_rows(io: IO, r32: R32):
 
 
 @wp.func
-def _wy_check(ms: MachineRef, env: int):
+def _wy_check(ms: MachinePtr, env: int):
     """Set the frame's WY condition if LY == WY on a visible line with the window enabled."""
-    _wy_check_rows(_io_of(ms, env), _r32_of(ms, env))
+    _wy_check_rows(io_row(ms, env), r32_row(ms, env))
 
 
 @wp.func
-def _mode3_length(ms: MachineRef, env: int, io: IO, r32: R32, ly: int, t: wp.int64) -> int:
+def _mode3_length(ms: MachinePtr, env: int, io: IO, r32: R32, ly: int, t: wp.int64) -> int:
     """Mode 3's length for line ly, starting at t (also keeps the line's OAM selection)."""
-    m = ms[0]
+    m = machine(ms)
     lcdc = int(io[0x40])
     scx = int(io[0x43])
     wx = int(io[0x4B])
@@ -261,14 +220,14 @@ def _mode3_length(ms: MachineRef, env: int, io: IO, r32: R32, ly: int, t: wp.int
 
 
 @wp.func
-def _line_selection(ms: MachineRef, env: int, r32: R32, r64: R64, ly: int, lcdc: int,
+def _line_selection(ms: MachinePtr, env: int, r32: R32, r64: R64, ly: int, lcdc: int,
                     t: wp.int64) -> wp.uint64:
     """objects_on_line for the line whose mode 3 ends at t: the selection kept from the
     start of mode 3 (t - R_MODE3_LEN) if OAM cannot have changed since — the CPU cannot
     write OAM in modes 2-3, and no OAM DMA started after it (a DMA written after the PPU
     caught up to that start is at or after it) — and LCDC.1/LCDC.2 are as they were; else
     a new scan."""
-    m = ms[0]
+    m = machine(ms)
     lo = r32[R_OBJ_SEL_LO]
     start = t - wp.int64(r32[R_MODE3_LEN])
     if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and r32[R_OBJ_SEL_T] == int(
@@ -278,7 +237,7 @@ def _line_selection(ms: MachineRef, env: int, r32: R32, r64: R64, ly: int, lcdc:
 
 
 @wp.func
-def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64):
+def _advance(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, now: wp.int64):
     """Process the PPU event at r64[T_PPU_EVENT] (io/r32/r64: env's rows), catching up to `now`."""
     t = r64[T_PPU_EVENT]
     ls = r64[T_LINE_START]
@@ -324,11 +283,11 @@ def _advance(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
 
 
 @wp.func
-def _mode3_end(ms: MachineRef, env: int, io: IO, r32: R32, r64: R64, ly: int, t: wp.int64, scan: int):
+def _mode3_end(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, ly: int, t: wp.int64, scan: int):
     """Mode 3 of line ly ends at t: the line is drawn (if this launch draws it) with the
     registers as they are, and the window's line counter advances if it showed. scan: 1 to
     make a new OAM scan rather than look for the one kept from mode 3's start."""
-    m = ms[0]
+    m = machine(ms)
     warmup = r32[R_LCD_WARMUP]
     mode = r32[R_RENDER_NOW]
     if warmup != 0:
@@ -376,17 +335,17 @@ def _next_line(io: IO, r32: R32, r64: R64, ly: int, ls: wp.int64) -> wp.int64:
 
 
 @wp.func
-def ppu_advance(ms: MachineRef, env: int):
+def ppu_advance(ms: MachinePtr, env: int):
     """Process the PPU event at r64[T_PPU_EVENT]."""
-    _advance(ms, env, _io_of(ms, env), _r32_of(ms, env), _r64_of(ms, env), wp.int64(-1))
+    _advance(ms, env, io_row(ms, env), r32_row(ms, env), r64_row(ms, env), wp.int64(-1))
 
 
 @wp.func
-def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
+def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
     """Process every PPU event due by `now`."""
-    io = _io_of(ms, env)
-    r32 = _r32_of(ms, env)
-    r64 = _r64_of(ms, env)
+    io = io_row(ms, env)
+    r32 = r32_row(ms, env)
+    r64 = r64_row(ms, env)
     while r64[T_PPU_EVENT] <= now:
         phase = r32[R_PPU_MODE]
         ls = r64[T_LINE_START]
@@ -404,9 +363,9 @@ def ppu_sync(ms: MachineRef, env: int, now: wp.int64):
 
 
 @wp.func
-def _blank_screen(ms: MachineRef, env: int, mode: int):
+def _blank_screen(ms: MachinePtr, env: int, mode: int):
     """The blank (shade 0) screen of an LCD that is off, in the buffers `mode` writes."""
-    m = ms[0]
+    m = machine(ms)
     if mode == RENDER_FULL:
         for y in range(144):
             for x in range(160):
@@ -418,14 +377,14 @@ def _blank_screen(ms: MachineRef, env: int, mode: int):
 
 
 @wp.func(inline=False)
-def set_render_mode(ms: MachineRef, env: int, mode: int, t: wp.int64):
+def set_render_mode(ms: MachinePtr, env: int, mode: int, t: wp.int64):
     """Switch the render mode in effect at time t (the kernel draws only the last frame of a
     launch: earlier ones are overwritten unseen). Lines before t are caught up under the old
     mode first. A frame that starts with the LCD off, or inside the blank first frame after
     the LCD was switched on, shows a blank screen; its lines before t were not drawn, so the
     buffers are blanked here. Otherwise the previous frame ended at VBlank and this frame
     draws all 144 lines itself."""
-    m = ms[0]
+    m = machine(ms)
     if m.r32[env, R_RENDER_NOW] != mode:
         ppu_sync(ms, env, t)
         m.r32[env, R_RENDER_NOW] = mode
@@ -434,8 +393,8 @@ def set_render_mode(ms: MachineRef, env: int, mode: int, t: wp.int64):
 
 
 @wp.func
-def lcdc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
-    m = ms[0]
+def lcdc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
+    m = machine(ms)
     ppu_sync(ms, env, t)
     old = int(m.io[env, 0x40])
     # The LY=LYC comparator stops with the LCD: STAT bit 2 keeps the value it had as the
@@ -461,38 +420,92 @@ def lcdc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
 
 
 @wp.func
-def stat_read(ms: MachineRef, env: int, t: wp.int64) -> int:
-    m = ms[0]
+def stat_read(ms: MachinePtr, env: int, t: wp.int64) -> int:
+    m = machine(ms)
     ppu_sync(ms, env, t)
     return stat_value(ms, env, t)
 
 
 @wp.func
-def stat_value(ms: MachineRef, env: int, t: wp.int64) -> int:
+def stat_value(ms: MachinePtr, env: int, t: wp.int64) -> int:
     """STAT as read, from the PPU state as it stands (no sync)."""
-    m = ms[0]
-    v = 0x80 | (int(m.io[env, 0x41]) & 0x78)
-    if (int(m.io[env, 0x40]) & 0x80) != 0:
-        v = v | stat_mode_bits(m.r32[env, R_PPU_MODE])
-        if ly_compared(ms, env) == int(m.io[env, 0x45]):
+    return stat_of(io_row(ms, env), r32_row(ms, env))
+
+
+@wp.func
+def stat_of(io: IO, r32: R32) -> int:
+    """STAT as read from the stored PPU state (current while t < r64[T_PPU_EVENT])."""
+    v = 0x80 | (int(io[0x41]) & 0x78)
+    if (int(io[0x40]) & 0x80) != 0:
+        v = v | stat_mode_bits(r32[R_PPU_MODE])
+        if _ly_compared(r32) == int(io[0x45]):
             v = v | 4
-    elif m.r32[env, R_LCD_OFF_COINCIDENCE] != 0:
+    elif r32[R_LCD_OFF_COINCIDENCE] != 0:
         v = v | 4  # LCD off: the flag as it was when the LCD went off
     return v
 
 
 @wp.func
-def ly_read(ms: MachineRef, env: int, t: wp.int64) -> int:
-    m = ms[0]
+def ly_at(io: IO, r32: R32, r64: R64, t: wp.int64):
+    """LY as read at t, and the time it next changes, from the stored (possibly stale) line
+    and its start: while the LCD is on a line starts every 456 T and a frame has 154 lines,
+    so no catch-up is needed (the value is what ppu_sync then ly_visible would give). Line
+    153 reads 0 after its first M-cycle."""
+    ly = r32[R_LY]
+    until = NEVER
+    if (int(io[0x40]) & 0x80) != 0:
+        start = r64[T_LINE_START]
+        into = t - start
+        if into >= wp.int64(LINE_CYCLES):
+            lines = into // wp.int64(LINE_CYCLES)
+            ly = int((wp.int64(ly) + lines) % wp.int64(154))
+            start = start + lines * wp.int64(LINE_CYCLES)
+            into = t - start
+        until = start + wp.int64(LINE_CYCLES)
+        if ly == 153:
+            if into >= wp.int64(4):
+                ly = 0
+            else:
+                until = start + wp.int64(4)
+    return ly, until
+
+
+@wp.func
+def vram_free(io: IO, r32: R32, r64: R64, t: wp.int64) -> bool:
+    """True if the stored PPU state is current at t and does not hold VRAM (mode 3): the CPU
+    may access it directly. False means "ask vram_accessible", not "blocked"."""
+    return t < r64[T_PPU_EVENT] and (r32[R_PPU_MODE] != 3 or (int(io[0x40]) & 0x80) == 0)
+
+
+@wp.func
+def frame_end(io: IO, r32: R32, r64: R64, t: wp.int64, deadline: wp.int64) -> wp.int64:
+    """When the frame that is running at t ends: as the PPU enters VBlank (line 144 starts),
+    or at `deadline` (70224 T after the previous frame ended) if that comes first (LCD off,
+    or switched on during this frame); see VecGameBoy.run_frames. The PPU is lazy (its
+    state may lag t), but while the LCD is on lines follow each other every 456 T, so the
+    next VBlank start after t follows from any earlier line start."""
+    end = deadline
+    if (int(io[0x40]) & 0x80) != 0:
+        vblank = next_vblank_start(r64[T_LINE_START], r32[R_LY])
+        if vblank <= t:
+            frame = wp.int64(154 * LINE_CYCLES)
+            vblank = vblank + ((t - vblank) // frame + wp.int64(1)) * frame
+        end = wp.min(deadline, vblank)
+    return end
+
+
+@wp.func
+def ly_read(ms: MachinePtr, env: int, t: wp.int64) -> int:
+    m = machine(ms)
     ppu_sync(ms, env, t)
     return ly_visible(ms, env, t)
 
 
 @wp.func
-def ppu_reg_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
+def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
     """STAT (writable bits 3-6), LYC, scroll, palettes, window: sync first so the change
     lands between the right lines, then re-evaluate the STAT line."""
-    m = ms[0]
+    m = machine(ms)
     ppu_sync(ms, env, t)
     if reg == 0x41:
         # DMG quirk: for one cycle STAT acts as if every source were enabled
@@ -509,17 +522,17 @@ def ppu_reg_write(ms: MachineRef, env: int, reg: int, value: int, t: wp.int64):
 
 
 @wp.func
-def vram_accessible(ms: MachineRef, env: int, t: wp.int64) -> bool:
+def vram_accessible(ms: MachinePtr, env: int, t: wp.int64) -> bool:
     """False while the PPU reads VRAM for drawing (mode 3): CPU reads give $FF, writes are lost."""
-    m = ms[0]
+    m = machine(ms)
     ppu_sync(ms, env, t)
     return (int(m.io[env, 0x40]) & 0x80) == 0 or m.r32[env, R_PPU_MODE] != 3
 
 
 @wp.func
-def oam_accessible(ms: MachineRef, env: int, t: wp.int64) -> bool:
+def oam_accessible(ms: MachinePtr, env: int, t: wp.int64) -> bool:
     """False in modes 2 and 3 (OAM scan and drawing)."""
-    m = ms[0]
+    m = machine(ms)
     ppu_sync(ms, env, t)
     mode = m.r32[env, R_PPU_MODE]
     return (int(m.io[env, 0x40]) & 0x80) == 0 or (mode != 2 and mode != 3)

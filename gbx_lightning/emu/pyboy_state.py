@@ -626,7 +626,6 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
     r32[S.R_EI_PENDING] = int(cpu["ei_delay"] != 0 and not cpu["ime"])
     r32[S.R_HALTED], r32[S.R_STOPPED] = cpu["halted"], cpu["stopped"]
     r32[S.R_LOCKED] = r32[S.R_HALT_BUG] = 0
-    r32[S.R_FRAMES] = 0
     r64[S.T_NOW] = t_now
     if st.bootrom_enabled:
         if gb._boot is None:

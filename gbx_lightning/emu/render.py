@@ -104,8 +104,7 @@ def _bit_bytes(b: int) -> int:
 
 # A tile row's bitplane byte -> its 8 pixels' bits, one per byte (the Machine holds it as
 # `bit_bytes`): a row's colour numbers are BIT_BYTES[lo] | BIT_BYTES[hi] << 1. Two loads
-# instead of a multiply, shift and mask per plane: 1.04x frames/s on the workload ROM
-# with every frame drawn (tools/ab_emu.py --render full --per-frame --envs 64).
+# instead of a multiply, shift and mask per plane (measured: docs/performance.md).
 BIT_BYTES = np.array([_bit_bytes(b) for b in range(256)], dtype=np.uint64)
 
 
@@ -149,9 +148,8 @@ def _shades8(colours: wp.uint64, palette: int) -> wp.uint64:
 
 
 # The observation keeps a line's even pixels: bytes 0, 2, 4, 6 of each word. One pext (x86
-# BMI2) or byte_perm (CUDA) per word instead of three mask-shift-or steps: 1.015x frames/s
-# on the workload ROM with every frame drawn (tools/ab_emu.py --render full --per-frame
-# --envs 64). The portable branch is tested through a generic-CPU build
+# BMI2) or byte_perm (CUDA) per word instead of three mask-shift-or steps (measured:
+# docs/performance.md). The portable branch is tested through a generic-CPU build
 # (tests/_render_native_kernels.py).
 _EVEN_BYTES_PAIR = """
 #if defined(__CUDA_ARCH__)
@@ -212,8 +210,7 @@ def window_visible(lcdc: int, wy_triggered: int, wx: int) -> int:
 
 # The OAM scan's 40 compares as three AVX-512 compares straight into bit masks (x86 with
 # AVX-512F), against ~68 instructions for LLVM's vectorisation of the portable loop, which
-# builds the mask from lane constants: 1.015x frames/s on the workload ROM with every
-# frame drawn (tools/ab_emu.py --render full --per-frame --envs 64, two runs). The loop is
+# builds the mask from lane constants (measured: docs/performance.md). The loop is
 # the portable branch (GPUs, other CPUs; tested through a generic-CPU build,
 # tests/_render_native_kernels.py).
 _OBJECTS_COVERING = """
@@ -315,9 +312,8 @@ def _span(vr: wp.array(dtype=wp.uint8), rows: wp.array(dtype=wp.uint16), bits: w
 # that ends a tile row depends on nothing before it. memcpy keeps the unaligned store
 # defined in C++; x86-64 and ARM64 do it at full speed. GPUs fault on unaligned 8-byte
 # stores (byte stores would be slow), so they take _span (see tile_stores_unaligned).
-# From ~19 to ~12 instructions per tile row; with the pext packing of the observation
-# (1.015x alone) 1.052x frames/s on the workload ROM with every frame drawn
-# (tools/ab_emu.py --render full --per-frame --envs 64).
+# From ~19 to ~12 instructions per tile row (measured with the pext packing of the
+# observation: docs/performance.md).
 _TILE_ROWS_AT = """
     const unsigned char* vr = (const unsigned char*)vram_at;
     const unsigned char* map = vr + map_row;

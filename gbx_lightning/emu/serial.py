@@ -13,12 +13,12 @@ so once more than SERIAL_CAP bytes were sent only the last SERIAL_CAP are kept.
 import warp as wp
 
 from .interrupts import raise_if
-from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, MachineRef
+from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, MachinePtr, machine
 
 
 @wp.func
-def serial_sync(ms: MachineRef, env: int, now: wp.int64):
-    m = ms[0]
+def serial_sync(ms: MachinePtr, env: int, now: wp.int64):
+    m = machine(ms)
     if now >= m.r64[env, T_SERIAL_END]:
         m.io[env, 2] = wp.uint8(int(m.io[env, 2]) & 0x7F)
         m.io[env, 1] = wp.uint8(0xFF)
@@ -27,8 +27,8 @@ def serial_sync(ms: MachineRef, env: int, now: wp.int64):
 
 
 @wp.func
-def sc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
-    m = ms[0]
+def sc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
+    m = machine(ms)
     serial_sync(ms, env, t)
     m.io[env, 2] = wp.uint8(value)
     if (value & 0x81) == 0x81:
@@ -42,10 +42,10 @@ def sc_write(ms: MachineRef, env: int, value: int, t: wp.int64):
 
 
 @wp.func
-def sb_read(ms: MachineRef, env: int, t: wp.int64) -> int:
+def sb_read(ms: MachinePtr, env: int, t: wp.int64) -> int:
     """SB as read at t: mid-transfer, the outgoing byte (the last one latched) shifted left
     once per 8192 Hz clock edge so far, 1s coming in."""
-    m = ms[0]
+    m = machine(ms)
     serial_sync(ms, env, t)
     v = int(m.io[env, 1])
     end = m.r64[env, T_SERIAL_END]

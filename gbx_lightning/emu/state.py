@@ -14,8 +14,11 @@ import warp as wp
 # Cartridge interface: the cart helper's emu/mbc.py (cart_read/cart_write Warp funcs).
 from .mbc import CartSpec, MBC_REGS, cart_read, cart_write, mbc_power_on_regs  # noqa: F401
 
-# ---- int32 bookkeeping words (r32[env, R_*]) -------------------------------------
-# Register file in the opcode's r-field order with F in the (HL) slot: B C D E H L F A.
+# ---- the per-env bookkeeping words: every slot of r32 and r64 is defined here ------------
+# (check_slot_map, run at import, fails if two names share a slot or one is out of range).
+
+# int32 words, r32[env, R_*]. The register file first, in the opcode's r-field order with F
+# in the (HL) slot: B C D E H L F A (the kernel indexes it by opcode fields).
 R_B, R_C, R_D, R_E, R_H, R_L, R_F, R_A = (wp.constant(i) for i in range(8))
 REG_SLOTS = {"b": 0, "c": 1, "d": 2, "e": 3, "h": 4, "l": 5, "f": 6, "a": 7, "sp": 8, "pc": 9}
 R_SP = wp.constant(8)
@@ -30,19 +33,21 @@ R_BUTTONS = wp.constant(16)      # pressed buttons, DESIGN.md bit order
 R_JOYP_LINES = wp.constant(17)   # last P1 low nibble (for press edge -> IF bit 4)
 R_SERIAL_COUNT = wp.constant(18) # bytes ever latched (ring index = count % SERIAL_CAP)
 R_LY = wp.constant(19)
-R_PPU_MODE = wp.constant(20)
+R_PPU_MODE = wp.constant(20)     # PPU mode 0-3, or one of ppu.PH_* (a line's first M-cycle)
 R_STAT_LINE = wp.constant(21)    # OR of enabled STAT sources (interrupt on its rising edge)
 R_WIN_LINE = wp.constant(22)     # window internal line counter
 R_WY_TRIGGERED = wp.constant(23)
 R_LCD_OFF_COINCIDENCE = wp.constant(24)  # STAT bit 2 frozen when the LCD went off
-# words 25, 29, 30: the line's OAM selection kept from mode 3 start (ppu.R_OBJ_SEL_*)
-# word 28: 1 from LCD on until the first VBlank (ppu.R_LCD_WARMUP)
-R_RENDER_NOW = wp.constant(31)  # render mode in effect: the launch's in its last frame, else none
+R_OBJ_SEL_LO = wp.constant(25)   # the line's OAM selection kept from mode 3 start (ppu.py):
 R_MODE3_LEN = wp.constant(26)    # current line's mode-3 length in T-cycles
-R_FRAMES = wp.constant(27)       # frames run since reset (low 31 bits)
+R_IDLE = wp.constant(27)         # idle-loop check (emu/idle.py): polled read, no write since
+R_LCD_WARMUP = wp.constant(28)   # 1 from LCD on until the first VBlank (that frame is blank)
+R_OBJ_SEL_HI = wp.constant(29)   # ... mask bits 20-39
+R_OBJ_SEL_T = wp.constant(30)    # ... and the mode-3 start it belongs to
+R_RENDER_NOW = wp.constant(31)   # render mode in effect: the launch's in its last frame, else none
 NUM_R32 = 32
 
-# ---- int64 timestamps (r64[env, T_*]), all in T-cycles since reset ----------------
+# int64 timestamps, r64[env, T_*], all in T-cycles since reset.
 T_NOW = wp.constant(0)           # CPU time: start of the next instruction
 T_FRAME_START = wp.constant(1)   # start of the current 70224-cycle frame window
 T_NEXT_EVENT = wp.constant(2)    # min of the peripheral event times below
@@ -57,7 +62,45 @@ T_SERIAL_END = wp.constant(10)   # transfer completion time (NEVER when idle)
 T_DMA_START = wp.constant(11)
 T_DMA_END = wp.constant(12)
 T_BOOT_MAPPED = wp.constant(13)  # 1: boot ROM visible at 0000-00FF until FF50 is written
-NUM_R64 = 16
+T_COUNT_INSTR = wp.constant(14)  # counter build only (cpu.COUNTERS): instructions run
+T_COUNT_RUNS = wp.constant(15)   # counter build only: runs of the instruction loop ended
+T_IDLE_HEAD = wp.constant(16)    # idle-loop check (emu/idle.py): the head of the last check,
+T_IDLE_SIG = wp.constant(17)     #   the CPU state and time there, and until when the polled
+T_IDLE_SIG2 = wp.constant(18)    #   values read since then stay the same
+T_IDLE_T = wp.constant(19)
+T_IDLE_VALID = wp.constant(20)
+T_IDLE_SKIPS = wp.constant(21)   # idle-loop skips made (emu/idle.py), for tests and tools
+NUM_R64 = 24                     # (padded: an env's row is three cache lines)
+
+
+def slot_map() -> dict[str, dict[str, int]]:
+    """Every named slot of r32 ("R_*") and r64 ("T_*") defined above (REG_SLOTS names the
+    register file's words and is checked with them)."""
+    g = globals()
+    return {prefix: {k: int(v) for k, v in g.items() if k.startswith(prefix) and k[len(prefix):].isupper()
+                     and isinstance(v, int) and not isinstance(v, bool)}
+            for prefix in ("R_", "T_")}
+
+
+def check_slot_map() -> None:
+    """Raise if two r32 or r64 names share a slot (R_PC/"pc" and the register names are the
+    same words as REG_SLOTS by design) or a slot is outside its array."""
+    slots = slot_map()
+    for prefix, size in (("R_", NUM_R32), ("T_", NUM_R64)):
+        seen: dict[int, str] = {}
+        for name, slot in sorted(slots[prefix].items(), key=lambda kv: kv[1]):
+            if not 0 <= slot < size:
+                raise AssertionError(f"state: {name} = {slot} is outside r{32 if prefix == 'R_' else 64}'s "
+                                     f"{size} words")
+            if slot in seen:
+                raise AssertionError(f"state: {name} and {seen[slot]} both use slot {slot}")
+            seen[slot] = name
+    for reg, slot in REG_SLOTS.items():
+        if slots["R_"].get(f"R_{reg.upper()}") != slot:
+            raise AssertionError(f"state: REG_SLOTS[{reg!r}] = {slot} is not R_{reg.upper()}")
+
+
+check_slot_map()
 
 NEVER = wp.constant(wp.int64(1 << 62))
 FRAME_CYCLES = 70224
@@ -125,13 +168,60 @@ class Machine:
     flat_val: wp.array2d(dtype=wp.uint8)   # ... and their bytes (K slots, -1 = free)
     flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
+    idle_skip: int                         # 1: skip the iterations of idle loops (emu/idle.py)
 
 
-# How functions take the machine: a one-element array of Machine (a 56-byte handle), not the
-# struct itself. Warp passes structs by value, and an out-of-line function taking Machine made
-# every call copy its ~1 KB of array descriptors; through the handle a function loads only the
-# fields it uses (`m = ms[0]` at the top of each function).
+# How kernels take the machine: a one-element array of Machine (MachineRef), not the struct
+# itself (Warp passes structs by value: ~1 KB of array descriptors per call).
 MachineRef = wp.array(dtype=Machine)
+# How functions take it: the address of that Machine (MachinePtr, a uint64 that travels in a
+# register). Each function loads the fields it uses (`m = machine(ms)` at its top). Through
+# the 56-byte MachineRef, every out-of-line call copied the handle to the stack with narrow
+# stores that the callee read back with wide loads (store-forwarding stalls, ~11% of the
+# samples of a joypad-polling game's profile).
+MachinePtr = wp.uint64
+
+
+@wp.func
+def machine(ms: MachinePtr) -> Machine:
+    """The Machine at address ms (a MachineRef's data: machine_ptr)."""
+    return wp.array(ptr=ms, shape=(1,), dtype=Machine)[0]
+
+
+@wp.func
+def machine_ptr(mref: MachineRef) -> MachinePtr:
+    """The MachinePtr of a kernel's MachineRef argument."""
+    return wp.uint64(mref.ptr)
+
+
+# One env's rows of io/r32/r64 as 1-d views (the machine's arrays are contiguous): constant
+# strides and descriptors that live in registers, where the 2-d machine arrays made every
+# access reload their strides after each byte store. The instruction loop and the PPU's
+# catch-up work on these.
+IO = wp.array(dtype=wp.uint8)
+R32 = wp.array(dtype=wp.int32)
+R64 = wp.array(dtype=wp.int64)
+
+
+@wp.func
+def io_row(ms: MachinePtr, env: int) -> IO:
+    """env's 128 I/O register bytes."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.io.ptr) + wp.uint64(env * 128), shape=(128,), dtype=wp.uint8)
+
+
+@wp.func
+def r32_row(ms: MachinePtr, env: int) -> R32:
+    """env's NUM_R32 int32 words (the register file first)."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
+
+
+@wp.func
+def r64_row(ms: MachinePtr, env: int) -> R64:
+    """env's NUM_R64 int64 timestamps."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
 
 
 def machine_ref(m: Machine) -> wp.array:

@@ -14,7 +14,7 @@ import warp as wp
 
 from .interrupts import raise_if
 from .state import (NEVER, T_DIV_BASE, T_TIMA_OVERFLOW, T_TIMA_RELOADED, T_TIMER_EVENT,
-                    T_TIMER_LAST, MachineRef)
+                    T_TIMER_LAST, MachinePtr, machine)
 
 
 @wp.func
@@ -32,15 +32,15 @@ def tac_bit(tac: int) -> int:
 
 
 @wp.func
-def system_counter(ms: MachineRef, env: int, t: wp.int64) -> int:
-    m = ms[0]
+def system_counter(ms: MachinePtr, env: int, t: wp.int64) -> int:
+    m = machine(ms)
     return int((t - m.r64[env, T_DIV_BASE]) & wp.int64(0xFFFF))
 
 
 @wp.func
-def timer_schedule(ms: MachineRef, env: int):
+def timer_schedule(ms: MachinePtr, env: int):
     """Next time the timer needs a sync: a pending reload, or the next overflow's reload."""
-    m = ms[0]
+    m = machine(ms)
     ev = NEVER
     ov = m.r64[env, T_TIMA_OVERFLOW]
     tac = int(m.io[env, 7])
@@ -56,9 +56,9 @@ def timer_schedule(ms: MachineRef, env: int):
 
 
 @wp.func
-def timer_sync(ms: MachineRef, env: int, now: wp.int64):
+def timer_sync(ms: MachinePtr, env: int, now: wp.int64):
     """Bring TIMA (and the delayed reload / IF bit 2) up to time `now`."""
-    m = ms[0]
+    m = machine(ms)
     last = m.r64[env, T_TIMER_LAST]
     if now > last:
         ov = m.r64[env, T_TIMA_OVERFLOW]
@@ -100,8 +100,8 @@ def timer_sync(ms: MachineRef, env: int, now: wp.int64):
 
 
 @wp.func
-def _tima_glitch_increment(ms: MachineRef, env: int, t: wp.int64):
-    m = ms[0]
+def _tima_glitch_increment(ms: MachinePtr, env: int, t: wp.int64):
+    m = machine(ms)
     tima = int(m.io[env, 5])
     if tima == 255:
         m.io[env, 5] = wp.uint8(0)
@@ -111,9 +111,9 @@ def _tima_glitch_increment(ms: MachineRef, env: int, t: wp.int64):
 
 
 @wp.func
-def div_write(ms: MachineRef, env: int, t: wp.int64):
+def div_write(ms: MachinePtr, env: int, t: wp.int64):
     """Writing DIV resets the system counter; if the selected bit was 1 that is a falling edge."""
-    m = ms[0]
+    m = machine(ms)
     timer_sync(ms, env, t)
     tac = int(m.io[env, 7])
     if (tac & 4) != 0 and ((system_counter(ms, env, t) >> tac_bit(tac)) & 1) == 1:
@@ -123,8 +123,8 @@ def div_write(ms: MachineRef, env: int, t: wp.int64):
 
 
 @wp.func
-def tac_write(ms: MachineRef, env: int, value: int, t: wp.int64):
-    m = ms[0]
+def tac_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
+    m = machine(ms)
     timer_sync(ms, env, t)
     old = int(m.io[env, 7])
     cnt = system_counter(ms, env, t)
@@ -141,8 +141,8 @@ def tac_write(ms: MachineRef, env: int, value: int, t: wp.int64):
 
 
 @wp.func
-def tima_write(ms: MachineRef, env: int, value: int, t: wp.int64):
-    m = ms[0]
+def tima_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
+    m = machine(ms)
     timer_sync(ms, env, t)
     rel = m.r64[env, T_TIMA_RELOADED]
     if m.r64[env, T_TIMA_OVERFLOW] >= wp.int64(0):
@@ -156,8 +156,8 @@ def tima_write(ms: MachineRef, env: int, value: int, t: wp.int64):
 
 
 @wp.func
-def tma_write(ms: MachineRef, env: int, value: int, t: wp.int64):
-    m = ms[0]
+def tma_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
+    m = machine(ms)
     timer_sync(ms, env, t)
     m.io[env, 6] = wp.uint8(value)
     rel = m.r64[env, T_TIMA_RELOADED]

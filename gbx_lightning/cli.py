@@ -219,6 +219,13 @@ class GbxCLI(LightningCLI):
         if self.subcommand == "fit":
             cls.check_max_steps(trainer.get("max_steps"), **init_args)
         _check_accelerator(trainer.get("accelerator"))
+        if trainer.get("gradient_clip_val") is not None:
+            raise ConfigError("trainer.gradient_clip_val", f"must be null (the algorithms clip in training_step: set "
+                              f"model.max_grad_norm), got {trainer.gradient_clip_val}")
+        if trainer.get("devices") not in (1, "1", "auto", None) or trainer.get("num_nodes") not in (1, None):
+            field = "devices" if trainer.get("devices") not in (1, "1", "auto", None) else "num_nodes"
+            raise ConfigError(f"trainer.{field}", f"must be 1 (one process steps the envs and trains), got "
+                              f"{trainer.get(field)}")
         for field in ("checkpoint_every", "log_every"):
             if not isinstance(cfg.get(field), int) or cfg.get(field) < 1:
                 raise ConfigError(field, f"must be an int >= 1, got {cfg.get(field)!r}")
@@ -293,7 +300,7 @@ class GbxCLI(LightningCLI):
                       enable_progress_bar=show_bar)
         try:
             return super().instantiate_trainer(**kwargs)
-        except MisconfigurationException as err:
+        except (MisconfigurationException, ValueError, ImportError) as err:  # Lightning's own checks of its options
             raise ConfigError("trainer", f"rejected by Lightning: {_first_line(err)}") from None
 
     def _loggers(self, user) -> Any:

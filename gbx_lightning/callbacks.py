@@ -36,7 +36,7 @@ episode_<x>_mean            charts/episodic_<x>                 an env's extra p
                                                                 food_eaten, orchard seeds_eaten, ...)
 reward_mean                 charts/reward_mean                  reward per env step
 done_rate, trunc_rate       charts/done_rate, charts/trunc_rate fraction of env steps that ended / were truncated
-lr                          charts/learning_rate                the optimizer's current learning rate
+lr                          charts/learning_rate                the learning rate of the next optimizer step
 loss                        losses/loss                         total loss (means over the interval's steps)
 loss_policy                 losses/policy_loss                  policy-gradient term
 loss_value                  losses/value_loss                   value term (0.5 * squared error)
@@ -401,8 +401,8 @@ class EnvStepsProgressBar(RichProgressBar):
     """Lightning's Rich bar counting training batches of the whole run, with env steps, env steps/s, return.
 
     One bar for the run: the stream is a single epoch whose length is the run's batch budget
-    (max_steps batches: one per optimizer step), so the bar's total
-    is that budget rather than Lightning's max_steps-based guess, and a resumed run continues it.
+    (max_steps / optimizer steps per batch), so the bar's total is that budget rather than
+    Lightning's max_steps-based guess, and a resumed run continues it.
     """
 
     def __init__(self, training_log: TrainingLog | None = None, refresh_rate: int = 1):
@@ -420,8 +420,11 @@ class EnvStepsProgressBar(RichProgressBar):
         if done % self.refresh_rate == 0 or done >= self.total_train_batches:
             super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
-    def _get_train_description(self, current_epoch: int) -> str:
-        return "train"
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        super().on_train_epoch_start(trainer, pl_module)
+        if self.progress is not None and self.train_progress_bar_id is not None:
+            # the run is one epoch (the stream's length is the batch budget): "Epoch 0/-2" would say nothing
+            self.progress.update(self.train_progress_bar_id, description="train")
 
     def get_metrics(self, trainer, pl_module) -> dict[str, Any]:
         items = super().get_metrics(trainer, pl_module)

@@ -38,6 +38,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
+from gbx_lightning.checks import number_problem
 from gbx_lightning.module import ConfigError, RLModule
 
 __all__ = ["GbxCLI", "GbxTrainer", "RunError", "main", "resolve_run_dir"]
@@ -226,23 +227,15 @@ class GbxCLI(LightningCLI):
             field = "devices" if trainer.get("devices") not in (1, "1", "auto", None) else "num_nodes"
             raise ConfigError(f"trainer.{field}", f"must be 1 (one process steps the envs and trains), got "
                               f"{trainer.get(field)}")
-        for field in ("checkpoint_every", "log_every"):
-            if not isinstance(cfg.get(field), int) or cfg.get(field) < 1:
-                raise ConfigError(field, f"must be an int >= 1, got {cfg.get(field)!r}")
-        for field in ("progress_refresh", "image_every"):
-            if not isinstance(cfg.get(field), int) or cfg.get(field) < 0:
-                raise ConfigError(field, f"must be an int >= 0, got {cfg.get(field)!r}")
-        if not isinstance(cfg.get("checkpoint_keep"), int) or cfg.get("checkpoint_keep") < -1:
-            raise ConfigError("checkpoint_keep", f"must be an int >= -1 (-1: all), got {cfg.get('checkpoint_keep')!r}")
-        if cfg.get("version") is not None and cfg.version < 0:
-            raise ConfigError("version", f"must be an int >= 0 or null, got {cfg.version!r}")
+        bounds = {"checkpoint_every": dict(low=1), "log_every": dict(low=1), "progress_refresh": dict(low=0),
+                  "image_every": dict(low=0), "checkpoint_keep": dict(low=-1), "version": dict(low=0, none="null"),
+                  "torch_threads": dict(low=1, none="null")}
         if self.subcommand == "play":
-            for field, minimum in (("episodes", 1), ("max_steps", 1)):
-                if not isinstance(cfg.get(field), int) or cfg.get(field) < minimum:
-                    raise ConfigError(field, f"must be an int >= {minimum}, got {cfg.get(field)!r}")
-        threads = cfg.get("torch_threads")
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError("torch_threads", f"must be an int >= 1 or null, got {threads!r}")
+            bounds.update(episodes=dict(low=1), max_steps=dict(low=1))
+        for field, bound in bounds.items():
+            problem = number_problem(cfg.get(field), integer=True, **bound)
+            if problem is not None:
+                raise ConfigError(field, problem)
 
         root = trainer.get("default_root_dir")
         if root is not None:  # Lightning's name for where logs go: our runs_dir
@@ -276,7 +269,7 @@ class GbxCLI(LightningCLI):
 
             torch.set_num_threads(cfg.torch_threads)
         run_dir = self.run_dir
-        trainer_cfg = self._get(self.config_init, "trainer", default={})
+        trainer_cfg = self.config_init[self.subcommand].get("trainer") or {}
         callbacks = list(trainer_cfg.get("callbacks") or [])
         self.training_log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
                                         run_name=self.run_name)
@@ -334,10 +327,10 @@ class GbxCLI(LightningCLI):
                   f"(and a larger --trainer.max_steps)", file=sys.stderr, flush=True)
 
     def _config_dict(self) -> dict:
+        """The resolved config of this subcommand, as plain data for the JSONL meta line."""
         import yaml
 
-        return yaml.safe_load(self._parser(self.subcommand).dump(self._sub(), skip_none=False,
-                                                                 skip_validation=True))
+        return yaml.safe_load(self.parser.dump(self.config, skip_none=False, skip_validation=True))[self.subcommand]
 
 
 def _check_accelerator(accelerator) -> None:

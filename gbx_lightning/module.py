@@ -304,7 +304,7 @@ class RLModule(LightningModule):
             group["lr"] = self.hparams.lr * factor
 
     # ---- one optimizer step, shared by both algorithms ---------------------------------------------
-    def optimizer_step_on(self, out: dict[str, torch.Tensor]) -> None:
+    def step_optimizer(self, out: dict[str, torch.Tensor]) -> None:
         """Backward ``out["loss"]``, clip the gradient norm, step the optimizer (and the lr schedule), track ``out``."""
         opt = self.optimizers()
         self.manual_backward(out["loss"])
@@ -439,7 +439,7 @@ class A2CModule(RLModule):
                       batch["terminated"].flatten(), gamma=hp.gamma, value_coef=hp.value_coef,
                       entropy_coef=hp.entropy_coef)
         # 3. backward, clip, step
-        self.optimizer_step_on(out)
+        self.step_optimizer(out)
         self.time_update_s += time.perf_counter() - t0
 
 
@@ -531,5 +531,5 @@ class PPOModule(RLModule):
                                entropy_coef=hp.entropy_coef)
                 out["value_mean"] = new_values.detach().mean()
                 out["explained_variance"] = explained_var
-                self.optimizer_step_on(out)
+                self.step_optimizer(out)
         self.time_update_s += time.perf_counter() - t0

@@ -57,7 +57,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     (PPO, "--model.init_args.minibatches=0", "model.minibatches must be an int >= 1, got 0"),
     (A2C, "--log_every=0", "log_every must be an int >= 1, got 0"),
     (A2C, "--image_every=-1", "image_every must be an int >= 0, got -1"),
-    (A2C, "--checkpoint_keep=-2", "checkpoint_keep must be an int >= -1 (-1: all), got -2"),
+    (A2C, "--checkpoint_keep=-2", "checkpoint_keep must be an int >= -1, got -2"),
     (PPO, "--trainer.max_steps=2410",
      "trainer.max_steps must be a multiple of epochs * minibatches = 16 (PPO updates whole rollouts), got 2410; "
      "use 2416 or 2400"),

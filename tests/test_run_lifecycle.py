@@ -225,3 +225,13 @@ def test_a_cpu_run_prints_no_tips_and_no_cuda_warning(cfg, tmp_path):
     assert "Traceback" not in out and "litlogger" not in out and "Tip" not in out
     if not torch.cuda.is_available():
         assert "CUDA driver" not in out
+
+
+def test_default_root_dir_is_where_runs_go_and_logger_false_keeps_only_the_jsonl(cfg, tmp_path):
+    assert main(["fit", "--config", str(cfg), "--trainer.default_root_dir", str(tmp_path / "elsewhere"),
+                 "--trainer.logger", "false", "--trainer.enable_progress_bar", "false"]) == 0
+    run_dir = tmp_path / "elsewhere" / "tiny" / "version_0"
+    assert (run_dir / "train.jsonl").is_file() and (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert (run_dir / "config.yaml").is_file() and not list(run_dir.glob("events.out.tfevents.*"))
+    assert main(["fit", "--config", str(cfg), "--trainer.default_root_dir", str(tmp_path / "a"), "--runs_dir",
+                 str(tmp_path / "b")]) == 2

@@ -226,7 +226,8 @@ class RLModule(LightningModule):
     def _make_env(self, num_envs: int):
         from gbx_lightning.envs import make_env
 
-        device = self.trainer.strategy.root_device if self._trainer is not None else torch.device("cpu")
+        trainer = self._attached_trainer()
+        device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
         try:
             return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
         except (ValueError, TypeError, FileNotFoundError) as err:
@@ -248,6 +249,13 @@ class RLModule(LightningModule):
         if stage in ("validate", "test") or self.policy is None:
             self._build_policy(self._get_eval_env())
 
+    def _attached_trainer(self):
+        """The Trainer, or None for a module used on its own (``self.trainer`` raises then)."""
+        try:
+            return self.trainer
+        except RuntimeError:
+            return None
+
     def _get_eval_env(self):
         if self.eval_env is None:
             self.eval_env = self._make_env(self.hparams.eval_episodes)
@@ -266,7 +274,7 @@ class RLModule(LightningModule):
 
     def train_dataloader(self):
         num_batches = UNBOUNDED
-        if self._trainer is not None and self.trainer.max_steps > 0:
+        if self.trainer.max_steps > 0:
             num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
         self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout())
         self.stream.env_steps = self._restored_env_steps
@@ -354,7 +362,7 @@ class RLModule(LightningModule):
             for name, v in zip(self._metric_names + ["grad_norm"], means):
                 out[self._LOG_NAMES.get(name, name)] = v
             self._metric_sums = self._metric_counts = None
-        opt = self.optimizers(use_pl_optimizer=False) if self._trainer is not None else None
+        opt = self.optimizers(use_pl_optimizer=False) if self._attached_trainer() is not None else None
         out["lr"] = opt.param_groups[0]["lr"] if opt is not None else self.hparams.lr
         return out
 

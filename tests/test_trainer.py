@@ -328,3 +328,25 @@ def test_ppo_resume_matches_uninterrupted_run(tmp_path):
     assert [r["opt_steps"] for r in steps] == list(range(4, 17, 4))  # log_every 1: one record per batch
     assert [e["eval"]["opt_steps"] for e in evals] == [4, 8, 12, 16]  # val_check_interval counts rollouts
     _assert_straight_run_matches(cfg, runs, 16, steps, ckpt)
+
+
+def test_ppo_refuses_a_max_steps_inside_a_rollout():
+    """A run stopped inside a rollout's epochs x minibatches loop would lose the rest of that update on resume."""
+    from gbx_lightning.module import ConfigError
+
+    module = PPOModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
+                       policy_kwargs={"hidden": [16]}, rollout_steps=3, epochs=2, minibatches=2, seed=0)
+    with pytest.raises(ConfigError, match=r"^trainer.max_steps must be a multiple of epochs \* minibatches = 4 "
+                                          r"\(PPO updates whole rollouts\), got 6; use 8 or 4$"):
+        _tiny_trainer(6).fit(module)
+
+
+def test_linear_anneal_known_values_and_extension():
+    from gbx_lightning.module import LinearAnneal
+
+    anneal = LinearAnneal(8)
+    assert [anneal(k) for k in (0, 4, 7, 8, 9)] == [1.0, 0.5, 0.125, 0.0, 0.0]
+    anneal.extend_to(8, 24)  # a finished run resumed with max_steps 24: from step 7's 0.125 down to 0 at 24
+    assert [anneal(k) for k in (7, 8, 24)] == pytest.approx([0.125, 0.125 * 16 / 17, 0.0])
+    state = torch.optim.lr_scheduler.LambdaLR(torch.optim.SGD([torch.zeros(1)], lr=1.0), anneal).state_dict()
+    assert state["lr_lambdas"] == [{"start": 7, "start_factor": 0.125, "end": 24}]  # saved in checkpoints

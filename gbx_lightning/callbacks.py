@@ -1,4 +1,5 @@
-"""Observers of a run: JSONL + TensorBoard training log, env-steps/s progress bar, atomic checkpoint writes.
+"""Observers of a run: the training log (JSONL + every Lightning logger), what the agent sees, the progress bar,
+atomic checkpoint writes.
 
 Training log (one JSON object per line, appended; schema stable):
 
@@ -9,28 +10,55 @@ Training log (one JSON object per line, appended; schema stable):
   numpy, gbx_lightning), ``rom_sha256`` (when the env has a ROM, else null), ``started_at``
   (UTC ISO time), ``log_every``. On resume, records of the previous segment with
   ``env_steps`` beyond the resume point (written after its last checkpoint) are superseded.
-* One record every ``log_every`` optimizer steps (default 1 = every step) with keys
-  ``env_steps, opt_steps, wall_time_s`` (training wall time, summed over segments),
-  ``sps`` (env steps per second over the interval), ``reward_mean`` (per env-step),
-  ``done_rate`` (fraction of env-steps that ended an episode, terminated or truncated),
-  ``trunc_rate`` (fraction that were truncated), ``episodes`` (episodes ended in the
-  interval), ``episode_return_mean, episode_length_mean, success_rate`` (over those episodes;
-  null if none ended), ``episode_<extra>_mean`` for each extra per-episode counter the env
-  reports (ForagingEnv: ``episode_food_eaten_mean``, ``episode_poison_eaten_mean``),
-  ``loss, loss_policy, loss_value, entropy, value_mean`` (means over the interval's
-  training steps), A2C ``advantage_mean``, PPO ``approx_kl, clipfrac``, ``grad_norm``
-  (mean pre-clip norm over the interval's optimizer steps), ``lr``, and the phase
-  breakdown ``time_act_s`` (policy forward + sampling, PPO: + V(final_obs) and GAE),
-  ``time_env_s`` (env.step), ``time_update_s`` (training_step: forward, loss, backward,
-  optimizer), ``time_other_s`` (the rest: Lightning loop, logging, checkpoints), seconds
-  within the interval. Device statistics are read once per record. On CUDA the phase
-  times measure launch time unless the work synchronises.
+* One record each time ``opt_steps`` reaches a multiple of ``log_every`` (PPO takes
+  epochs x minibatches steps per batch: a record is written after the batch that crossed one),
+  with the keys below. Device statistics are read once per record.
 * ``{"eval": {...}}`` after every validate/test: ``stage``, ``env_steps``, ``opt_steps`` and the
-  ``eval/*`` or ``test/*`` metrics (episodes, return_mean, success_rate, length_mean, extras).
+  ``eval/*`` or ``test/*`` metrics (episodes, return_mean, success_rate, steps_to_success,
+  length_mean, extras).
 * ``{"error": {...}}`` if the run dies (``type``, ``message``, ``env_steps``, ``opt_steps``).
 
-TensorBoard receives the same numeric keys with ``env_steps`` as the step axis, one event per
-record (``write_scalars``).
+Every logger of the Trainer (TensorBoard, and any the user adds: CSV, W&B, MLflow, ...) gets the
+same numbers through ``Logger.log_metrics`` at ``step = env_steps`` (CleanRL's x-axis), under
+names grouped as CleanRL and SB3 do; eval metrics keep their ``eval/``/``test/`` names:
+
+==========================  ==================================  ================================================
+JSONL key                   logger name                         meaning
+==========================  ==================================  ================================================
+env_steps                   charts/env_steps                    env transitions so far (all N envs count)
+opt_steps                   charts/opt_steps                    optimizer steps so far (= trainer.global_step)
+sps                         charts/SPS                          env steps per second over the interval
+episode_return_mean         charts/episodic_return              mean return of the episodes ended in the interval
+episode_length_mean         charts/episodic_length              their mean length (env steps)
+success_rate                charts/success_rate                 their fraction that succeeded
+episodes                    charts/episodes                     how many ended
+episode_<x>_mean            charts/episodic_<x>                 an env's extra per-episode counter (ForagingEnv
+                                                                food_eaten, orchard seeds_eaten, ...)
+reward_mean                 charts/reward_mean                  reward per env step
+done_rate, trunc_rate       charts/done_rate, charts/trunc_rate fraction of env steps that ended / were truncated
+lr                          charts/learning_rate                the learning rate of the next optimizer step
+loss                        losses/loss                         total loss (means over the interval's steps)
+loss_policy                 losses/policy_loss                  policy-gradient term
+loss_value                  losses/value_loss                   value term (0.5 * squared error)
+entropy                     losses/entropy                      mean policy entropy
+value_mean                  losses/value_mean                   mean V(s) of the batch
+advantage_mean              losses/advantage_mean               A2C: mean TD(0) advantage
+approx_kl                   losses/approx_kl                    PPO: mean((ratio - 1) - log ratio)
+clipfrac                    losses/clipfrac                     PPO: fraction of samples with a clipped ratio
+explained_variance          losses/explained_variance           1 - Var(returns - V) / Var(returns)
+grad_norm                   losses/grad_norm                    mean pre-clip gradient norm
+wall_time_s                 time/wall_s                         training wall time, summed over fit segments
+time_act_s                  time/act_s                          policy forward + sampling (seconds in interval)
+time_env_s                  time/env_s                          env.step
+time_update_s               time/update_s                       training_step (bootstrap, GAE, forward, loss,
+                                                                backward, optimizer)
+time_other_s                time/other_s                        the rest: Lightning's loop, logging, checkpoints
+==========================  ==================================  ================================================
+
+Loss means leave out non-finite values (explained variance is undefined when the returns did not
+vary); a key with nothing to average is null in the JSONL and absent for the loggers. On CUDA the
+phase times measure launch time unless the work synchronises. TensorBoard also gets the run's
+hyper-parameters with the eval metrics in its HParams tab (at the first evaluation of a fit).
 """
 
 from __future__ import annotations
@@ -52,7 +80,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 __all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "AgentView", "package_versions",
-           "write_scalars", "observation_grid"]
+           "logger_metrics", "observation_grid"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -71,31 +99,44 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def write_scalars(writer, scalars: dict[str, float], step: int) -> None:
-    """Write ``scalars`` to a ``torch.utils.tensorboard.SummaryWriter`` as one event at ``step``.
-
-    TensorBoard reads it as ``add_scalar(tag, value, step)`` for every key (one ``Summary.Value``
-    with ``simple_value`` per tag, which is what ``add_scalar`` writes), but it is one protobuf
-    and one hand-off to the writer thread per record instead of one per key: about 0.2 ms for a
-    25-key record instead of about 1.5 ms on CPU (most of it the writer queue), paid every
-    ``log_every`` steps.
-    """
-    from tensorboard.compat.proto.summary_pb2 import Summary
-
-    summary = Summary(value=[Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()])
-    writer._get_file_writer().add_summary(summary, step)
+_LOGGER_NAMES = {
+    "env_steps": "charts/env_steps", "opt_steps": "charts/opt_steps", "sps": "charts/SPS",
+    "episode_return_mean": "charts/episodic_return", "episode_length_mean": "charts/episodic_length",
+    "success_rate": "charts/success_rate", "episodes": "charts/episodes", "reward_mean": "charts/reward_mean",
+    "done_rate": "charts/done_rate", "trunc_rate": "charts/trunc_rate", "lr": "charts/learning_rate",
+    "loss": "losses/loss", "loss_policy": "losses/policy_loss", "loss_value": "losses/value_loss",
+    "entropy": "losses/entropy", "value_mean": "losses/value_mean", "advantage_mean": "losses/advantage_mean",
+    "approx_kl": "losses/approx_kl", "clipfrac": "losses/clipfrac", "explained_variance": "losses/explained_variance",
+    "grad_norm": "losses/grad_norm", "wall_time_s": "time/wall_s", "time_act_s": "time/act_s",
+    "time_env_s": "time/env_s", "time_update_s": "time/update_s", "time_other_s": "time/other_s",
+}
 
 
-def write_image(writer, tag: str, encoded: bytes, height: int, width: int, step: int) -> None:
+def logger_metrics(record: dict[str, Any]) -> dict[str, float]:
+    """A JSONL record's finite numbers under the loggers' names (the table in this module's docstring)."""
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue
+        if key in _LOGGER_NAMES:
+            out[_LOGGER_NAMES[key]] = float(value)
+        elif key.startswith("episode_") and key.endswith("_mean"):
+            out[f"charts/episodic_{key[len('episode_'):-len('_mean')]}"] = float(value)
+        elif "/" in key:  # eval/..., test/...
+            out[key] = float(value)
+    return out
+
+
+def _image_summary(tag: str, encoded: bytes, height: int, width: int):
     """An encoded PNG or GIF as a TensorBoard image summary (an animated GIF plays in the Images tab).
 
-    Written as the proto directly: SummaryWriter.add_image would need its image arrays re-encoded by
-    an imaging library, and add_video needs moviepy; the bytes here come from emu/png.py / emu/gif.py.
+    Built as the proto directly: SummaryWriter.add_image would re-encode arrays with an imaging library,
+    and add_video needs moviepy; the bytes here come from emu/png.py / emu/gif.py.
     """
     from tensorboard.compat.proto.summary_pb2 import Summary
 
     image = Summary.Image(height=height, width=width, colorspace=1, encoded_image_string=encoded)
-    writer._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
+    return Summary(value=[Summary.Value(tag=tag, image=image)])
 
 
 def observation_grid(obs: torch.Tensor, envs: int = 4) -> "np.ndarray":
@@ -140,6 +181,8 @@ class TrainingLog(Callback):
         self.run_id = uuid.uuid4().hex[:12]
         self.wall_time_base = 0.0  # training seconds of earlier segments (restored from the checkpoint)
         self.last_record: dict[str, Any] = {}
+        self.last_eval_opt_steps: int | None = None  # opt_steps of the latest evaluation (the CLI's final-eval check)
+        self._hparams_logged = False
         self._file = None
         self._t_start = 0.0
 
@@ -162,19 +205,10 @@ class TrainingLog(Callback):
         self._file.write(json.dumps(obj, default=str) + "\n")
         self._file.flush()
 
-    def _tensorboard(self, trainer: Trainer, metrics: dict[str, Any], step: int) -> None:
-        from torch.utils.tensorboard import SummaryWriter
-
-        scalars = {k: float(v) for k, v in metrics.items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    @staticmethod
+    def _log(trainer: Trainer, metrics: dict[str, float], step: int) -> None:
         for logger in trainer.loggers:
-            # TensorBoardLogger.log_metrics is one add_scalar per key; the same scalars as one event are cheaper
-            # (write_scalars). Other loggers, a prefixed TensorBoardLogger, or a non-zero rank's dummy: log_metrics.
-            writer = logger.experiment if isinstance(logger, TensorBoardLogger) and not logger._prefix else None
-            if isinstance(writer, SummaryWriter):
-                write_scalars(writer, scalars, step)
-            else:
-                logger.log_metrics(scalars, step=step)
+            logger.log_metrics(metrics, step=step)
 
     # ---- hooks -----------------------------------------------------------------------------------
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -200,6 +234,7 @@ class TrainingLog(Callback):
         self._interval_env_steps = pl_module.env_steps
         self._last_opt_step = pl_module.opt_steps
         self._phase_base = (0.0, 0.0, 0.0)
+        self._hparams_logged = False
 
     def _phase_times(self, pl_module) -> tuple[float, float, float]:
         stream = pl_module.stream
@@ -208,8 +243,8 @@ class TrainingLog(Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         opt_steps = pl_module.opt_steps
-        if opt_steps == self._last_opt_step or opt_steps % self.log_every != 0:
-            return
+        if opt_steps // self.log_every == self._last_opt_step // self.log_every:
+            return  # no multiple of log_every reached since the last record
         self._last_opt_step = opt_steps
         now = time.perf_counter()
         env_steps = pl_module.env_steps
@@ -226,7 +261,7 @@ class TrainingLog(Callback):
                        "time_other_s": max(0.0, dt - act - env_t - upd)})
         record = {k: _clean(v) for k, v in record.items()}
         self._write(record)
-        self._tensorboard(trainer, record, env_steps)
+        self._log(trainer, logger_metrics(record), env_steps)
         self.last_record = record
         self._interval_start, self._interval_env_steps, self._phase_base = now, env_steps, phases
 
@@ -239,10 +274,23 @@ class TrainingLog(Callback):
             return
         self._write({"eval": {"stage": stage, "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
                               **metrics}})
-        self._tensorboard(trainer, metrics, pl_module.env_steps)
+        self.last_eval_opt_steps = pl_module.opt_steps
+        numbers = logger_metrics(metrics)
+        for logger in trainer.loggers:
+            if isinstance(logger, TensorBoardLogger) and trainer.state.fn == "fit" and not self._hparams_logged:
+                # HParams tab: the hyper-parameters with the eval metrics, whose later values TensorBoard follows
+                logger.log_hyperparams(self._hparams(trainer, pl_module), metrics=numbers, step=pl_module.env_steps)
+            else:
+                logger.log_metrics(numbers, step=pl_module.env_steps)
+        self._hparams_logged = True
         if trainer.state.fn in ("validate", "test"):  # during fit the progress bar owns the console
             body = "  ".join(f"{k.split('/', 1)[1]} " + ("n/a" if v is None else f"{v:.4g}") for k, v in metrics.items())
             print(f"{stage}: {body}  (env_steps {pl_module.env_steps}, opt_steps {pl_module.opt_steps})", flush=True)
+
+    @staticmethod
+    def _hparams(trainer, pl_module) -> dict[str, Any]:
+        """The module's hyper-parameters (dicts flattened by the logger) and the Trainer's step budget."""
+        return {**dict(pl_module.hparams), "max_steps": trainer.max_steps}
 
     def on_validation_end(self, trainer, pl_module) -> None:
         self._eval_record(trainer, pl_module, "validate")
@@ -272,6 +320,10 @@ class AgentView(Callback):
     * After every evaluation: ``eval/clip``, env 0's evaluation episode as an animated GIF (the
       screens it saw, ``delay_cs`` hundredths of a second each), also written to
       ``clip_dir/eval_step{opt_steps:08d}.gif``.
+
+    Images go to an event file of their own in each TensorBoardLogger's ``log_dir`` (torch's public
+    ``FileWriter``; TensorBoard reads every event file of a run directory). A resumed fit purges the
+    images a crashed segment wrote after its checkpoint, as the logger's ``purge_step`` does for scalars.
     """
 
     def __init__(self, clip_dir: str | os.PathLike | None = None, image_every: int = 500, envs: int = 4,
@@ -281,17 +333,33 @@ class AgentView(Callback):
         self.clip_dir = None if clip_dir is None else os.fspath(clip_dir)
         self.image_every, self.envs, self.scale, self.delay_cs = image_every, envs, scale, delay_cs
         self._next_image = 0
+        self._purge_step: int | None = None
+        self._writers: dict[str, Any] = {}
         self.last_clip_path: str | None = None
 
-    @staticmethod
-    def _writers(trainer):
-        from torch.utils.tensorboard import SummaryWriter
+    def _write(self, trainer, tag: str, encoded: bytes, height: int, width: int, step: int) -> None:
+        from torch.utils.tensorboard.writer import FileWriter
 
-        return [lg.experiment for lg in trainer.loggers
-                if isinstance(lg, TensorBoardLogger) and isinstance(lg.experiment, SummaryWriter)]
+        if not trainer.is_global_zero:
+            return
+        summary = _image_summary(tag, encoded, height, width)
+        for logger in trainer.loggers:
+            if not isinstance(logger, TensorBoardLogger):
+                continue
+            writer = self._writers.get(logger.log_dir)
+            if writer is None:
+                writer = self._writers[logger.log_dir] = FileWriter(logger.log_dir, filename_suffix=".images")
+                if self._purge_step is not None:
+                    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+
+                    # what SummaryWriter(purge_step=...) writes: TensorBoard hides older events from this step on
+                    writer.add_event(Event(step=self._purge_step, file_version="brain.Event:2"))
+                    writer.add_event(Event(step=self._purge_step, session_log=SessionLog(status=SessionLog.START)))
+            writer.add_summary(summary, step)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._next_image = pl_module.opt_steps
+        self._purge_step = pl_module.env_steps + 1 if trainer.ckpt_path is not None else None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         stream = pl_module.stream
@@ -304,10 +372,8 @@ class AgentView(Callback):
         from gbx_lightning.emu.png import encode_png
 
         grid = observation_grid(obs, self.envs)
-        data = encode_png(grid, self.scale)
-        for writer in self._writers(trainer):
-            write_image(writer, "agent/observations", data, grid.shape[0] * self.scale,
-                        grid.shape[1] * self.scale, pl_module.env_steps)
+        self._write(trainer, "agent/observations", encode_png(grid, self.scale), grid.shape[0] * self.scale,
+                    grid.shape[1] * self.scale, pl_module.env_steps)
 
     def on_validation_end(self, trainer, pl_module) -> None:
         clip = getattr(pl_module, "last_eval_clip", None)
@@ -322,17 +388,21 @@ class AgentView(Callback):
             self.last_clip_path = os.path.join(self.clip_dir, f"eval_step{pl_module.opt_steps:08d}.gif")
             with open(self.last_clip_path, "wb") as f:
                 f.write(data)
-        for writer in self._writers(trainer):
-            write_image(writer, "eval/clip", data, frames.shape[1] * self.scale, frames.shape[2] * self.scale,
-                        pl_module.env_steps)
+        self._write(trainer, "eval/clip", data, frames.shape[1] * self.scale, frames.shape[2] * self.scale,
+                    pl_module.env_steps)
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
 
 
 class EnvStepsProgressBar(RichProgressBar):
     """Lightning's Rich bar counting training batches of the whole run, with env steps, env steps/s, return.
 
     One bar for the run: the stream is a single epoch whose length is the run's batch budget
-    (max_steps batches: one per optimizer step), so the bar's total
-    is that budget rather than Lightning's max_steps-based guess, and a resumed run continues it.
+    (max_steps / optimizer steps per batch), so the bar's total is that budget rather than
+    Lightning's max_steps-based guess, and a resumed run continues it.
     """
 
     def __init__(self, training_log: TrainingLog | None = None, refresh_rate: int = 1):
@@ -350,8 +420,11 @@ class EnvStepsProgressBar(RichProgressBar):
         if done % self.refresh_rate == 0 or done >= self.total_train_batches:
             super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
-    def _get_train_description(self, current_epoch: int) -> str:
-        return "train"
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        super().on_train_epoch_start(trainer, pl_module)
+        if self.progress is not None and self.train_progress_bar_id is not None:
+            # the run is one epoch (the stream's length is the batch budget): "Epoch 0/-2" would say nothing
+            self.progress.update(self.train_progress_bar_id, description="train")
 
     def get_metrics(self, trainer, pl_module) -> dict[str, Any]:
         items = super().get_metrics(trainer, pl_module)

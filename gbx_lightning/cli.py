@@ -1,39 +1,47 @@
-"""``python -m gbx_lightning fit|validate|test --config configs/X.yaml`` (LightningCLI).
+"""``python -m gbx_lightning fit|validate|test|play --config configs/X.yaml`` (LightningCLI).
 
-Run directory: every run lives in ``<runs_dir>/<run_name>/`` (defaults: ``lightning_logs`` and
-the stem of the last ``--config`` file): TensorBoard events, ``train.jsonl``,
-``config.yaml`` and ``checkpoints/{last.ckpt, stepNNNNNNNN.ckpt}``. The directory is
-stable, not ``version_N``, so the same command plus ``--ckpt_path last`` resumes the run
-and its logs continue in place.
+Run directories: ``<runs_dir>/<run_name>/version_N/`` (defaults: ``lightning_logs`` and the stem of
+the last ``--config`` file), Lightning's own layout, so runs of a sweep never collide: every fresh
+``fit`` starts the next version. Each holds TensorBoard events, ``train.jsonl``, ``config.yaml``
+(reusable: ``--config .../config.yaml`` names the same run), ``clips/`` and
+``checkpoints/{last.ckpt, stepNNNNNNNN.ckpt}``. ``--ckpt_path last`` takes the newest version
+that has a ``last.ckpt`` (``--version N`` picks one), and the logs continue in place.
 
-Guards, all checked before any env or network is built, each a one-line message and
-exit status 2 (no traceback):
+Guards, all checked before any env or network is built, each a one-line message and exit
+status 2 (no traceback):
 
-* hyper-parameters out of range or unknown names (``config error: model.gamma must be
-  in (0, 1], got 1.5``);
-* ``--ckpt_path last`` with no ``checkpoints/last.ckpt`` in the run directory (never a
-  silent fresh start);
-* ``fit`` without ``--ckpt_path`` in a run directory that already holds checkpoints
-  (resume it, or pick another ``--run_name``).
+* hyper-parameters out of range or unknown names (``config error: model.gamma must be a number
+  in (0, 1], got 1.5``), PPO ``trainer.max_steps`` not a whole number of rollouts,
+  ``trainer.accelerator gpu`` without a CUDA device, anything else Lightning's Trainer rejects;
+* ``--ckpt_path last`` with no checkpoint to resume (never a silent fresh start);
+* ``validate``/``test`` with nothing to evaluate (without ``--ckpt_path`` they evaluate the run's
+  last checkpoint, and say so).
+
+What the given config says wins over what a checkpoint stored: ``--ckpt_path`` restores run state
+(weights, optimizer, env, RNG, counters), not hyper-parameters (LightningCLI would otherwise parse
+the checkpoint's hyper-parameters over the config: the path is handed to it only after parsing).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 from jsonargparse import Namespace
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
+from gbx_lightning.checks import number_problem
 from gbx_lightning.module import ConfigError, RLModule
 
-__all__ = ["GbxCLI", "GbxTrainer", "RunError", "main"]
+__all__ = ["GbxCLI", "GbxTrainer", "RunError", "main", "resolve_run_dir"]
 
 
 class RunError(RuntimeError):
@@ -61,29 +69,119 @@ class GbxTrainer(Trainer):
              max_steps=max_steps)
 
 
+class RunConfig(SaveConfigCallback):
+    """Saves ``config.yaml`` so that ``--config <run>/config.yaml`` means this run: the run name written
+    in, no checkpoint path or version (a fresh ``fit`` of it starts the next version; add
+    ``--ckpt_path last`` to resume)."""
+
+    def __init__(self, parser, config, run_name: str = "run", **kwargs):
+        super().__init__(parser, config, save_to_log_dir=False, **kwargs)
+        self.run_name = run_name
+
+    def save_config(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        config = self.config.clone()
+        config.run_name, config.ckpt_path, config.version = self.run_name, None, None
+        os.makedirs(trainer.log_dir, exist_ok=True)
+        self.parser.save(config, os.path.join(trainer.log_dir, self.config_filename), skip_none=False,
+                         overwrite=True, multifile=self.multifile)
+
+
+def _versions(base: Path) -> list[int]:
+    out = []
+    for child in base.glob("version_*") if base.is_dir() else ():
+        suffix = child.name[len("version_"):]
+        if child.is_dir() and suffix.isdigit():
+            out.append(int(suffix))
+    return sorted(out)
+
+
+def resolve_run_dir(base: Path, subcommand: str, ckpt_path: str | None, version: int | None) -> tuple[Path, str | None]:
+    """(version directory, checkpoint file) for a subcommand; RunError if there is nothing to resume/evaluate.
+
+    ``fit`` without a checkpoint: ``version`` or the next free version. ``--ckpt_path last`` (and
+    ``validate``/``test`` without one): the checkpoint ``last.ckpt`` of ``version`` or of the newest
+    version holding one. A checkpoint file inside one of this run's versions logs into that version.
+    """
+    versions = _versions(base)
+    if ckpt_path is None and subcommand == "fit":
+        if version is None:
+            return base / f"version_{versions[-1] + 1 if versions else 0}", None
+        run_dir = base / f"version_{version}"
+        if (run_dir / "checkpoints" / "last.ckpt").exists():
+            raise RunError(f"{run_dir} already holds a run; resume it with --ckpt_path last, or leave out "
+                           f"--version to start the next one")
+        return run_dir, None
+    if ckpt_path == "last" or (ckpt_path is None and subcommand in ("validate", "test")):
+        candidates = [version] if version is not None else versions[::-1]
+        for v in candidates:
+            last = base / f"version_{v}" / "checkpoints" / "last.ckpt"
+            if last.is_file():
+                return last.parent.parent, str(last)
+        where = base / (f"version_{version}" if version is not None else "version_*") / "checkpoints" / "last.ckpt"
+        if ckpt_path == "last":
+            raise RunError(f"--ckpt_path last: no checkpoint to resume, {where} does not exist "
+                           f"(start the run without --ckpt_path, or check --run_name/--runs_dir/--version)")
+        raise RunError(f"{subcommand}: nothing to evaluate, {where} does not exist (train the run first, or "
+                       f"pass --ckpt_path FILE)")
+    if ckpt_path is None:  # play without a checkpoint: the untrained policy, nothing written
+        return base / f"version_{versions[-1] if versions else 0}", None
+    ckpt = Path(ckpt_path)
+    if not ckpt.is_file():
+        raise RunError(f"--ckpt_path: checkpoint file {ckpt_path} does not exist")
+    run_dir = ckpt.resolve().parent.parent
+    if run_dir.parent == base.resolve() and run_dir.name.startswith("version_"):
+        return base / run_dir.name, str(ckpt)
+    return base / f"version_{versions[-1] + 1 if versions else 0}", str(ckpt)
+
+
+def _checkpoint_env_steps(path: str) -> int:
+    """env_steps stored in a checkpoint (for TensorBoard's purge_step), read without loading the tensors."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # not a zip checkpoint, or a non-tensor object in it: the slow, trusting way
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    return int(ckpt.get("gbx", {}).get("env_steps", 0))
+
+
 class GbxCLI(LightningCLI):
-    """LightningCLI with a stable run directory, strict ``--ckpt_path last`` and config validation."""
+    """LightningCLI with versioned run directories, strict checkpoint choice, config validation, and our
+    callbacks and TensorBoard logger added beside whatever the config gives."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("save_config_callback", RunConfig)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})  # resume re-saves config.yaml
         kwargs.setdefault("trainer_defaults", {"num_sanity_val_steps": 0, "enable_model_summary": False,
                                                "log_every_n_steps": 1})
         kwargs.setdefault("auto_configure_optimizers", False)
         kwargs.setdefault("seed_everything_default", 0)
         kwargs.setdefault("trainer_class", GbxTrainer)
+        # no prefix matching: a misspelt --trainer.max_step is an error, not max_steps
+        strict = {"allow_abbrev": False}
+        kwargs.setdefault("parser_kwargs", {**strict, **{name: dict(strict) for name in self.subcommands()}})
         super().__init__(RLModule, *args, subclass_mode_model=True, **kwargs)
 
     @staticmethod
     def subcommands() -> dict[str, set[str]]:
-        return {**LightningCLI.subcommands(), "play": {"model"}}
+        # no `predict`: a policy has no predict_step (`play` is how to watch one)
+        return {"fit": {"model", "train_dataloaders", "val_dataloaders", "datamodule"},
+                "validate": {"model", "dataloaders", "datamodule"},
+                "test": {"model", "dataloaders", "datamodule"},
+                "play": {"model"}}
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_name", type=Optional[str], default=None,
-                            help="Run directory name under runs_dir (default: the config file's stem).")
-        parser.add_argument("--runs_dir", type=str, default="lightning_logs", help="Parent of all run directories.")
+                            help="Run name under runs_dir (default: the config file's stem).")
+        parser.add_argument("--runs_dir", type=str, default="lightning_logs", help="Parent of all runs.")
+        parser.add_argument("--version", type=Optional[int], default=None,
+                            help="Version directory of the run (default: a fresh fit takes the next one, "
+                                 "--ckpt_path last the newest with a checkpoint).")
         parser.add_argument("--checkpoint_every", type=int, default=100,
-                            help="Optimizer steps between checkpoints (rounded up to whole PPO updates).")
-        parser.add_argument("--log_every", type=int, default=1, help="Optimizer steps per JSONL/TensorBoard record.")
+                            help="Optimizer steps between step checkpoints (rounded up to whole PPO rollouts).")
+        parser.add_argument("--checkpoint_keep", type=int, default=-1,
+                            help="Step checkpoints to keep, newest first (-1: all; last.ckpt is always kept).")
+        parser.add_argument("--log_every", type=int, default=1, help="Optimizer steps per JSONL/logger record.")
         parser.add_argument("--torch_threads", type=Optional[int], default=None,
                             help="torch intra-op CPU threads (default: torch's choice). 1 is fastest for small "
                                  "policies on a shared or busy CPU.")
@@ -97,14 +195,6 @@ class GbxCLI(LightningCLI):
     def _sub(self) -> Namespace:
         return self.config[self.subcommand]
 
-    def _run_dir(self) -> Path:
-        cfg = self._sub()
-        name = cfg.get("run_name")
-        if not name:
-            configs = cfg.get("config") or []
-            name = Path(str(configs[-1])).stem if configs else "run"
-        return Path(cfg.get("runs_dir") or "lightning_logs") / name
-
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         """Parse, then validate and resolve the run directory at once: before seeding or building anything."""
         super().parse_arguments(parser, args)
@@ -112,11 +202,9 @@ class GbxCLI(LightningCLI):
             self.subcommand = self.config["subcommand"]
             self._check_and_resolve()
 
-    def _parse_ckpt_path(self) -> None:
-        """Keep the given config authoritative: ``--ckpt_path`` restores run state, not hyper-parameters.
-
-        (LightningCLI would otherwise overwrite model arguments with those stored in the checkpoint.)
-        """
+    def before_instantiate_classes(self) -> None:
+        # hand the resolved checkpoint back now that LightningCLI's parsing is over (see the module docstring)
+        self._sub().ckpt_path = self.ckpt_path
 
     def _check_and_resolve(self) -> None:
         cfg = self._sub()
@@ -128,37 +216,50 @@ class GbxCLI(LightningCLI):
             cls.check_config(**init_args)
         except ConfigError as err:
             raise ConfigError(f"model.{err.field}", str(err)[len(err.field) + 1:]) from None
-        for field in ("checkpoint_every", "log_every"):
-            if not isinstance(cfg.get(field), int) or cfg.get(field) < 1:
-                raise ConfigError(field, f"must be an int >= 1, got {cfg.get(field)!r}")
-        for field in ("progress_refresh", "image_every"):
-            if not isinstance(cfg.get(field), int) or cfg.get(field) < 0:
-                raise ConfigError(field, f"must be an int >= 0, got {cfg.get(field)!r}")
+        trainer = cfg.trainer
+        if self.subcommand == "fit":
+            cls.check_max_steps(trainer.get("max_steps"), **init_args)
+        _check_accelerator(trainer.get("accelerator"))
+        if trainer.get("gradient_clip_val") is not None:
+            raise ConfigError("trainer.gradient_clip_val", f"must be null (the algorithms clip in training_step: set "
+                              f"model.max_grad_norm), got {trainer.gradient_clip_val}")
+        if trainer.get("devices") not in (1, "1", "auto", None) or trainer.get("num_nodes") not in (1, None):
+            field = "devices" if trainer.get("devices") not in (1, "1", "auto", None) else "num_nodes"
+            raise ConfigError(f"trainer.{field}", f"must be 1 (one process steps the envs and trains), got "
+                              f"{trainer.get(field)}")
+        bounds = {"checkpoint_every": dict(low=1), "log_every": dict(low=1), "progress_refresh": dict(low=0),
+                  "image_every": dict(low=0), "checkpoint_keep": dict(low=-1), "version": dict(low=0, none="null"),
+                  "torch_threads": dict(low=1, none="null")}
         if self.subcommand == "play":
-            for field, minimum in (("episodes", 1), ("max_steps", 1)):
-                if not isinstance(cfg.get(field), int) or cfg.get(field) < minimum:
-                    raise ConfigError(field, f"must be an int >= {minimum}, got {cfg.get(field)!r}")
+            bounds.update(episodes=dict(low=1), max_steps=dict(low=1))
+        for field, bound in bounds.items():
+            problem = number_problem(cfg.get(field), integer=True, **bound)
+            if problem is not None:
+                raise ConfigError(field, problem)
 
-        threads = cfg.get("torch_threads")
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError("torch_threads", f"must be an int >= 1 or null, got {threads!r}")
-
-        run_dir = self._run_dir()
-        last = run_dir / "checkpoints" / "last.ckpt"
-        ckpt = cfg.get("ckpt_path")
-        if ckpt == "last":
-            if not last.is_file():
-                raise RunError(f"--ckpt_path last: no checkpoint to resume, {last} does not exist "
-                               f"(start the run without --ckpt_path, or check --run_name/--runs_dir)")
-            cfg.ckpt_path = str(last)
-        elif ckpt is not None and not Path(ckpt).is_file():
-            raise RunError(f"--ckpt_path: checkpoint file {ckpt} does not exist")
-        elif ckpt is None and self.subcommand == "fit" and last.exists():
-            raise RunError(f"run directory {run_dir} already holds a run ({last}); resume it with "
-                           f"--ckpt_path last, or start a new one with --run_name NAME")
+        root = trainer.get("default_root_dir")
+        if root is not None:  # Lightning's name for where logs go: our runs_dir
+            if cfg.runs_dir not in ("lightning_logs", str(root)):
+                raise ConfigError("trainer.default_root_dir", f"and runs_dir both say where runs go ({root!r}, "
+                                  f"{cfg.runs_dir!r}); give one")
+            cfg.runs_dir = str(root)
+        name = cfg.get("run_name")
+        if not name:
+            configs = cfg.get("config") or []
+            name = Path(str(configs[-1])).stem if configs else "run"
+        self.run_name = name
+        given = cfg.get("ckpt_path")
+        self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
+                                                       cfg.get("version"))
+        global _fresh_run_dir
+        _fresh_run_dir = self.run_dir if self.subcommand == "fit" and not self.run_dir.exists() else None
+        if given is None and self.ckpt_path is not None:
+            print(f"{self.subcommand}: no --ckpt_path given: evaluating {self.ckpt_path}", file=sys.stderr, flush=True)
+        cfg.ckpt_path = None  # until before_instantiate_classes: LightningCLI's parsing must not read the checkpoint
         if self.subcommand != "fit":
             self.save_config_callback = None  # config.yaml describes the training run; keep it
-        self.run_dir = run_dir
+        else:
+            self.save_config_kwargs = {**self.save_config_kwargs, "run_name": name}
 
     # ---- wiring the Trainer ----------------------------------------------------------------------
     def instantiate_trainer(self, **kwargs: Any):
@@ -168,47 +269,83 @@ class GbxCLI(LightningCLI):
 
             torch.set_num_threads(cfg.torch_threads)
         run_dir = self.run_dir
-        trainer_cfg = self._get(self.config_init, "trainer", default={})
+        trainer_cfg = self.config_init[self.subcommand].get("trainer") or {}
         callbacks = list(trainer_cfg.get("callbacks") or [])
-        log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
-                          run_name=run_dir.name)
-        cycle = int(getattr(self.model, "opt_steps_per_cycle", 1))
-        every = -(-cfg.checkpoint_every // cycle) * cycle  # whole PPO updates: no state lost mid-update
-        callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="step{step:08d}",
-                                         auto_insert_metric_name=False, every_n_train_steps=every,
-                                         save_last=True, save_top_k=1, save_on_exception=True))
-        callbacks.append(log)
+        self.training_log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
+                                        run_name=self.run_name)
+        if trainer_cfg.get("enable_checkpointing") is not False:
+            cycle = int(getattr(self.model, "opt_steps_per_batch", 1))
+            every = -(-cfg.checkpoint_every // cycle) * cycle  # whole PPO rollouts: no state lost mid-update
+            # monitor "step" (max) keeps the newest step checkpoints: save_top_k counts from the latest
+            callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="step{step:08d}",
+                                             auto_insert_metric_name=False, every_n_train_steps=every,
+                                             monitor="step", mode="max", save_top_k=cfg.checkpoint_keep,
+                                             save_last=True, save_on_exception=True))
+        callbacks.append(self.training_log)
         callbacks.append(AgentView(run_dir / "clips", image_every=cfg.image_every))
-        if cfg.progress_refresh > 0:
-            callbacks.append(EnvStepsProgressBar(log, refresh_rate=cfg.progress_refresh))
+        show_bar = cfg.progress_refresh > 0 and trainer_cfg.get("enable_progress_bar") is not False
+        if show_bar:
+            callbacks.append(EnvStepsProgressBar(self.training_log, refresh_rate=cfg.progress_refresh))
         plugins = trainer_cfg.get("plugins") or []
         plugins = list(plugins) if isinstance(plugins, (list, tuple)) else [plugins]
-        kwargs.update(
-            callbacks=callbacks,
-            logger=TensorBoardLogger(save_dir=str(run_dir.parent), name=run_dir.name, version="",
-                                     default_hp_metric=False),
-            default_root_dir=str(run_dir),
-            plugins=plugins + [AtomicCheckpointIO()],
-            enable_progress_bar=cfg.progress_refresh > 0,
-        )
-        return super().instantiate_trainer(**kwargs)
+        kwargs.update(callbacks=callbacks, logger=self._loggers(trainer_cfg.get("logger")),
+                      default_root_dir=str(run_dir), plugins=plugins + [AtomicCheckpointIO()],
+                      enable_progress_bar=show_bar)
+        try:
+            return super().instantiate_trainer(**kwargs)
+        except (MisconfigurationException, ValueError, ImportError) as err:  # Lightning's own checks of its options
+            raise ConfigError("trainer", f"rejected by Lightning: {_first_line(err)}") from None
+
+    def _loggers(self, user) -> Any:
+        """Ours (TensorBoard in the run directory) first, then the config's own (CSV, W&B, MLflow, ...);
+        ``logger: false`` turns all logging off but the JSONL."""
+        if user is False:
+            return False
+        purge = None
+        if self.subcommand == "fit" and self.ckpt_path is not None:
+            # a crashed run may have logged past its last checkpoint: TensorBoard hides those points
+            purge = _checkpoint_env_steps(self.ckpt_path) + 1
+        ours = TensorBoardLogger(save_dir=str(self.run_dir.parent.parent), name=self.run_dir.parent.name,
+                                 version=self.run_dir.name, default_hp_metric=False, purge_step=purge)
+        if user is None or user is True:
+            return [ours]
+        return [ours, *(user if isinstance(user, (list, tuple)) else [user])]
 
     # ---- telling the user where things are ---------------------------------------------------------
     def before_fit(self) -> None:
-        print(f"run directory: {self.run_dir}  (watch: tensorboard --logdir {self.run_dir.parent})",
+        print(f"run directory: {self.run_dir}  (watch: tensorboard --logdir {self.run_dir.parent.parent})",
               file=sys.stderr, flush=True)
 
     def after_fit(self) -> None:
+        trainer, log = self.trainer, self.training_log
+        if (not trainer.interrupted and trainer.limit_val_batches != 0
+                and log.last_eval_opt_steps != self.model.opt_steps):
+            trainer.validate(self.model, verbose=False)  # the final evaluation, when no scheduled one fell on the end
         last = self.run_dir / "checkpoints" / "last.ckpt"
         if last.is_file():
             print(f"saved {last}; to continue, run the same command with --ckpt_path last "
                   f"(and a larger --trainer.max_steps)", file=sys.stderr, flush=True)
 
     def _config_dict(self) -> dict:
+        """The resolved config of this subcommand, as plain data for the JSONL meta line."""
         import yaml
 
-        return yaml.safe_load(self._parser(self.subcommand).dump(self._sub(), skip_none=False,
-                                                                 skip_validation=True))
+        return yaml.safe_load(self.parser.dump(self.config, skip_none=False, skip_validation=True))[self.subcommand]
+
+
+def _check_accelerator(accelerator) -> None:
+    """A CUDA accelerator needs a CUDA device torch can see (Lightning's own refusal is a traceback)."""
+    if isinstance(accelerator, str) and accelerator.lower() in ("gpu", "cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("trainer.accelerator", f"is {accelerator!r} but torch {torch.__version__} sees no CUDA "
+                              f"device (use cpu or auto)")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _import_class(path: str):
@@ -218,15 +355,74 @@ def _import_class(path: str):
     return getattr(importlib.import_module(module), name)
 
 
+class _DropTips(logging.Filter):
+    """Lightning's advertisement for its cloud logger, printed by every run, says nothing about this run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "litlogger" not in record.getMessage()
+
+
+def _quiet_startup() -> None:
+    """Drop Lightning's litlogger tip, and Warp's CUDA-driver warning where there is no driver to find."""
+    for name in ("lightning.fabric.utilities.rank_zero", "lightning.pytorch.utilities.rank_zero",
+                 "lightning_utilities.core.rank_zero"):
+        logging.getLogger(name).addFilter(_DropTips())
+    import warp as wp
+
+    wp.config.quiet = True  # no init banner
+    wp.config.log_level = wp.LOG_WARNING  # no per-module load chatter
+    if sys.platform.startswith("linux") and not _cuda_driver_present():
+        # Warp's native init prints "Could not find or load the NVIDIA CUDA driver" to fd 2 on every CPU-only
+        # machine; nothing else goes there while it initialises, and init failures still raise.
+        saved = os.dup(2)
+        try:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 2)
+                wp.init()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _cuda_driver_present() -> bool:
+    import ctypes
+
+    for lib in ("libcuda.so.1", "libcuda.so"):
+        try:
+            ctypes.CDLL(lib)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+_fresh_run_dir: Path | None = None  # the version directory a fresh fit is creating
+
+
+def _forget_fresh_run() -> None:
+    """A fresh fit refused before its first checkpoint (a bad env option found by the env itself) leaves
+    no version directory behind: the next fit takes the same version, as if nothing had run."""
+    run_dir = _fresh_run_dir
+    if run_dir is not None and run_dir.is_dir() and not (run_dir / "checkpoints").exists():
+        import shutil
+
+        shutil.rmtree(run_dir)
+
+
 def main(args: list[str] | None = None) -> int:
     """Console entry point; returns the exit status (2 for config/run errors, no traceback)."""
+    global _fresh_run_dir
+    _fresh_run_dir = None
     try:
-        import warp as wp
-
-        wp.config.log_level = wp.LOG_WARNING  # no init banner / per-module load chatter in the console
+        _quiet_startup()
         GbxCLI(args=args)
     except (ConfigError, RunError) as err:
+        _forget_fresh_run()
         kind = "config error" if isinstance(err, ConfigError) else "error"
         print(f"{kind}: {err}", file=sys.stderr)
+        return 2
+    except MisconfigurationException as err:  # a Trainer setting Lightning rejects once the run starts
+        _forget_fresh_run()
+        print(f"config error: trainer rejected by Lightning: {_first_line(err)}", file=sys.stderr)
         return 2
     return 0

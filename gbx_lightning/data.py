@@ -1,42 +1,37 @@
 """Streaming data: the env stepped by the module's current policy, as iterables Lightning can consume.
 
-``RolloutStream`` is an ``IterableDataset`` used with ``num_workers=0`` (the env and
-the policy live in the training process, on the training device). Each item is one
-batch for one ``training_step``:
+``RolloutStream`` is an ``IterableDataset`` used with ``num_workers=0`` (the env and the policy
+live in the training process, on the training device). Each item is one rollout of
+``rollout_steps`` (T) env steps of all N envs, acted with the policy as it is when the rollout
+starts, stacked time-major as CleanRL stores them, one training batch for one ``training_step``:
 
-* A2C (``rollout_steps=None``): ``steps_per_batch`` consecutive transitions of all N envs
-  (the A2C module's ``update_every``), flattened to ``steps_per_batch * N`` rows
-  ``{obs, actions, rewards, final_obs, terminated, truncated}``. Each row is one T = 1
-  transition with its own TD(0) target. All of them are acted with the same parameters:
-  the optimizer steps only between batches, so acting the window here and updating once
-  is the same computation as one batch per env step with gradient accumulation, and it
-  pays Lightning's per-batch bookkeeping once per update instead of once per env step.
-* PPO (``rollout_steps=T``): one batch per rollout. A T-step rollout is collected, GAE
-  advantages and returns are computed with ``rl.gae`` (``next_values = V(final_obs)``),
-  and the flattened T*N samples are yielded as one batch ``{obs, actions, logprobs,
-  values, advantages, returns}``. ``PPOModule.training_step`` runs the epochs x
-  minibatches update loop on it (shuffling with this stream's ``generator``), so
-  Lightning's per-batch work is paid once per rollout, not once per minibatch.
+    obs [T, N, *obs_shape]   actions [T, N]   logprobs [T, N]   values [T, N]
+    rewards [T, N]   terminated [T, N]   truncated [T, N]   final_obs [T, N, *obs_shape]
 
-Why the stream reports a length: Lightning pre-fetches one batch ahead from an
-iterable without ``__len__``; for on-policy RL that would act with parameters one
-update old. With a length Lightning fetches each batch only when the previous
-``training_step`` has finished, so every batch comes from the current policy.
+``final_obs[t]`` is the true s' of step t (``info["final_obs"]``), what value targets bootstrap
+from. Both algorithms take the same rollouts: A2C (T = ``update_every``) computes TD(0) targets
+row by row; PPO (T = ``rollout_steps``) bootstraps, computes GAE and runs its epochs x
+minibatches loop in ``PPOModule.training_step``.
 
-Hot path: no host synchronisation per env step. Actions are sampled on device
-(Gumbel-max with the stream's own generator), episode statistics are summed on
-device in one small vector and read once per log record (``pop_stats``).
+Why the stream reports a length: Lightning pre-fetches one batch ahead from an iterable without
+``__len__`` (to know which batch is the last); for on-policy RL that would act with parameters
+one update old. With a length Lightning fetches each batch only when the previous
+``training_step`` has finished, so every rollout comes from the current policy
+(tests/test_trainer.py checks it, so a Lightning upgrade that changes this fails loudly).
 
-The module hands the stream to Lightning as the train "dataloader" itself (Lightning
-accepts any iterable). That is ``DataLoader(stream, batch_size=None, num_workers=0)``
-without the DataLoader layer: the batches are already on the device, there is nothing
-to collate or to fetch in parallel, and its per-batch bookkeeping is measurable next
-to a ~1 ms env step (tools/bench_trainer.py).
+Hot path: no host synchronisation per env step. Actions are sampled on device (Gumbel-max with
+the stream's own generator); episode statistics are summed on device in one small vector and
+read once per log record (``IntervalStats.pop``).
 
-The stream is stateful (``state_dict``/``load_state_dict``: counters, sampling
-RNG, env state, current observation). Lightning's fit loop saves the state of every
-train loader that has these methods in each checkpoint (``loops.fit_loop.state_dict
-["combined_loader"]``) and restores it before the first batch of a resumed run.
+The module hands the stream to Lightning as the train "dataloader" itself (Lightning accepts any
+iterable). That is ``DataLoader(stream, batch_size=None, num_workers=0)`` without the DataLoader
+layer: the batches are already on the device, there is nothing to collate or to fetch in
+parallel.
+
+The stream is stateful (``state_dict``/``load_state_dict``: counters, sampling RNG, env state,
+current observation). Lightning's fit loop saves the state of every train loader that has these
+methods in each checkpoint (``loops.fit_loop.state_dict["combined_loader"]``) and restores it
+before the first batch of a resumed run.
 """
 
 from __future__ import annotations
@@ -45,26 +40,21 @@ import time
 from typing import Any, Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import IterableDataset
 
-__all__ = ["RolloutStream", "EvalEpisodes", "EpisodeStats", "sample_actions"]
+from gbx_lightning.models import logprob_entropy, sample_actions
+
+__all__ = ["RolloutStream", "EvalEpisodes", "IntervalStats", "sample_actions"]
 
 _KNOWN_INFO = {"final_obs", "episode_return", "episode_length", "success"}
 UNBOUNDED = 1 << 40  # "length" of a stream with no step budget
 
 
-def sample_actions(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Sample a ~ softmax(logits) per row by Gumbel-max: argmax(logits + Gumbel noise). int64 [N]."""
-    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
-    gumbel = -torch.log(-torch.log(u.clamp_(min=1e-20)))
-    return (logits + gumbel).argmax(-1)
+class IntervalStats:
+    """Per-env-step and per-episode sums over a log interval, kept on device; ``pop`` reads them once.
 
-
-class EpisodeStats:
-    """Per-env-step and per-episode sums kept on device; ``pop`` reads them once and starts a new interval.
-
+    (Not to be confused with ``envs.EpisodeStats``, an env's running return and length per env.)
     Sums are over env-steps (N per step): reward, done (terminated | truncated), truncated;
     and over episodes that ended: return, length, success and any extra per-episode
     integer/float counters the env reports in ``info`` (e.g. ForagingEnv's
@@ -126,40 +116,37 @@ class EpisodeStats:
         return out
 
 
+
+
 class RolloutStream(IterableDataset):
-    """Acts with ``policy`` in ``env`` and yields one training batch per ``training_step`` (see module docstring).
+    """Acts with ``policy`` in ``env`` and yields one ``[T, N]`` rollout per ``training_step`` (module docstring).
 
     Args:
         env: a vector env following the protocol in ``gbx_lightning.envs``.
         policy: actor-critic ``nn.Module`` (``forward(obs) -> (logits, value)``), the module's own.
         seed: seeds the first ``env.reset`` and the action-sampling generator.
-        num_batches: batches to report as length (one Lightning epoch); ``None`` = unbounded.
-        steps_per_batch: A2C mode: env steps (of all N envs) per batch.
-        rollout_steps, gamma, gae_lambda: PPO mode when ``rollout_steps`` is set (one batch per rollout).
+        num_batches: rollouts to report as length (one Lightning epoch); ``None`` = unbounded.
+        rollout_steps: T, env steps of all N envs per rollout.
     """
 
-    def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, *,
-                 steps_per_batch: int = 1, rollout_steps: int | None = None, gamma: float = 0.99, gae_lambda: float = 0.95):
+    def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, rollout_steps: int = 1):
         super().__init__()
+        if isinstance(rollout_steps, bool) or not isinstance(rollout_steps, int) or rollout_steps < 1:
+            raise ValueError(f"RolloutStream: rollout_steps must be an int >= 1, got {rollout_steps!r}")
         self.env = env
         self.policy = policy
         self.seed = int(seed)
         self.num_batches = num_batches
-        self.steps_per_batch = int(steps_per_batch)
-        if self.steps_per_batch < 1:
-            raise ValueError(f"RolloutStream: steps_per_batch must be an int >= 1, got {steps_per_batch!r}")
         self.rollout_steps = rollout_steps
-        self.gamma = float(gamma)
-        self.gae_lambda = float(gae_lambda)
         self.device = torch.device(env.device)
         # action sampling, and PPO's minibatch shuffles (PPOModule.training_step) in the same sequence
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed)
         self.env_steps = 0  # total env transitions (all N envs count), continues across resume
-        self.iterations = 0  # PPO rollouts collected
+        self.iterations = 0  # rollouts collected
         self.obs: torch.Tensor | None = None
-        self.stats = EpisodeStats()
-        self.time_act_s = 0.0  # policy forward + sampling (+ V(final_obs) and GAE for PPO)
+        self.stats = IntervalStats()
+        self.time_act_s = 0.0  # policy forward + sampling
         self.time_env_s = 0.0  # env.step
         self._restored: dict[str, Any] | None = None
 
@@ -169,9 +156,12 @@ class RolloutStream(IterableDataset):
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         self._start()
-        if self.rollout_steps is None:
-            return self._transitions()
-        return self._rollouts()
+        batch = None
+        while True:
+            # rebinding keeps the previous rollout alive until the next one is built, as a plain loop's
+            # `batch = collect()` does, so both free batch memory in the same order
+            batch = self.collect()
+            yield batch
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -200,81 +190,35 @@ class RolloutStream(IterableDataset):
             self.obs = self.env.reset(seed=self.seed)
 
     @torch.no_grad()
-    def _act(self, obs: torch.Tensor, logprobs: bool = True):
-        logits, values = self.policy(obs)
-        actions = sample_actions(logits, self.generator)
-        if not logprobs:
-            return actions, None, values
-        return actions, F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1), values
-
-    def _env_step(self, actions: torch.Tensor):
-        t = time.perf_counter()
-        out = self.env.step(actions.to(torch.int32))
-        self.time_env_s += time.perf_counter() - t
-        obs, rewards, terminated, truncated, info = out
-        self.stats.add(rewards, terminated, truncated, info)
-        self.env_steps += rewards.shape[0]
-        return out
-
-    @torch.no_grad()
-    def _collect(self, steps: int, logprobs: bool, flat: bool = False) -> dict[str, torch.Tensor]:
-        """Act and step ``steps`` times with the current policy; each field stacked once to [steps, N, ...]
-        (``flat``: concatenated to [steps * N, ...] instead, the same rows in the same order)."""
-        keys = ("obs", "final_obs", "actions", "rewards", "terminated", "truncated")
-        if logprobs:
-            keys += ("logprobs", "values")
-        # per-step tensors are kept by reference and stacked once: one copy per field per batch
+    def collect(self) -> dict[str, torch.Tensor]:
+        """One rollout: act and step T times with the current policy; each field stacked once to [T, N, ...]."""
+        keys = ("obs", "actions", "logprobs", "values", "rewards", "terminated", "truncated", "final_obs")
+        # per-step tensors are kept by reference and stacked once: one copy per field per rollout
         cols: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
-        for _ in range(steps):
+        for _ in range(self.rollout_steps):
             t0 = time.perf_counter()
             obs = self.obs
-            actions, lp, values = self._act(obs, logprobs=logprobs)
-            self.time_act_s += time.perf_counter() - t0
-            next_obs, rewards, terminated, truncated, info = self._env_step(actions)
+            logits, values = self.policy(obs)
+            actions = sample_actions(logits, self.generator)
+            logprobs, _ = logprob_entropy(logits, actions)
+            t1 = time.perf_counter()
+            next_obs, rewards, terminated, truncated, info = self.env.step(actions.to(torch.int32))
+            t2 = time.perf_counter()
+            self.time_act_s += t1 - t0
+            self.time_env_s += t2 - t1
             if next_obs.data_ptr() == obs.data_ptr() or info["final_obs"].data_ptr() == obs.data_ptr():
                 raise RuntimeError("env.step returned an observation in the same memory as the previous one; "
-                                   "RolloutStream keeps observations by reference until the batch is built and "
+                                   "RolloutStream keeps observations by reference until the rollout is built and "
                                    "needs fresh tensors from step() (clone inside the env)")
-            step = {"obs": obs, "final_obs": info["final_obs"], "actions": actions, "rewards": rewards,
-                    "terminated": terminated, "truncated": truncated, "logprobs": lp, "values": values}
+            self.stats.add(rewards, terminated, truncated, info)
+            self.env_steps += rewards.shape[0]
+            step = {"obs": obs, "actions": actions, "logprobs": logprobs, "values": values, "rewards": rewards,
+                    "terminated": terminated, "truncated": truncated, "final_obs": info["final_obs"]}
             for k in keys:
                 cols[k].append(step[k])
             self.obs = next_obs
-        join = torch.cat if flat else torch.stack
-        return {k: join(v) for k, v in cols.items()}
-
-    def _transitions(self) -> Iterator[dict[str, torch.Tensor]]:
-        """A2C: ``steps_per_batch`` transitions of all N envs per batch, rows flattened to [steps_per_batch * N]."""
-        batch = None
-        while True:
-            # rebinding keeps the previous batch alive until the next one is built, as a plain loop's
-            # `batch = collect()` does, so both free batch memory in the same order
-            batch = self._collect(self.steps_per_batch, logprobs=False, flat=True)
-            yield batch
-
-    @torch.no_grad()
-    def _collect_rollout(self) -> dict[str, torch.Tensor]:
-        from gbx_lightning.rl import gae
-
-        T, n = self.rollout_steps, self.env.num_envs
-        buf = self._collect(T, logprobs=True)  # [T, N, ...]
-        t0 = time.perf_counter()
-        # V(s') for every transition in one batched forward: bootstraps truncations and the rollout's end.
-        _, next_values = self.policy(buf["final_obs"].flatten(0, 1))
-        advantages, returns = gae(buf["rewards"], buf["values"], next_values.view(T, n), buf["terminated"],
-                                  buf["truncated"], self.gamma, self.gae_lambda)
-        self.time_act_s += time.perf_counter() - t0
         self.iterations += 1
-        return {"obs": buf["obs"].flatten(0, 1), "actions": buf["actions"].flatten(),
-                "logprobs": buf["logprobs"].flatten(), "values": buf["values"].flatten(),
-                "advantages": advantages.flatten(), "returns": returns.flatten()}
-
-    def _rollouts(self) -> Iterator[dict[str, torch.Tensor]]:
-        """PPO: one T-step rollout of all N envs per batch, T*N flattened samples with GAE advantages/returns."""
-        batch = None
-        while True:
-            batch = self._collect_rollout()  # the previous rollout is freed after this one is built (see above)
-            yield batch
+        return {k: torch.stack(v) for k, v in cols.items()}
 
 
 class EvalEpisodes(IterableDataset):

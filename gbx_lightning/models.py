@@ -26,9 +26,32 @@ import torch
 from torch import nn
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy", "PixelCNNPolicy",
-           "NatureCNNPolicy", "ImpalaCNNPolicy"]
+           "NatureCNNPolicy", "ImpalaCNNPolicy", "logprob_entropy", "sample_actions"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
+
+
+def logprob_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The categorical policy pi = softmax(logits): log pi(a|s) of ``actions`` and the entropy H(pi(.|s)).
+
+        log pi(.|s) = log_softmax(logits)
+        H           = -sum_a pi(a|s) log pi(a|s)
+
+    logits [B, A], actions [B] (int) -> ([B], [B]). The one place this math is written (acting, PPO, A2C).
+    """
+    log_pi = torch.log_softmax(logits, dim=-1)
+    return log_pi.gather(1, actions.long().unsqueeze(1)).squeeze(1), -(log_pi.exp() * log_pi).sum(-1)
+
+
+def sample_actions(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Sample a ~ softmax(logits) per row by Gumbel-max: argmax(logits + Gumbel noise), int64 [B].
+
+    Drawn with ``generator`` (a stream's own, stored in checkpoints) so a resumed run samples
+    what the uninterrupted one would.
+    """
+    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
+    gumbel = -torch.log(-torch.log(u.clamp_(min=1e-20)))
+    return (logits + gumbel).argmax(-1)
 
 
 def _init(layer: nn.Module, gain: float) -> nn.Module:
@@ -62,6 +85,12 @@ class ActorCritic(nn.Module):
             raise ValueError(f"{type(self).__name__}: obs must have dtype {self.obs_dtype}, got {obs.dtype}")
         h = self.torso(obs)
         return self.policy_head(h), self.value_head(h).squeeze(-1)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log pi(a|s), H(pi(.|s)), V(s)) for taken ``actions``: what the losses need, in one forward pass."""
+        logits, value = self(obs)
+        logprob, entropy = logprob_entropy(logits, actions)
+        return logprob, entropy, value
 
 
 class MLPPolicy(ActorCritic):

@@ -1,63 +1,55 @@
-"""LightningModules for streaming A2C (TD(0)) and PPO on a vector env.
+"""LightningModules for A2C (TD(0)) and PPO on a vector env.
 
-One batch = one update of the algorithm. A2C: one optimizer step per ``update_every`` env
-steps (a hyper-parameter of the algorithm, not of the Trainer; the stream delivers those
-transitions as one batch). PPO: one batch per T-step rollout, and ``training_step`` runs
-the epochs x minibatches loop on it, one optimizer step per minibatch (rollout, then the
-update loop in one place, as CleanRL reads; Lightning's per-batch work is paid once per
-rollout). Why manual optimisation: both clip the gradient norm and log the pre-clip norm
-without a host sync, and with ``automatic_optimization = False`` each ``training_step``
-reads as the algorithm: forward, loss (from ``gbx_lightning.rl``), backward, clip, step.
-Lightning still owns the outer loop, devices, checkpoints, callbacks and logging, and
-``trainer.global_step`` counts optimizer steps (``opt.step()`` calls), so
-``trainer.max_steps`` is the number of updates; ``val_check_interval`` counts batches
-(A2C updates, PPO rollouts). Backward and step go through Lightning's wrappers only when
-something listens to their hooks or needs them (AMP, multi-device); otherwise torch is called
-directly and the step is still counted (``RLModule._can_step_directly``).
+One batch = one rollout of T env steps of all N envs (``data.RolloutStream``, ``[T, N]``
+tensors), acted with the current weights; ``training_step`` is the algorithm, top to bottom
+as CleanRL writes it:
 
-Where things live: the env and the policy are built in ``setup`` (after config
-validation, on the Trainer's device; the env's observation shape sizes the
-policy). The env is stepped by ``data.RolloutStream`` with this module's policy.
-``env_steps`` (owned by the stream) and ``opt_steps`` are stored in every
-checkpoint under ``checkpoint["gbx"]``; the stream's full state (RNG, env,
-current observation) is stored by Lightning's fit loop.
+* A2C: T = ``update_every``; one optimizer step on the TD(0) loss of all T*N transitions.
+* PPO: T = ``rollout_steps``; bootstrap V(s'), GAE, then ``epochs`` x ``minibatches``
+  clipped-surrogate steps on the rollout.
+
+Why manual optimisation: PPO takes many optimizer steps per batch, and both algorithms clip the
+gradient norm and log the pre-clip norm without a host sync. ``training_step`` calls the public
+``manual_backward``, ``optimizer.step`` and ``lr_scheduler.step``; Lightning owns the outer loop,
+devices, checkpoints, callbacks and loggers, and ``trainer.global_step`` counts optimizer steps
+(``trainer.max_steps`` is the number of updates; ``val_check_interval`` counts batches: A2C
+updates, PPO rollouts). A PPO run's ``max_steps`` must be a whole number of rollouts
+(epochs x minibatches optimizer steps each): a run that stopped inside one would lose the rest
+of that rollout's update on resume.
+
+``anneal_lr`` (PPO) is a ``LambdaLR`` (``LinearAnneal``) from ``configure_optimizers``, stepped after
+every optimizer step, saved and restored by Lightning, seen by ``LearningRateMonitor``. Resumed with
+a larger ``max_steps``, it continues from the current rate down to 0 at the new end (no jump).
+
+Where things live: the env and the policy are built in ``setup`` (after config validation, on
+the Trainer's device; the env's observation shape sizes the policy). ``env_steps`` (owned by the
+stream) and ``opt_steps`` are stored in every checkpoint under ``checkpoint["gbx"]``; the stream's
+full state (RNG, env, current observation) is stored by Lightning's fit loop.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
 import time
 import warnings
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 
-from gbx_lightning.data import EvalEpisodes, RolloutStream, UNBOUNDED
+from gbx_lightning.checks import number_problem
+from gbx_lightning.data import UNBOUNDED, EvalEpisodes, RolloutStream
 from gbx_lightning.models import POLICY_REGISTRY, make_policy
-from gbx_lightning.rl import a2c_td0, ppo_loss
+from gbx_lightning.rl import a2c_td0, explained_variance, gae, ppo_loss
 
-__all__ = ["ConfigError", "RLModule", "A2CModule", "PPOModule"]
+__all__ = ["ConfigError", "LinearAnneal", "RLModule", "A2CModule", "PPOModule"]
 
 # The stream is an in-process IterableDataset by design (num_workers=0, length = batch budget), and
 # checkpoints taken after the optimizer step are what we want; these Lightning hints do not apply.
 for _msg in (r".*does not have many workers.*", r".*`IterableDataset` has `__len__` defined.*",
              r".*Using ModelCheckpoint with manual optimization and every_n_train_steps.*",
-             r".*isinstance\(treespec, LeafSpec\).*"):
+             r".*isinstance\(treespec, LeafSpec\).*", r".*is smaller than the logging interval.*"):
     warnings.filterwarnings("ignore", message=_msg)
-
-
-def _signature_precomputed(fn):
-    """Store ``fn``'s signature on it (``inspect`` returns ``__signature__`` when present).
-
-    Lightning asks whether ``training_step`` takes ``batch_idx`` on every batch
-    (``inspect.getfullargspec`` in the training loop's ``_build_kwargs``); with the signature
-    precomputed that question no longer rebuilds it from the code object each time.
-    """
-    fn.__signature__ = inspect.signature(fn)
-    return fn
 
 
 class ConfigError(ValueError):
@@ -74,14 +66,6 @@ def _env_registry() -> dict:
     return ENV_REGISTRY
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _init_args(frame_locals: dict) -> dict:
     return {k: v for k, v in frame_locals.items() if k not in ("self", "__class__")}
 
@@ -89,6 +73,13 @@ def _init_args(frame_locals: dict) -> dict:
 def _require(ok: bool, field: str, expected: str, got) -> None:
     if not ok:
         raise ConfigError(field, f"must be {expected}, got {got!r}")
+
+
+def _require_number(field: str, value, **bounds) -> None:
+    """ConfigError(field, "must be a number in (0, 1], got 1.5") when ``checks.number_problem`` finds one."""
+    problem = number_problem(value, **bounds)
+    if problem is not None:
+        raise ConfigError(field, problem)
 
 
 def _yaml_values(options: dict | None) -> dict | None:
@@ -123,12 +114,36 @@ def _check_option_names(field: str, target, options: dict | None, reserved: tupl
             raise ConfigError(f"{field}.{key}", f"is not an option of {target.__name__}; options: {', '.join(known)}")
 
 
+class LinearAnneal:
+    """``LambdaLR`` factor falling linearly from ``start_factor`` at step ``start`` to 0 at step ``end``.
+
+    A fresh run's k-th optimizer step (from 0) uses ``lr * (1 - k / max_steps)``: the last one
+    ``lr / max_steps``. ``extend_to`` re-plans the rest of the line when a resumed run's
+    ``max_steps`` moved: from the rate of the last step taken down to 0 at the new end, so the rate
+    continues from where it was instead of jumping back up. A callable object (not a lambda), so
+    ``LambdaLR.state_dict`` saves ``start``/``start_factor``/``end`` in checkpoints.
+    """
+
+    def __init__(self, end: int):
+        self.start, self.start_factor, self.end = 0, 1.0, int(end)
+
+    def __call__(self, step: int) -> float:
+        if step >= self.end:
+            return 0.0
+        return self.start_factor * (self.end - step) / (self.end - self.start)
+
+    def extend_to(self, step: int, end: int) -> None:
+        """Steps ``step``.. (the next to take) fall from the factor of step ``step - 1`` to 0 at ``end``."""
+        last = max(int(step) - 1, 0)
+        self.start, self.start_factor, self.end = last, self(last), int(end)
+
+
 class RLModule(LightningModule):
-    """What A2C and PPO share: env + policy construction, acting, evaluation, step counters.
+    """What A2C and PPO share: env + policy construction, the optimizer step, evaluation, step counters.
 
     Args:
         env: registered env name (``gbx_lightning.envs.ENV_REGISTRY``).
-        env_kwargs: env options (e.g. ForagingEnv ``obs_mode``, ``max_steps``); ``num_envs`` and
+        env_kwargs: env options (e.g. GameBoyEnv ``level``, ForagingEnv ``obs_mode``); ``num_envs`` and
             ``device`` are set by the module.
         num_envs: envs stepped in parallel for training.
         policy: registered policy name (``gbx_lightning.models.POLICY_REGISTRY``).
@@ -157,27 +172,11 @@ class RLModule(LightningModule):
         self.opt_steps = 0
         self._restored_env_steps = 0
         self.time_update_s = 0.0
-        self._direct_steps = False  # set in on_train_start (see _can_step_directly)
         self._metric_names: list[str] | None = None
+        self._metric_rows: list[torch.Tensor] = []
         self._metric_sums: torch.Tensor | None = None
-        self._metric_count = 0
-        self._metric_pending: list[list[torch.Tensor]] = []
-        self._grad_norm_sum: torch.Tensor | None = None
-        self._grad_norm_count = 0
+        self._metric_counts: torch.Tensor | None = None
         self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # nn.Module.__setattr__ runs Parameter's Python-level isinstance check on every assignment, and
-        # Lightning assigns `_current_fx_name` around every hook (~30 times per batch). Plain values for
-        # names that are not parameters, buffers or submodules can skip it: same result, measurably cheaper
-        # per batch next to a ~1 ms env step (tools/bench_trainer.py).
-        if not isinstance(value, (torch.Tensor, torch.nn.Module)):
-            d = self.__dict__
-            if name not in d.get("_parameters", ()) and name not in d.get("_modules", ()) \
-                    and name not in d.get("_buffers", ()):
-                object.__setattr__(self, name, value)
-                return
-        super().__setattr__(name, value)
 
     # ---- config validation (also called by the CLI before anything is instantiated) ---------------
     @classmethod
@@ -207,24 +206,28 @@ class RLModule(LightningModule):
                 raise ConfigError(f"env_kwargs.{err.option}", err.message) from None
         _check_option_names("policy_kwargs", POLICY_REGISTRY[hp["policy"]], hp.get("policy_kwargs"),
                             ("obs_shape", "num_actions"))
-        g = hp.get("gamma")
-        _require(_is_num(g) and 0 < g <= 1, "gamma", "in (0, 1]", g)
-        _require(_is_num(hp.get("lr")) and hp["lr"] > 0, "lr", "> 0", hp.get("lr"))
-        _require(_is_int(hp.get("num_envs")) and hp["num_envs"] >= 1, "num_envs", "an int >= 1", hp.get("num_envs"))
-        mgn = hp.get("max_grad_norm")
-        _require(mgn is None or (_is_num(mgn) and mgn > 0), "max_grad_norm", "> 0 or null", mgn)
+        _require_number("gamma", hp.get("gamma"), low=0, high=1, low_open=True)
+        _require_number("lr", hp.get("lr"), low=0, low_open=True)
+        _require_number("num_envs", hp.get("num_envs"), low=1, integer=True)
+        _require_number("max_grad_norm", hp.get("max_grad_norm"), low=0, low_open=True, none="null")
         for name in ("value_coef", "entropy_coef"):
-            _require(_is_num(hp.get(name)) and hp[name] >= 0, name, ">= 0", hp.get(name))
-        _require(_is_num(hp.get("adam_eps")) and hp["adam_eps"] > 0, "adam_eps", "> 0", hp.get("adam_eps"))
-        _require(hp.get("seed") is None or _is_int(hp["seed"]), "seed", "an int or null", hp.get("seed"))
-        _require(_is_int(hp.get("eval_episodes")) and hp["eval_episodes"] >= 1, "eval_episodes", "an int >= 1",
-                 hp.get("eval_episodes"))
+            _require_number(name, hp.get(name), low=0)
+        _require_number("adam_eps", hp.get("adam_eps"), low=0, low_open=True)
+        _require_number("seed", hp.get("seed"), integer=True, none="null")
+        _require_number("eval_episodes", hp.get("eval_episodes"), low=1, integer=True)
+
+    opt_steps_per_batch = 1  # optimizer steps per batch (PPO: epochs x minibatches per rollout)
+
+    @classmethod
+    def check_max_steps(cls, max_steps, **hp: Any) -> None:
+        """Trainer settings the algorithm constrains (PPO: whole rollouts). ConfigError("trainer.max_steps", ...)."""
 
     # ---- construction ---------------------------------------------------------------------------
     def _make_env(self, num_envs: int):
         from gbx_lightning.envs import make_env
 
-        device = self.trainer.strategy.root_device if self._trainer is not None else torch.device("cpu")
+        trainer = self._attached_trainer()
+        device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
         try:
             return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
         except (ValueError, TypeError, FileNotFoundError) as err:
@@ -238,11 +241,20 @@ class RLModule(LightningModule):
 
     def setup(self, stage: str) -> None:
         """Build the env(s) this stage needs and the policy (sized by the env). Runs before checkpoint restore."""
-        if stage == "fit" and self.env is None:
-            self.env = self._make_env(self.hparams.num_envs)
-            self._build_policy(self.env)
+        if stage == "fit":
+            self.check_max_steps(self.trainer.max_steps, **self.hparams)
+            if self.env is None:
+                self.env = self._make_env(self.hparams.num_envs)
+                self._build_policy(self.env)
         if stage in ("validate", "test") or self.policy is None:
             self._build_policy(self._get_eval_env())
+
+    def _attached_trainer(self):
+        """The Trainer, or None for a module used on its own (``self.trainer`` raises then)."""
+        try:
+            return self.trainer
+        except RuntimeError:
+            return None
 
     def _get_eval_env(self):
         if self.eval_env is None:
@@ -256,21 +268,23 @@ class RLModule(LightningModule):
     def configure_optimizers(self):
         return torch.optim.Adam(self.policy.parameters(), lr=self.hparams.lr, eps=self.hparams.adam_eps)
 
-    def _stream_kwargs(self) -> dict:  # pragma: no cover - overridden
+    def steps_per_rollout(self) -> int:  # pragma: no cover - overridden
+        """T: env steps of all N envs per batch."""
         raise NotImplementedError
 
     def train_dataloader(self):
         num_batches = UNBOUNDED
-        if self._trainer is not None and self.trainer.max_steps > 0:
-            # one batch per `opt_steps_per_cycle` optimizer steps (PPO: a rollout), rounded up
-            num_batches = -(-self.trainer.max_steps // self.opt_steps_per_cycle)
-        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, **self._stream_kwargs())
+        if self.trainer.max_steps > 0:
+            num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
+        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout())
         self.stream.env_steps = self._restored_env_steps
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
-    # ---- step counters and checkpoint -----------------------------------------------------------
-    opt_steps_per_cycle = 1  # optimizer steps per batch (between points where a checkpoint captures all state)
+    def transfer_batch_to_device(self, batch, device, dataloader_idx: int):
+        """The stream builds every batch on the env's device, which is this module's device: nothing to move."""
+        return batch
 
+    # ---- step counters and checkpoint -----------------------------------------------------------
     @property
     def env_steps(self) -> int:
         return self.stream.env_steps if self.stream is not None else self._restored_env_steps
@@ -283,107 +297,74 @@ class RLModule(LightningModule):
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
 
-    # ---- backward and optimizer step shared by both algorithms ------------------------------------
     def on_train_start(self) -> None:
-        self._direct_steps = self._can_step_directly()
+        """After a restore: the configured lr wins over the checkpoint's, and a moved max_steps re-plans the anneal."""
+        sched = self.lr_schedulers()
+        opt = self.optimizers(use_pl_optimizer=False)
+        factor = 1.0
+        if sched is not None:
+            anneal = sched.lr_lambdas[0]
+            if anneal.end != self.trainer.max_steps:
+                anneal.extend_to(self.trainer.global_step, self.trainer.max_steps)
+            sched.base_lrs = [self.hparams.lr for _ in opt.param_groups]
+            factor = anneal(self.trainer.global_step)
+        for group in opt.param_groups:
+            group["lr"] = self.hparams.lr * factor
 
-    def _can_step_directly(self) -> bool:
-        """True when Lightning's backward/optimizer wrappers would only dispatch hooks nobody listens to.
-
-        ``manual_backward`` and ``LightningOptimizer.step`` route through the strategy and precision
-        plugin and call ``on_before_backward``, ``on_after_backward`` and ``on_before_optimizer_step``
-        on every callback and on this module, once per optimizer step (16 times per PPO batch). For
-        32-bit training on one device they add nothing else: the plugin's backward is
-        ``loss.backward()`` and its optimizer step is ``optimizer.step()``. So when the precision
-        plugin is the plain one, the strategy is single-device, no profiler is set and no callback
-        (nor this module) overrides one of those hooks, ``_backward``/``_clip_and_step`` call torch
-        directly and count the step in Lightning's own progress tracker, the counter behind
-        ``trainer.global_step`` (``max_steps``, checkpoint names, resume). Anything else (AMP, DDP,
-        FSDP, a gradient-logging callback) takes Lightning's path, hooks and all.
-        """
-        from lightning.pytorch import Callback
-        from lightning.pytorch.plugins.precision import Precision
-        from lightning.pytorch.profilers import PassThroughProfiler
-        from lightning.pytorch.strategies import SingleDeviceStrategy
-        from lightning.pytorch.utilities.model_helpers import is_overridden
-
-        trainer = self.trainer
-        hooks = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
-        return (type(trainer.precision_plugin) is Precision
-                and type(trainer.strategy) is SingleDeviceStrategy
-                and not trainer.gradient_clip_val
-                and isinstance(trainer.profiler, PassThroughProfiler)
-                and hasattr(getattr(trainer.fit_loop.epoch_loop, "manual_optimization", None), "optim_step_progress")
-                and not any(is_overridden(h, self, parent=LightningModule) for h in hooks + ("backward",))
-                and not any(is_overridden(h, cb, parent=Callback) for cb in trainer.callbacks for h in hooks))
-
-    def _backward(self, loss: torch.Tensor) -> None:
-        if self._direct_steps:
-            loss.backward()
-        else:
-            self.manual_backward(loss)
-
-    def _clip_and_step(self, opt) -> torch.Tensor:
-        params = [p for p in self.policy.parameters() if p.grad is not None]
+    # ---- one optimizer step, shared by both algorithms ---------------------------------------------
+    def step_optimizer(self, out: dict[str, torch.Tensor]) -> None:
+        """Backward ``out["loss"]``, clip the gradient norm, step the optimizer (and the lr schedule), track ``out``."""
+        opt = self.optimizers()
+        self.manual_backward(out["loss"])
         max_norm = self.hparams.max_grad_norm
         # clip_grad_norm_ returns the pre-clip norm as a device tensor (no host sync)
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm is not None else float("inf"))
-        if self._direct_steps:
-            # what LightningOptimizer.step does here, minus hooks nobody overrides (see _can_step_directly)
-            progress = self.trainer.fit_loop.epoch_loop.manual_optimization.optim_step_progress
-            progress.increment_ready()
-            opt.optimizer.step()
-            progress.increment_completed()
-        else:
-            opt.step()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
+                                                   max_norm if max_norm is not None else float("inf"))
+        opt.step()
         opt.zero_grad(set_to_none=True)
+        sched = self.lr_schedulers()
+        if sched is not None:
+            sched.step()
         self.opt_steps += 1
-        self._grad_norm_sum = grad_norm.detach() if self._grad_norm_sum is None else self._grad_norm_sum + grad_norm
-        self._grad_norm_count += 1
-        return grad_norm
+        self._track(out, grad_norm)
 
+    # the loss terms a record carries: name in the loss's output -> JSONL key
     _LOG_NAMES = {"loss": "loss", "policy_loss": "loss_policy", "value_loss": "loss_value", "entropy": "entropy",
                   "value_mean": "value_mean", "advantage_mean": "advantage_mean", "approx_kl": "approx_kl",
-                  "clipfrac": "clipfrac"}
+                  "clipfrac": "clipfrac", "explained_variance": "explained_variance"}
 
-    def _track(self, out: dict[str, torch.Tensor]) -> None:
-        """Keep this step's loss terms for the next log record (reduced on device by ``pop_metrics``)."""
+    def _track(self, out: dict[str, torch.Tensor], grad_norm: torch.Tensor) -> None:
+        """Keep this step's loss terms and grad norm for the next log record (reduced on device by ``pop_metrics``)."""
         if self._metric_names is None:
             self._metric_names = [k for k in self._LOG_NAMES if k in out]
-        self._metric_pending.append([out[k].detach() for k in self._metric_names])  # no graph kept alive
-        if len(self._metric_pending) >= 256:
+        self._metric_rows.append(torch.stack([out[k].detach().float() for k in self._metric_names]
+                                             + [grad_norm.detach().float()]))
+        if len(self._metric_rows) >= 256:
             self._fold_metrics()
 
     def _fold_metrics(self) -> None:
-        if self._metric_pending:
-            sums = torch.stack([torch.stack(row).float() for row in self._metric_pending]).sum(0)
-            self._metric_sums = sums if self._metric_sums is None else self._metric_sums + sums
-            self._metric_count += len(self._metric_pending)
-            self._metric_pending = []
+        if self._metric_rows:
+            rows = torch.stack(self._metric_rows)
+            self._metric_rows = []
+            finite = rows.isfinite()  # explained variance is NaN where the returns did not vary: left out
+            sums, counts = torch.where(finite, rows, 0.0).sum(0), finite.sum(0)
+            if self._metric_sums is None:
+                self._metric_sums, self._metric_counts = sums, counts
+            else:
+                self._metric_sums, self._metric_counts = self._metric_sums + sums, self._metric_counts + counts
 
     def pop_metrics(self) -> dict[str, float | None]:
         """Means of the tracked losses and grad norms since the last call, plus lr (one host read)."""
         self._fold_metrics()
         out: dict[str, float | None] = {}
-        parts = []
         if self._metric_sums is not None:
-            parts.append(self._metric_sums / self._metric_count)
-        if self._grad_norm_sum is not None:
-            parts.append((self._grad_norm_sum / self._grad_norm_count).reshape(1))
-        vals = torch.cat(parts).tolist() if parts else []
-        if self._metric_sums is not None:
-            for name, v in zip(self._metric_names, vals):
-                out[self._LOG_NAMES[name]] = v
-        out["grad_norm"] = vals[-1] if self._grad_norm_sum is not None else None
-        self._metric_sums, self._metric_count = None, 0
-        self._grad_norm_sum, self._grad_norm_count = None, 0
-        opt = self.optimizers(use_pl_optimizer=False) if self._trainer is not None else None
+            means = (self._metric_sums / self._metric_counts).tolist()
+            for name, v in zip(self._metric_names + ["grad_norm"], means):
+                out[self._LOG_NAMES.get(name, name)] = v
+            self._metric_sums = self._metric_counts = None
+        opt = self.optimizers(use_pl_optimizer=False) if self._attached_trainer() is not None else None
         out["lr"] = opt.param_groups[0]["lr"] if opt is not None else self.hparams.lr
         return out
-
-    def transfer_batch_to_device(self, batch, device, dataloader_idx: int):
-        """The streams build every batch on the env's device, which is this module's device: nothing to move."""
-        return batch
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
@@ -412,7 +393,7 @@ class RLModule(LightningModule):
         for k, v in batch.items():
             if k not in ("finished", "episode_return", "success", "episode_length", "clip"):
                 metrics[f"{prefix}/{k}_mean"] = (v.float() * finished).sum() / denom
-        # logger=False: the JSONL/TensorBoard callback records eval results against env_steps
+        # logger=False: the JSONL/logger callback (TrainingLog) records eval results against env_steps
         self.log_dict(metrics, logger=False, batch_size=int(finished.shape[0]))
 
     def validation_step(self, batch, batch_idx):
@@ -423,19 +404,14 @@ class RLModule(LightningModule):
 
 
 class A2CModule(RLModule):
-    """Streaming advantage actor-critic with one-step TD(0) targets.
+    """Advantage actor-critic with one-step TD(0) targets, one update per ``update_every`` env steps.
 
-    One optimizer step per ``update_every`` env steps of all N envs: the gradient of the mean
-    TD(0) loss over those ``update_every * N`` transitions, clipped and applied. So
-    ``opt_steps = env_steps / (num_envs * update_every)``.
-
-    The stream delivers the ``update_every`` transitions as one batch (flattened to
-    ``update_every * N`` rows). That is gradient accumulation over ``update_every`` env steps,
-    done in one pass: the parameters do not change inside the window, every row keeps its own
-    one-step target r + gamma * (1 - terminated) * V(s'), and the mean over all rows is the mean
-    of the per-step mean losses (each step has N rows), so the gradient is the sum of the
-    per-step gradients / ``update_every`` (tests/test_trainer.py checks it). Lightning's per-batch
-    work then happens once per update rather than once per env step.
+    One optimizer step per rollout of T = ``update_every`` steps of all N envs: the gradient of the
+    mean TD(0) loss over those T*N transitions, clipped and applied. So
+    ``opt_steps = env_steps / (num_envs * update_every)``. Every row keeps its own one-step target
+    r + gamma * (1 - terminated) * V(s'), and all rows were acted with the same weights, so this is
+    the sum of the T per-step gradients / T: gradient accumulation over T env steps, in one pass
+    (tests/test_trainer.py checks it).
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
@@ -453,39 +429,36 @@ class A2CModule(RLModule):
     def check_config(cls, **hp: Any) -> None:
         super().check_config(**hp)
         if "update_every" in hp:
-            _require(_is_int(hp["update_every"]) and hp["update_every"] >= 1, "update_every", "an int >= 1",
-                     hp["update_every"])
+            _require_number("update_every", hp["update_every"], low=1, integer=True)
 
-    def _stream_kwargs(self) -> dict:
-        return {"steps_per_batch": self.hparams.update_every}
+    def steps_per_rollout(self) -> int:
+        return self.hparams.update_every
 
-    @_signature_precomputed
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        """One update from ``update_every`` transitions of all N envs (rows of ``batch``), acted with these weights."""
+        """One update from a [T, N] rollout (T = update_every), acted with these weights."""
         t0 = time.perf_counter()
-        # 1. V(s') of the true next states, no gradient (bootstraps through truncation; rl.a2c_td0 masks termination)
+        hp = self.hparams
+        # 1. V(s') of the true next states, no gradient (bootstraps through truncation; a2c_td0 masks termination)
         with torch.no_grad():
-            _, next_values = self.policy(batch["final_obs"])
-        # 2. pi(.|s), V(s) with gradient, and the TD(0) actor-critic loss, averaged over all rows of the window
-        logits, values = self.policy(batch["obs"])
-        out = a2c_td0(logits, values, batch["actions"], batch["rewards"], next_values, batch["terminated"],
-                      gamma=self.hparams.gamma, value_coef=self.hparams.value_coef,
-                      entropy_coef=self.hparams.entropy_coef)
+            _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
+        # 2. log pi(a|s), H(pi(.|s)), V(s) with gradient; the TD(0) actor-critic loss over all T*N transitions
+        logprobs, entropy, values = self.policy.evaluate(batch["obs"].flatten(0, 1), batch["actions"].flatten())
+        out = a2c_td0(logprobs, entropy, values, batch["rewards"].flatten(), next_values,
+                      batch["terminated"].flatten(), gamma=hp.gamma, value_coef=hp.value_coef,
+                      entropy_coef=hp.entropy_coef)
         # 3. backward, clip, step
-        self._backward(out["loss"])
-        self._clip_and_step(self.optimizers())
-        self._track(out)
+        self.step_optimizer(out)
         self.time_update_s += time.perf_counter() - t0
 
 
 class PPOModule(RLModule):
-    """PPO with clipped surrogate (Schulman et al. 2017) on T-step rollouts of N envs.
+    """PPO with clipped surrogate (Schulman et al. 2017) on T-step rollouts of N envs, as CleanRL's ppo.py.
 
-    Each rollout gives T*N samples with GAE(lambda) advantages; the stream yields them as
-    one batch and ``training_step`` splits them into ``minibatches`` shuffled minibatches
-    for ``epochs`` epochs, one optimizer step per minibatch, so one rollout (one batch) =
-    ``epochs * minibatches`` opt steps. ``anneal_lr`` decays the learning rate linearly
-    to 0 at ``trainer.max_steps``.
+    Each batch is one rollout (T = ``rollout_steps``); ``training_step`` computes GAE(lambda)
+    advantages and returns, then runs ``epochs`` passes over the T*N samples in ``minibatches``
+    shuffled minibatches, one optimizer step each: one rollout = ``epochs * minibatches`` optimizer
+    steps (``trainer.max_steps`` must be a multiple of it). ``anneal_lr`` decays the learning rate
+    linearly to 0 at ``trainer.max_steps`` (``LinearAnneal``).
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
@@ -500,69 +473,71 @@ class PPOModule(RLModule):
                          policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
                          value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
                          eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
-        self.opt_steps_per_cycle = epochs * minibatches
+        self.opt_steps_per_batch = epochs * minibatches
 
     @classmethod
     def check_config(cls, **hp: Any) -> None:
         super().check_config(**hp)
         for name in ("rollout_steps", "epochs", "minibatches"):
             if name in hp:
-                _require(_is_int(hp[name]) and hp[name] >= 1, name, "an int >= 1", hp[name])
+                _require_number(name, hp[name], low=1, integer=True)
         if {"rollout_steps", "minibatches", "num_envs"} <= hp.keys():
             _require(hp["minibatches"] <= hp["rollout_steps"] * hp["num_envs"], "minibatches",
                      f"<= rollout_steps * num_envs = {hp['rollout_steps'] * hp['num_envs']}", hp["minibatches"])
         if "gae_lambda" in hp:
-            _require(_is_num(hp["gae_lambda"]) and 0 <= hp["gae_lambda"] <= 1, "gae_lambda", "in [0, 1]",
-                     hp["gae_lambda"])
+            _require_number("gae_lambda", hp["gae_lambda"], low=0, high=1)
         if "clip_coef" in hp:
-            _require(_is_num(hp["clip_coef"]) and hp["clip_coef"] > 0, "clip_coef", "> 0", hp["clip_coef"])
-        if hp.get("value_clip") is not None:
-            _require(_is_num(hp["value_clip"]) and hp["value_clip"] > 0, "value_clip", "> 0 or null",
-                     hp["value_clip"])
+            _require_number("clip_coef", hp["clip_coef"], low=0, low_open=True)
+        if "value_clip" in hp:
+            _require_number("value_clip", hp["value_clip"], low=0, low_open=True, none="null")
 
-    def _stream_kwargs(self) -> dict:
-        hp = self.hparams
-        return {"rollout_steps": hp.rollout_steps, "gamma": hp.gamma, "gae_lambda": hp.gae_lambda}
+    @classmethod
+    def check_max_steps(cls, max_steps, **hp: Any) -> None:
+        """Whole rollouts only: a run stopped inside one would drop the rest of its update on resume."""
+        cycle = hp["epochs"] * hp["minibatches"]
+        if isinstance(max_steps, int) and max_steps > 0 and max_steps % cycle:
+            down, up = max_steps // cycle * cycle, -(-max_steps // cycle) * cycle
+            raise ConfigError("trainer.max_steps", f"must be a multiple of epochs * minibatches = {cycle} (PPO "
+                              f"updates whole rollouts), got {max_steps}; use {up}" + (f" or {down}" if down else ""))
+        if hp.get("anneal_lr") and not (isinstance(max_steps, int) and max_steps > 0):
+            raise ConfigError("trainer.max_steps", f"must be set (> 0) with model.anneal_lr: true (the learning "
+                              f"rate reaches 0 there), got {max_steps}")
 
-    def _minibatch_indices(self, size: int):
-        """``epochs`` x ``minibatches`` index sets over the rollout's ``size`` samples, stopping at max_steps.
+    def steps_per_rollout(self) -> int:
+        return self.hparams.rollout_steps
 
-        Shuffled with the stream's generator (after the rollout's action sampling): one RNG sequence,
-        stored in every checkpoint, so a resumed run continues exactly.
-        """
-        max_steps = self.trainer.max_steps
-        for _ in range(self.hparams.epochs):
-            perm = torch.randperm(size, generator=self.stream.generator, device=self.stream.device)
-            for idx in perm.chunk(self.hparams.minibatches):
-                if 0 < max_steps <= self.opt_steps:
-                    return
-                yield idx
+    def configure_optimizers(self):
+        optimizer = super().configure_optimizers()
+        if not self.hparams.anneal_lr:
+            return optimizer
+        return [optimizer], [torch.optim.lr_scheduler.LambdaLR(optimizer, LinearAnneal(self.trainer.max_steps))]
 
-    @_signature_precomputed
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        """One PPO update from one rollout: ``epochs`` x ``minibatches`` clipped-surrogate steps."""
+        """One PPO update from one [T, N] rollout: bootstrap, GAE, epochs x minibatches clipped-surrogate steps."""
         t0 = time.perf_counter()
         hp = self.hparams
-        opt = self.optimizers()
-        for idx in self._minibatch_indices(batch["actions"].shape[0]):
-            if hp.anneal_lr and self.trainer.max_steps > 0:
-                frac = max(0.0, 1.0 - self.opt_steps / self.trainer.max_steps)
-                for group in opt.optimizer.param_groups:
-                    group["lr"] = hp.lr * frac
-            mb = {k: v[idx] for k, v in batch.items()}
-            # 1. the current policy on the minibatch's states
-            logits, values = self.policy(mb["obs"])
-            log_probs = F.log_softmax(logits, -1)
-            new_logprobs = log_probs.gather(1, mb["actions"].unsqueeze(1)).squeeze(1)
-            entropy = -(log_probs.exp() * log_probs).sum(-1)
-            # 2. clipped surrogate + value + entropy loss against the rollout's log-probs, values and GAE returns
-            out = ppo_loss(new_logprobs, mb["logprobs"], mb["advantages"], values, mb["values"], mb["returns"],
-                           entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
-                           normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,
-                           entropy_coef=hp.entropy_coef)
-            out["value_mean"] = values.detach().mean()
-            # 3. one optimizer step per minibatch (counted by trainer.global_step)
-            self._backward(out["loss"])
-            self._clip_and_step(opt)
-            self._track(out)
+        T, N = batch["rewards"].shape
+        # 1. bootstrap: V(s') of every step's true next state (through truncations and the rollout's end), then GAE
+        with torch.no_grad():
+            _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
+            advantages, returns = gae(batch["rewards"], batch["values"], next_values.view(T, N), batch["terminated"],
+                                      batch["truncated"], hp.gamma, hp.gae_lambda)
+        # 2. flatten the rollout into T*N samples
+        b_obs, b_actions = batch["obs"].flatten(0, 1), batch["actions"].flatten()
+        b_logprobs, b_values = batch["logprobs"].flatten(), batch["values"].flatten()
+        b_advantages, b_returns = advantages.flatten(), returns.flatten()
+        explained_var = explained_variance(b_values, b_returns)
+        # 3. optimise the clipped surrogate: `epochs` shuffled passes of `minibatches` minibatches. Shuffled with the
+        #    stream's generator, whose state every checkpoint holds, so a resumed run shuffles as the straight one.
+        for _ in range(hp.epochs):
+            perm = torch.randperm(T * N, generator=self.stream.generator, device=b_obs.device)
+            for mb in perm.chunk(hp.minibatches):
+                new_logprobs, entropy, new_values = self.policy.evaluate(b_obs[mb], b_actions[mb])
+                out = ppo_loss(new_logprobs, b_logprobs[mb], b_advantages[mb], new_values, b_values[mb],
+                               b_returns[mb], entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
+                               normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,
+                               entropy_coef=hp.entropy_coef)
+                out["value_mean"] = new_values.detach().mean()
+                out["explained_variance"] = explained_var
+                self.step_optimizer(out)
         self.time_update_s += time.perf_counter() - t0

@@ -67,21 +67,21 @@ def trained(tmp_path_factory):
 
 def test_resumed_game_boy_run_equals_the_uninterrupted_one(trained):
     cfg, runs = trained
-    ckpt = torch.load(runs / "gb" / "checkpoints" / "last.ckpt", weights_only=False)
+    ckpt = torch.load(runs / "gb" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12}
     env_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]
     assert env_state["rom_sha256"] and env_state["machines"]["wram"].shape == (3, 8192)
-    meta, steps, evals = _records(runs / "gb" / "train.jsonl")
+    meta, steps, evals = _records(runs / "gb" / "version_0" / "train.jsonl")
     assert [m["meta"]["segment"] for m in meta] == ["start", "resume"]
     assert meta[0]["meta"]["rom_sha256"] == env_state["rom_sha256"]
     assert [r["opt_steps"] for r in steps] == list(range(1, 13))
     assert [e["eval"]["opt_steps"] for e in evals] == [3, 6, 9, 12]
-    _, straight, straight_evals = _records(runs / "straight" / "train.jsonl")
+    _, straight, straight_evals = _records(runs / "straight" / "version_0" / "train.jsonl")
     wall = {"wall_time_s", "sps", "time_env_s", "time_act_s", "time_update_s", "time_other_s"}
     assert [{k: v for k, v in r.items() if k not in wall} for r in straight] == \
         [{k: v for k, v in r.items() if k not in wall} for r in steps]
     assert [e["eval"] for e in straight_evals] == [e["eval"] for e in evals]
-    weights = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    weights = torch.load(runs / "straight" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
     for k, v in ckpt["state_dict"].items():
         assert torch.equal(weights[k], v), k
 
@@ -91,7 +91,7 @@ def test_tensorboard_gets_the_agent_view_and_eval_clips(trained):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     tags = set()
-    for events in (runs / "gb").glob("events.out.tfevents.*"):
+    for events in (runs / "gb" / "version_0").glob("events.out.tfevents.*"):
         acc = EventAccumulator(str(events), size_guidance={"images": 0})
         acc.Reload()
         tags |= set(acc.Tags()["images"])
@@ -99,7 +99,7 @@ def test_tensorboard_gets_the_agent_view_and_eval_clips(trained):
             for image in acc.Images(tag):
                 assert image.encoded_image_string[:4] in (b"\x89PNG", b"GIF8")
     assert {"agent/observations", "eval/clip"} <= tags
-    clips = sorted((runs / "gb" / "clips").glob("eval_step*.gif"))
+    clips = sorted((runs / "gb" / "version_0" / "clips").glob("eval_step*.gif"))
     assert [c.name for c in clips] == [f"eval_step{s:08d}.gif" for s in (3, 6, 9, 12)]
     Image = pytest.importorskip("PIL.Image")
     im = Image.open(io.BytesIO(clips[-1].read_bytes()))

@@ -5,9 +5,18 @@ import math
 import pytest
 import torch
 
-from gbx_lightning.rl import a2c_td0, gae, ppo_loss
+from gbx_lightning.models import logprob_entropy
+from gbx_lightning.rl import a2c_td0, explained_variance, gae, ppo_loss
 
 LN = math.log
+
+
+# ---------------------------------------------------------------- logprob_entropy (the policy's categorical math)
+def test_logprob_entropy_hand_computed():
+    # row0: logits [0, 0] -> pi = [0.5, 0.5], action 1; row1: logits [ln 3, 0] -> pi = [0.75, 0.25], action 0
+    logp, ent = logprob_entropy(torch.tensor([[0.0, 0.0], [LN(3.0), 0.0]]), torch.tensor([1, 0]))
+    torch.testing.assert_close(logp, torch.tensor([LN(0.5), LN(0.75)]))
+    torch.testing.assert_close(ent, torch.tensor([LN(2.0), -(0.75 * LN(0.75) + 0.25 * LN(0.25))]))
 
 
 # ---------------------------------------------------------------- a2c_td0
@@ -15,21 +24,23 @@ def _a2c_case():
     # env0: logits [0, 0]     -> pi = [0.5, 0.5]; action 1 -> log pi = ln 0.5
     # env1: logits [ln 3, 0]  -> pi = [0.75, 0.25]; action 0 -> log pi = ln 0.75
     logits = torch.tensor([[0.0, 0.0], [LN(3.0), 0.0]], requires_grad=True)
+    logprobs, entropy = logprob_entropy(logits, torch.tensor([1, 0]))
     values = torch.tensor([1.0, 2.0], requires_grad=True)
     next_values = torch.tensor([2.0, 5.0], requires_grad=True)
     return dict(
-        logits=logits,
+        logprobs=logprobs,
+        entropy=entropy,
         values=values,
-        actions=torch.tensor([1, 0]),
         rewards=torch.tensor([1.0, -1.0]),
         next_values=next_values,
         terminated=torch.tensor([False, True]),
         gamma=0.5,
-    )
+    ), logits
 
 
 def test_a2c_td0_hand_computed():
-    out = a2c_td0(**_a2c_case())
+    case, _ = _a2c_case()
+    out = a2c_td0(**case)
     # targets: env0 (not terminated, bootstraps): 1 + 0.5*2 = 2 ; env1 (terminated): -1 + 0 = -1
     # advantages: 2 - 1 = 1 ; -1 - 2 = -3
     policy = -(1.0 * LN(0.5) + (-3.0) * LN(0.75)) / 2
@@ -42,10 +53,12 @@ def test_a2c_td0_hand_computed():
     assert out["loss"].item() == pytest.approx(policy + 0.5 * 2.5 - 0.01 * entropy, abs=1e-6)
     assert out["advantage_mean"].item() == pytest.approx((1.0 - 3.0) / 2)
     assert out["value_mean"].item() == pytest.approx(1.5)
+    # targets [2, -1] (mean 0.5, population variance 2.25), errors [1, -3] (mean -1, variance 4): 1 - 4/2.25
+    assert out["explained_variance"].item() == pytest.approx(1 - 4 / 2.25)
 
 
 def test_a2c_td0_gradients():
-    case = _a2c_case()
+    case, logits = _a2c_case()
     out = a2c_td0(**case, value_coef=0.5, entropy_coef=0.0)
     out["loss"].backward()
     # V(s') is a constant of the target: no gradient reaches next_values.
@@ -53,7 +66,7 @@ def test_a2c_td0_gradients():
     # d policy / d logits_i = -(A_i / N) * (onehot(a_i) - pi_i)
     #   env0: -(1/2) * ([0, 1] - [0.5, 0.5])      = [ 0.25,  -0.25]
     #   env1: -(-3/2) * ([1, 0] - [0.75, 0.25])   = [ 0.375, -0.375]
-    torch.testing.assert_close(case["logits"].grad, torch.tensor([[0.25, -0.25], [0.375, -0.375]]))
+    torch.testing.assert_close(logits.grad, torch.tensor([[0.25, -0.25], [0.375, -0.375]]))
     # d (0.5 * mean 0.5 (t - v)^2) / d v_i = -0.5 * (t_i - v_i) / N: env0 -0.5*1/2, env1 -0.5*(-3)/2
     # (the advantage in the policy term is detached, so it adds nothing here)
     torch.testing.assert_close(case["values"].grad, torch.tensor([-0.25, 0.75]))
@@ -63,7 +76,7 @@ def test_a2c_td0_gradients():
 
 def test_a2c_td0_truncation_bootstraps():
     # Same transition, terminated=False (a truncated env is not terminated): target = r + gamma * V(s').
-    kw = dict(logits=torch.zeros(1, 3), values=torch.tensor([0.0]), actions=torch.tensor([2], dtype=torch.int32),
+    kw = dict(logprobs=torch.tensor([-LN(3.0)]), entropy=torch.tensor([LN(3.0)]), values=torch.tensor([0.0]),
               rewards=torch.tensor([1.0]), next_values=torch.tensor([4.0]), gamma=0.5)
     boot = a2c_td0(**kw, terminated=torch.tensor([False]))
     cut = a2c_td0(**kw, terminated=torch.tensor([True]))
@@ -74,24 +87,32 @@ def test_a2c_td0_truncation_bootstraps():
 @pytest.mark.parametrize(
     "override, message",
     [
-        (dict(rewards=torch.zeros(2, 1)), "a2c_td0: rewards must have shape [N]=[2], got [2, 1]"),
-        (dict(values=torch.zeros(3)), "a2c_td0: values must have shape [N]=[2], got [3]"),
-        (dict(actions=torch.zeros(2)),
-         "a2c_td0: actions must have dtype torch.int32 or torch.int64, got torch.float32"),
+        (dict(rewards=torch.zeros(2, 1)), "a2c_td0: rewards must have shape [B]=[2], got [2, 1]"),
+        (dict(values=torch.zeros(3)), "a2c_td0: values must have shape [B]=[2], got [3]"),
         (dict(terminated=torch.zeros(2)), "a2c_td0: terminated must have dtype torch.bool, got torch.float32"),
         (dict(next_values=torch.zeros(2, dtype=torch.int64)), "a2c_td0: next_values must have a floating point dtype"),
-        (dict(logits=torch.zeros(2)), "a2c_td0: logits must be a tensor of shape [N, A], got [2]"),
+        (dict(logprobs=torch.zeros(2, 3)), "a2c_td0: logprobs must be a tensor of shape [B], got [2, 3]"),
         (dict(gamma=1.5), "a2c_td0: gamma must be a number in [0, 1], got 1.5"),
         (dict(entropy_coef=-1.0), "a2c_td0: entropy_coef must be a number >= 0, got -1.0"),
         (dict(rewards=[0.0, 0.0]), "a2c_td0: rewards must be a torch.Tensor, got list"),
     ],
 )
 def test_a2c_td0_rejects_bad_input(override, message):
-    case = _a2c_case()
+    case, _ = _a2c_case()
     case.update(override)
     with pytest.raises((ValueError, TypeError)) as err:
         a2c_td0(**case)
     assert message in str(err.value)
+
+
+# ---------------------------------------------------------------- explained_variance
+def test_explained_variance_hand_computed():
+    returns = torch.tensor([1.0, 2.0, 3.0, 4.0])  # population variance 1.25
+    assert explained_variance(returns, returns).item() == 1.0  # perfect predictions
+    assert explained_variance(torch.full((4,), 2.5), returns).item() == pytest.approx(0.0)  # the mean: explains nothing
+    # errors [1, 0, 0, -1]: variance 0.5 -> 1 - 0.5 / 1.25 = 0.6
+    assert explained_variance(torch.tensor([0.0, 2.0, 3.0, 5.0]), returns).item() == pytest.approx(0.6)
+    assert math.isnan(explained_variance(torch.zeros(3), torch.ones(3)).item())  # constant returns: undefined
 
 
 # ---------------------------------------------------------------- gae
@@ -257,7 +278,7 @@ def test_ppo_loss_normalisation_defined_for_single_sample():
         (dict(entropy=torch.zeros(2, dtype=torch.int32)), "ppo_loss: entropy must have a floating point dtype"),
         (dict(new_logprobs=torch.zeros(2, 1)), "ppo_loss: new_logprobs must be a tensor of shape [B], got [2, 1]"),
         (dict(clip_coef=0.0), "ppo_loss: clip_coef must be a number > 0, got 0.0"),
-        (dict(value_clip=-1.0), "ppo_loss: value_clip must be None or a number > 0, got -1.0"),
+        (dict(value_clip=-1.0), "ppo_loss: value_clip must be a number > 0 or None, got -1.0"),
     ],
 )
 def test_ppo_loss_rejects_bad_input(override, message):

@@ -16,6 +16,7 @@ from gbx_lightning.data import RolloutStream
 from gbx_lightning.envs import make_env
 from gbx_lightning.models import make_policy
 from gbx_lightning.module import A2CModule, PPOModule
+from gbx_lightning.models import logprob_entropy
 from gbx_lightning.rl import a2c_td0
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5,
@@ -76,13 +77,13 @@ def _take(it, k):
     return [next(it) for _ in range(k)]
 
 
-@pytest.mark.parametrize("steps_per_batch", [1, 2])
-def test_a2c_stream_state_dict_round_trip_continues_identically(steps_per_batch):
+@pytest.mark.parametrize("rollout_steps", [1, 2])
+def test_stream_state_dict_round_trip_continues_identically(rollout_steps):
     def fresh():
         torch.manual_seed(0)
         env = make_env("foraging", num_envs=3, **ENV_KWARGS)
         return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7,
-                             steps_per_batch=steps_per_batch)
+                             rollout_steps=rollout_steps)
 
     a = fresh()
     it = iter(a)
@@ -91,28 +92,28 @@ def test_a2c_stream_state_dict_round_trip_continues_identically(steps_per_batch)
     expected = _take(it, 6)  # crosses episode ends (max_steps 12, start_energy 3)
     b = fresh()
     b.load_state_dict(state)
-    assert b.env_steps == 7 * 3 * steps_per_batch
+    assert b.env_steps == 7 * 3 * rollout_steps
     got = _take(iter(b), 6)
-    assert b.env_steps == a.env_steps == 13 * 3 * steps_per_batch
-    assert expected[0]["obs"].shape[0] == 3 * steps_per_batch
+    assert b.env_steps == a.env_steps == 13 * 3 * rollout_steps
+    assert expected[0]["obs"].shape[:2] == (rollout_steps, 3)  # [T, N, ...]
     assert any(bool((e["terminated"] | e["truncated"]).any()) for e in expected)
     for e, g in zip(expected, got):
         for k in e:
             torch.testing.assert_close(g[k], e[k], msg=k)
 
 
-def _a2c_stream(num_envs, seed, steps_per_batch, policy_state=None):
+def _stream(num_envs, seed, rollout_steps, policy_state=None):
     env = make_env("foraging", num_envs=num_envs, **ENV_KWARGS)
     policy = make_policy("mlp", env.obs_shape, env.num_actions, hidden=[16])
     if policy_state is not None:
         policy.load_state_dict(policy_state)
-    return RolloutStream(env, policy, seed=seed, steps_per_batch=steps_per_batch)
+    return RolloutStream(env, policy, seed=seed, rollout_steps=rollout_steps)
 
 
-def test_a2c_window_batch_is_the_per_step_transitions_stacked():
+def test_a_rollout_is_its_steps_stacked():
     torch.manual_seed(0)
-    window = _a2c_stream(4, 5, steps_per_batch=3)
-    per_step = _a2c_stream(4, 5, steps_per_batch=1, policy_state=window.policy.state_dict())
+    window = _stream(4, 5, rollout_steps=3)
+    per_step = _stream(4, 5, rollout_steps=1, policy_state=window.policy.state_dict())
     w_it, s_it = iter(window), iter(per_step)
     for _ in range(4):  # 12 env steps: crosses episode ends (max_steps 12, start_energy 3)
         batch = next(w_it)
@@ -120,6 +121,15 @@ def test_a2c_window_batch_is_the_per_step_transitions_stacked():
         for k in batch:
             torch.testing.assert_close(batch[k], torch.cat([s[k] for s in steps]), msg=k)
     assert window.env_steps == per_step.env_steps == 12 * 4
+
+
+def test_rollout_logprobs_and_values_are_the_acting_policys():
+    torch.manual_seed(0)
+    stream = _stream(4, 5, rollout_steps=3)
+    batch = next(iter(stream))
+    logprobs, _, values = stream.policy.evaluate(batch["obs"].flatten(0, 1), batch["actions"].flatten())
+    torch.testing.assert_close(batch["logprobs"].flatten(), logprobs)
+    torch.testing.assert_close(batch["values"].flatten(), values)
 
 
 class _GradsBeforeStep(Callback):
@@ -145,40 +155,21 @@ def test_a2c_update_gradient_equals_accumulated_per_step_gradients():
     _tiny_trainer(1, callbacks=[spy]).fit(module)
     assert module.env_steps == k * n
 
-    stream = _a2c_stream(n, seed, steps_per_batch=1, policy_state=spy.initial)
+    stream = _stream(n, seed, rollout_steps=1, policy_state=spy.initial)
     policy = stream.policy
     policy.zero_grad()
     for step in _take(iter(stream), k):  # the same k transitions of all n envs, acted with the same weights
+        step = {key: v[0] for key, v in step.items()}  # T = 1
         with torch.no_grad():
             _, next_values = policy(step["final_obs"])
         logits, values = policy(step["obs"])
-        out = a2c_td0(logits, values, step["actions"], step["rewards"], next_values, step["terminated"],
+        logprobs, entropy = logprob_entropy(logits, step["actions"])
+        out = a2c_td0(logprobs, entropy, values, step["rewards"], next_values, step["terminated"],
                       gamma=0.99, value_coef=0.5, entropy_coef=0.01)
         (out["loss"] / k).backward()
     for name, p in policy.named_parameters():
         assert p.grad.abs().sum() > 0, name
         torch.testing.assert_close(spy.grads[name], p.grad, msg=name)
-
-
-def test_ppo_stream_round_trip_between_rollouts():
-    def fresh():
-        torch.manual_seed(0)
-        env = make_env("foraging", num_envs=3, **ENV_KWARGS)
-        return RolloutStream(env, make_policy("mlp", env.obs_shape, env.num_actions, hidden=[8]), seed=7,
-                             rollout_steps=5)
-
-    a = fresh()
-    it = iter(a)
-    _take(it, 1)  # one batch = one rollout
-    state = a.state_dict()
-    expected = _take(it, 2)
-    b = fresh()
-    b.load_state_dict(state)
-    got = _take(iter(b), 2)
-    assert b.env_steps == a.env_steps == 3 * 5 * 3
-    for e, g in zip(expected, got):
-        for k in e:
-            torch.testing.assert_close(g[k], e[k], msg=k)
 
 
 def _records(path):
@@ -192,9 +183,9 @@ def _assert_straight_run_matches(cfg, runs, max_steps, steps, ckpt):
     """A run of max_steps without interruption logs the same losses (`steps`, the resumed
     run's records) and ends with the same weights (`ckpt`) as the interrupted, resumed run."""
     assert _fit(cfg, runs, "--run_name", "straight", "--trainer.max_steps", str(max_steps)) == 0
-    _, straight, _ = _records(runs / "straight" / "train.jsonl")
+    _, straight, _ = _records(runs / "straight" / "version_0" / "train.jsonl")
     assert [r["loss"] for r in straight] == pytest.approx([r["loss"] for r in steps], rel=1e-5)
-    w1 = torch.load(runs / "straight" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    w1 = torch.load(runs / "straight" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
     for k, v in ckpt["state_dict"].items():
         torch.testing.assert_close(w1[k], v, msg=k)
 
@@ -209,7 +200,7 @@ def test_fit_then_resume_continues_counters_logs_and_matches_uninterrupted_run(t
     cfg.write_text(TINY_A2C)
     runs = tmp_path / "runs"
     assert _fit(cfg, runs) == 0
-    run_dir = runs / "tiny"
+    run_dir = runs / "tiny" / "version_0"
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["global_step"] == 4 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 4}
     stream_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
@@ -233,22 +224,35 @@ def test_fit_then_resume_continues_counters_logs_and_matches_uninterrupted_run(t
         assert key in steps[-1], key
     # eval ran at batch 4 and 8 (= opt steps 4 and 8): 3 episodes each
     assert [(e["eval"]["opt_steps"], e["eval"]["eval/episodes"]) for e in evals] == [(4, 3.0), (8, 3.0)]
-    # TensorBoard continues in the same run directory (two event files, no version_N)
+    # TensorBoard continues in the same version directory (two event files)
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2
-    assert not list(run_dir.glob("version_*"))
+    assert [p.name for p in (runs / "tiny").iterdir()] == ["version_0"]
 
     # the resumed run is the uninterrupted run: same losses, same final weights
     _assert_straight_run_matches(cfg, runs, 8, steps, ckpt)
 
 
-def test_fresh_fit_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
-    (tmp_path / "runs" / "tiny" / "checkpoints").mkdir(parents=True)
-    (tmp_path / "runs" / "tiny" / "checkpoints" / "last.ckpt").write_bytes(b"x")
+def test_a_fresh_fit_starts_the_next_version_and_last_resumes_the_newest(tmp_path, capsys):
+    """Runs of a sweep never collide: each fresh fit is version_N+1; --ckpt_path last (or validate without
+    --ckpt_path) takes the newest version holding a last.ckpt; --version picks another."""
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(TINY_A2C)
-    assert _fit(cfg, tmp_path / "runs") == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("error: run directory") and "--ckpt_path last" in err[-1]
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs, "--trainer.max_steps", "2") == 0
+    assert _fit(cfg, runs, "--trainer.max_steps", "2", "--model.init_args.lr", "0.02") == 0
+    assert sorted(p.name for p in (runs / "tiny").iterdir()) == ["version_0", "version_1"]
+    (runs / "tiny" / "version_2").mkdir()  # a run that died before its first checkpoint: nothing to resume
+    capsys.readouterr()
+    assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "4") == 0
+    meta, _, _ = _records(runs / "tiny" / "version_1" / "train.jsonl")
+    assert [m["meta"]["segment"] for m in meta] == ["start", "resume"]
+    assert meta[1]["meta"]["resumed_from"] == str(runs / "tiny" / "version_1" / "checkpoints" / "last.ckpt")
+    assert _fit(cfg, runs, "--ckpt_path", "last", "--version", "0", "--trainer.max_steps", "4") == 0
+    assert torch.load(runs / "tiny" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 4
+    # --version of a run that exists, without --ckpt_path: refused, not overwritten
+    assert _fit(cfg, runs, "--version", "0") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"error: {runs / 'tiny' / 'version_0'} already holds a run; resume it with --ckpt_path last")
 
 
 def test_validate_reports_mean_return_and_success_rate(tmp_path, capsys):
@@ -256,10 +260,11 @@ def test_validate_reports_mean_return_and_success_rate(tmp_path, capsys):
     cfg.write_text(TINY_A2C)
     runs = tmp_path / "runs"
     assert _fit(cfg, runs, "--trainer.max_steps", "2") == 0
+    capsys.readouterr()
     assert main(["validate", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("validate: episodes 3  return_mean ") and "success_rate" in out
-    _, _, evals = _records(runs / "tiny" / "train.jsonl")
+    _, _, evals = _records(runs / "tiny" / "version_0" / "train.jsonl")
     assert evals[-1]["eval"]["stage"] == "validate" and evals[-1]["eval"]["eval/episodes"] == 3.0
     assert evals[-1]["eval"]["opt_steps"] == 2
 
@@ -317,9 +322,31 @@ def test_ppo_resume_matches_uninterrupted_run(tmp_path):
     runs = tmp_path / "runs"
     assert _fit(cfg, runs, "--trainer.max_steps", "8") == 0  # 2 rollouts x 4 opt steps
     assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "16") == 0
-    ckpt = torch.load(runs / "tiny" / "checkpoints" / "last.ckpt", weights_only=False)
+    ckpt = torch.load(runs / "tiny" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["global_step"] == 16 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 16}
-    _, steps, evals = _records(runs / "tiny" / "train.jsonl")
+    _, steps, evals = _records(runs / "tiny" / "version_0" / "train.jsonl")
     assert [r["opt_steps"] for r in steps] == list(range(4, 17, 4))  # log_every 1: one record per batch
     assert [e["eval"]["opt_steps"] for e in evals] == [4, 8, 12, 16]  # val_check_interval counts rollouts
     _assert_straight_run_matches(cfg, runs, 16, steps, ckpt)
+
+
+def test_ppo_refuses_a_max_steps_inside_a_rollout():
+    """A run stopped inside a rollout's epochs x minibatches loop would lose the rest of that update on resume."""
+    from gbx_lightning.module import ConfigError
+
+    module = PPOModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
+                       policy_kwargs={"hidden": [16]}, rollout_steps=3, epochs=2, minibatches=2, seed=0)
+    with pytest.raises(ConfigError, match=r"^trainer.max_steps must be a multiple of epochs \* minibatches = 4 "
+                                          r"\(PPO updates whole rollouts\), got 6; use 8 or 4$"):
+        _tiny_trainer(6).fit(module)
+
+
+def test_linear_anneal_known_values_and_extension():
+    from gbx_lightning.module import LinearAnneal
+
+    anneal = LinearAnneal(8)
+    assert [anneal(k) for k in (0, 4, 7, 8, 9)] == [1.0, 0.5, 0.125, 0.0, 0.0]
+    anneal.extend_to(8, 24)  # a finished run resumed with max_steps 24: from step 7's 0.125 down to 0 at 24
+    assert [anneal(k) for k in (7, 8, 24)] == pytest.approx([0.125, 0.125 * 16 / 17, 0.0])
+    state = torch.optim.lr_scheduler.LambdaLR(torch.optim.SGD([torch.zeros(1)], lr=1.0), anneal).state_dict()
+    assert state["lr_lambdas"] == [{"start": 7, "start_factor": 0.125, "end": 24}]  # saved in checkpoints

@@ -5,8 +5,9 @@ Both training paths use the same env, policy, loss (rl.a2c_td0 or rl.ppo_loss), 
 update schedule (A2C: one update per `update_every` env steps of all N envs, computed on the whole
 window at once, as A2CModule does; PPO: one rollout, then epochs x minibatches steps on it, as
 PPOModule.training_step does) and the same bookkeeping (episode statistics and losses reduced on
-device, one JSONL record + TensorBoard scalars every `--log_every` updates, written with the same
-helper, callbacks.write_scalars); they differ only in who runs the loop (see run_plain). `fit`
+device, one JSONL record + TensorBoard scalars every `--log_every` updates, under the names
+callbacks.logger_metrics gives them, one SummaryWriter.add_scalar each, as TensorBoardLogger.log_metrics
+writes them); they differ only in who runs the loop (see run_plain). `fit`
 runs as the CLI runs it (A2CModule / PPOModule, RolloutStream, the JSONL + TensorBoard
 TrainingLog), minus checkpoints, evaluation and the progress bar, which neither path does here.
 The third path, `env`, steps the same env with uniformly random actions and nothing else: what
@@ -49,12 +50,12 @@ from lightning.pytorch import Callback, Trainer  # noqa: E402
 from lightning.pytorch.loggers import TensorBoardLogger  # noqa: E402
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
-from gbx_lightning.callbacks import TrainingLog, write_scalars  # noqa: E402
-from gbx_lightning.data import EpisodeStats, sample_actions  # noqa: E402
+from gbx_lightning.callbacks import TrainingLog, logger_metrics  # noqa: E402
+from gbx_lightning.data import IntervalStats  # noqa: E402
 from gbx_lightning.envs import make_env  # noqa: E402
-from gbx_lightning.models import make_policy  # noqa: E402
+from gbx_lightning.models import logprob_entropy, make_policy, sample_actions  # noqa: E402
 from gbx_lightning.module import A2CModule, PPOModule, RLModule  # noqa: E402
-from gbx_lightning.rl import a2c_td0, gae, ppo_loss  # noqa: E402
+from gbx_lightning.rl import a2c_td0, explained_variance, gae, ppo_loss  # noqa: E402
 
 # env -> (env kwargs, policy, policy kwargs, num_envs a2c/ppo, update_every, rollout_steps), as in configs/
 SETUPS = {
@@ -140,19 +141,18 @@ def run_fit(args, seed: int) -> tuple[float, float]:
 def run_plain(args, seed: int) -> tuple[float, float]:
     """The same algorithm and bookkeeping as a hand-written loop: no Lightning.
 
-    Per update (one batch in fit) it does what fit does. A2C: act `update_every` env steps of all N
-    envs with the current weights (Gumbel-max sampling), keep the transitions, one V(s') forward under
-    no_grad, one forward + rl.a2c_td0 over all `update_every * N` rows, backward, clip_grad_norm_, Adam
-    step. PPO: collect a T-step rollout, V(final_obs) in one forward, rl.gae, then `epochs` x
-    `minibatches` shuffled minibatch steps (forward, rl.ppo_loss, backward, clip, Adam).
-    Bookkeeping a plain-PyTorch user of our env also does, as fit does it: episode statistics summed on
-    device (data.EpisodeStats, the same helper the stream uses), loss terms and grad norms summed on
-    device, and every `log_every` updates one host read of both, one JSONL line and TensorBoard scalars
-    (one event, callbacks.write_scalars, as TrainingLog writes them). fit's records carry a few keys
-    more (wall_time_s, sps, lr, the phase times). Not included (only fit does them): Lightning's loop
-    and hooks (with no listener for the backward/optimizer hooks, as here, the module calls
-    loss.backward() and optimizer.step() itself, as this loop does), and the per-phase timers of the
-    stream and module (a few perf_counter calls per env step).
+    Per batch it does what fit does: act a [T, N] rollout with the current weights (Gumbel-max sampling,
+    log-probs and values kept), then A2C (T = update_every): one V(s') forward under no_grad, one
+    policy.evaluate + rl.a2c_td0 over all T*N rows, backward, clip_grad_norm_, Adam step; PPO (T =
+    rollout_steps): V(final_obs) in one forward, rl.gae, then `epochs` x `minibatches` shuffled minibatch
+    steps (policy.evaluate, rl.ppo_loss, backward, clip, Adam). Bookkeeping a plain-PyTorch user of our
+    env also does, as fit does it: episode statistics summed on device (data.IntervalStats, the stream's
+    helper), loss terms and grad norms summed on device, and every `log_every` batches one host read of
+    both, one JSONL line and TensorBoard scalars (add_scalar per key, what TensorBoardLogger.log_metrics
+    does). fit's records carry a few keys more (wall_time_s, sps, lr, the phase times). Not included
+    (only fit does them): Lightning's loop and hooks (manual_backward, LightningOptimizer.step and the
+    callbacks' hooks around them), and the per-phase timers of the stream and module (a few
+    perf_counter calls per env step).
     """
     torch.manual_seed(seed)
     env = make_env(args.env, num_envs=args.num_envs, **_env_kwargs(args))
@@ -160,11 +160,12 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     opt = torch.optim.Adam(policy.parameters(), lr=7e-4, eps=1e-5)
     gen = torch.Generator().manual_seed(seed)
     obs = env.reset(seed=seed)
-    stats = EpisodeStats()
+    stats = IntervalStats()
     names: list[str] = []  # the loss terms fit logs (RLModule._LOG_NAMES), as the loss function returns them
     metric_rows: list[torch.Tensor] = []
     env_steps, opt_steps, t0, env0 = 0, 0, None, 0
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
+    T = args.update_every if args.algo == "a2c" else args.rollout_steps
     tmp = tempfile.TemporaryDirectory()
     log = open(Path(tmp.name) / "train.jsonl", "a", encoding="utf-8")
     writer = SummaryWriter(tmp.name)
@@ -180,69 +181,55 @@ def run_plain(args, seed: int) -> tuple[float, float]:
             names.extend(k for k in RLModule._LOG_NAMES if k in out)
         metric_rows.append(torch.stack([out[k].detach().float() for k in names] + [grad_norm]))
 
-    def step_env(actions):
-        nonlocal env_steps
-        out = env.step(actions.to(torch.int32))
-        stats.add(out[1], out[2], out[3], out[4])
-        env_steps += args.num_envs
-        return out
-
     for update_idx in range(-(-(args.warmup + args.steps) // cycle)):
         if update_idx * cycle == args.warmup:
             t0, env0 = _now(), env_steps
+        # one [T, N] rollout with the current weights
+        cols = {k: [] for k in ("obs", "act", "logp", "val", "rew", "term", "trunc", "final")}
+        with torch.no_grad():
+            for _ in range(T):
+                logits, values = policy(obs)
+                actions = sample_actions(logits, gen)
+                logp, _ = logprob_entropy(logits, actions)
+                cols["obs"].append(obs)
+                obs, rewards, terminated, truncated, info = env.step(actions.to(torch.int32))
+                stats.add(rewards, terminated, truncated, info)
+                env_steps += args.num_envs
+                for k, v in (("act", actions), ("logp", logp), ("val", values), ("rew", rewards),
+                             ("term", terminated), ("trunc", truncated), ("final", info["final_obs"])):
+                    cols[k].append(v)
+        b = {k: torch.stack(v) for k, v in cols.items()}
+        n = args.num_envs
+        with torch.no_grad():
+            _, next_values = policy(b["final"].flatten(0, 1))
         if args.algo == "a2c":
-            # update_every env steps of all N envs with the current weights, then one update on all rows
-            cols = {k: [] for k in ("obs", "final", "act", "rew", "term")}
-            with torch.no_grad():
-                for _ in range(args.update_every):
-                    logits, _ = policy(obs)
-                    actions = sample_actions(logits, gen)
-                    cols["obs"].append(obs)
-                    obs, rewards, terminated, truncated, info = step_env(actions)
-                    for k, v in (("final", info["final_obs"]), ("act", actions), ("rew", rewards),
-                                 ("term", terminated)):
-                        cols[k].append(v)
-                w = {k: torch.cat(v) for k, v in cols.items()}
-                _, next_values = policy(w["final"])
-            logits, values = policy(w["obs"])
-            update(a2c_td0(logits, values, w["act"], w["rew"], next_values, w["term"], gamma=0.99))
+            logp, ent, values = policy.evaluate(b["obs"].flatten(0, 1), b["act"].flatten())
+            update(a2c_td0(logp, ent, values, b["rew"].flatten(), next_values, b["term"].flatten(), gamma=0.99))
         else:
-            # one T-step rollout, GAE, then epochs x minibatches steps on it
-            T, n = args.rollout_steps, args.num_envs
-            bufs = {k: [] for k in ("obs", "final", "act", "logp", "val", "rew", "term", "trunc")}
             with torch.no_grad():
-                for _ in range(T):
-                    logits, values = policy(obs)
-                    actions = sample_actions(logits, gen)
-                    logp = F.log_softmax(logits, -1).gather(1, actions.unsqueeze(1)).squeeze(1)
-                    bufs["obs"].append(obs)
-                    obs, rewards, terminated, truncated, info = step_env(actions)
-                    for k, v in (("final", info["final_obs"]), ("act", actions), ("logp", logp),
-                                 ("val", values), ("rew", rewards), ("term", terminated), ("trunc", truncated)):
-                        bufs[k].append(v)
-                b = {k: torch.stack(v) for k, v in bufs.items()}
-                _, next_values = policy(b["final"].flatten(0, 1))
                 adv, ret = gae(b["rew"], b["val"], next_values.view(T, n), b["term"], b["trunc"], 0.99, 0.95)
             flat = {"obs": b["obs"].flatten(0, 1), "act": b["act"].flatten(), "logp": b["logp"].flatten(),
                     "val": b["val"].flatten(), "adv": adv.flatten(), "ret": ret.flatten()}
+            ev = explained_variance(flat["val"], flat["ret"])
             for _ in range(args.epochs):
                 for idx in torch.randperm(T * n, generator=gen).chunk(args.minibatches):
-                    mb = {k: v[idx] for k, v in flat.items()}
-                    logits, values = policy(mb["obs"])
-                    lp = F.log_softmax(logits, -1)
-                    new_lp = lp.gather(1, mb["act"].unsqueeze(1)).squeeze(1)
-                    out = ppo_loss(new_lp, mb["logp"], mb["adv"], values, mb["val"], mb["ret"],
-                                   -(lp.exp() * lp).sum(-1))
+                    new_lp, ent, values = policy.evaluate(flat["obs"][idx], flat["act"][idx])
+                    out = ppo_loss(new_lp, flat["logp"][idx], flat["adv"][idx], values, flat["val"][idx],
+                                   flat["ret"][idx], ent)
                     out["value_mean"] = values.detach().mean()
+                    out["explained_variance"] = ev
                     update(out)
         if (update_idx + 1) % args.log_every == 0:
             record = {"env_steps": env_steps, "opt_steps": opt_steps, **stats.pop()}
-            means = torch.stack(metric_rows).mean(0).tolist()  # one host read of the losses and grad norm
+            rows = torch.stack(metric_rows)  # one host read of the losses and grad norm
+            finite = rows.isfinite()
+            means = (torch.where(finite, rows, 0.0).sum(0) / finite.sum(0)).tolist()
             metric_rows.clear()
             record.update(zip(names + ["grad_norm"], means))
             log.write(json.dumps(record) + "\n")
             log.flush()
-            write_scalars(writer, {k: float(v) for k, v in record.items() if isinstance(v, (int, float))}, env_steps)
+            for tag, value in logger_metrics(record).items():
+                writer.add_scalar(tag, value, env_steps)
     t1 = _now()
     log.close()
     writer.close()

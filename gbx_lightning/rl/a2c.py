@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from ._checks import FLOAT, check_nonnegative, check_tensor, check_unit_interval
+from gbx_lightning.checks import FLOAT, check_number, check_tensor
 
-_INT = (torch.int32, torch.int64)
+from .stats import explained_variance
 
 
 def a2c_td0(
-    logits: torch.Tensor,
+    logprobs: torch.Tensor,
+    entropy: torch.Tensor,
     values: torch.Tensor,
-    actions: torch.Tensor,
     rewards: torch.Tensor,
     next_values: torch.Tensor,
     terminated: torch.Tensor,
@@ -21,7 +20,7 @@ def a2c_td0(
     value_coef: float = 0.5,
     entropy_coef: float = 0.01,
 ) -> dict[str, torch.Tensor]:
-    """A2C loss on one transition (s, a, r, s') per env.
+    """A2C loss on one transition (s, a, r, s') per row.
 
         target     = r + gamma * (1 - terminated) * V(s')          V(s') detached
         A          = target - V(s)                                  detached in the policy term
@@ -29,46 +28,43 @@ def a2c_td0(
         value      = mean(0.5 * (target - V(s))^2)
         entropy    = mean(H(pi(.|s)))
         loss       = policy + value_coef * value - entropy_coef * entropy
+        explained_variance = 1 - Var(target - V(s)) / Var(target)   (NaN when Var(target) = 0)
 
-    `next_values[i]` must be V(final_obs[i]), the true next state. Only termination cuts the
-    bootstrap: a truncated (time-limited) episode is not terminated, so its target still
-    includes gamma * V(s'). `next_values` is detached here, so no gradient reaches it even if
-    the caller forgot `torch.no_grad()`.
+    ``logprobs`` = log pi(a|s) of the taken actions and ``entropy`` = H(pi(.|s)), as
+    ``policy.evaluate(obs, actions)`` returns them with its values. `next_values[i]` must be
+    V(final_obs[i]), the true next state. Only termination cuts the bootstrap: a truncated
+    (time-limited) episode is not terminated, so its target still includes gamma * V(s').
+    `next_values` is detached here, so no gradient reaches it even if the caller forgot
+    `torch.no_grad()`.
 
-    Shapes: logits [N, A] (unnormalised), values/rewards/next_values [N] float, actions [N]
-    int32/int64, terminated [N] bool; all on logits' device. Only `loss` carries gradient; the
-    other entries are detached scalars for logging. Out-of-range actions are caught by
-    torch.gather (checking them here would need a host sync).
+    Shapes: every input [B] on one device; logprobs/entropy/values/rewards/next_values float,
+    terminated bool. Only `loss` carries gradient; the other entries are detached scalars for logging.
     """
     fn = "a2c_td0"
-    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
-        got = list(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(f"{fn}: logits must be a tensor of shape [N, A], got {got}")
-    n, dev = logits.shape[0], logits.device
-    check_tensor(fn, "logits", logits, logits.shape, "[N, A]", FLOAT, dev)
-    check_tensor(fn, "values", values, (n,), "[N]", FLOAT, dev)
-    check_tensor(fn, "actions", actions, (n,), "[N]", _INT, dev)
-    check_tensor(fn, "rewards", rewards, (n,), "[N]", FLOAT, dev)
-    check_tensor(fn, "next_values", next_values, (n,), "[N]", FLOAT, dev)
-    check_tensor(fn, "terminated", terminated, (n,), "[N]", (torch.bool,), dev)
-    check_unit_interval(fn, "gamma", gamma)
-    check_nonnegative(fn, "value_coef", value_coef)
-    check_nonnegative(fn, "entropy_coef", entropy_coef)
-
-    log_probs = F.log_softmax(logits, dim=-1)
-    logp_a = log_probs.gather(1, actions.long().unsqueeze(1)).squeeze(1)
-    entropy = -(log_probs.exp() * log_probs).sum(-1).mean()
+    if not isinstance(logprobs, torch.Tensor) or logprobs.dim() != 1:
+        got = list(logprobs.shape) if isinstance(logprobs, torch.Tensor) else type(logprobs).__name__
+        raise ValueError(f"{fn}: logprobs must be a tensor of shape [B], got {got}")
+    b, dev = logprobs.shape[0], logprobs.device
+    for name, t in (("logprobs", logprobs), ("entropy", entropy), ("values", values), ("rewards", rewards),
+                    ("next_values", next_values)):
+        check_tensor(fn, name, t, (b,), "[B]", FLOAT, dev)
+    check_tensor(fn, "terminated", terminated, (b,), "[B]", (torch.bool,), dev)
+    check_number(fn, "gamma", gamma, low=0, high=1)
+    check_number(fn, "value_coef", value_coef, low=0)
+    check_number(fn, "entropy_coef", entropy_coef, low=0)
 
     target = rewards + gamma * (~terminated).to(values.dtype) * next_values.detach()
     advantage = (target - values).detach()
-    policy_loss = -(advantage * logp_a).mean()
+    policy_loss = -(advantage * logprobs).mean()
     value_loss = 0.5 * (target - values).pow(2).mean()
-    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
+    entropy_mean = entropy.mean()
+    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy_mean
     return {
         "loss": loss,
         "policy_loss": policy_loss.detach(),
         "value_loss": value_loss.detach(),
-        "entropy": entropy.detach(),
+        "entropy": entropy_mean.detach(),
         "advantage_mean": advantage.mean(),
         "value_mean": values.detach().mean(),
+        "explained_variance": explained_variance(values.detach(), target.detach()),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import FLOAT, check_tensor, check_unit_interval
+from gbx_lightning.checks import FLOAT, check_number, check_tensor
 
 
 @torch.no_grad()
@@ -41,8 +41,8 @@ def gae(
     check_tensor(fn, "next_values", next_values, shape, "[T, N]", FLOAT, dev)
     check_tensor(fn, "terminated", terminated, shape, "[T, N]", (torch.bool,), dev)
     check_tensor(fn, "truncated", truncated, shape, "[T, N]", (torch.bool,), dev)
-    check_unit_interval(fn, "gamma", gamma)
-    check_unit_interval(fn, "lam", lam)
+    check_number(fn, "gamma", gamma, low=0, high=1)
+    check_number(fn, "lam", lam, low=0, high=1)
 
     dtype = values.dtype
     not_term = (~terminated).to(dtype)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import FLOAT, check_nonnegative, check_tensor
+from gbx_lightning.checks import FLOAT, check_number, check_tensor
 
 
 def ppo_loss(
@@ -46,13 +46,10 @@ def ppo_loss(
                     ("new_values", new_values), ("old_values", old_values), ("returns", returns),
                     ("entropy", entropy)):
         check_tensor(fn, name, t, (b,), "[B]", FLOAT, dev)
-    if isinstance(clip_coef, bool) or not isinstance(clip_coef, (int, float)) or not clip_coef > 0:
-        raise ValueError(f"{fn}: clip_coef must be a number > 0, got {clip_coef!r}")
-    if value_clip is not None and (isinstance(value_clip, bool) or not isinstance(value_clip, (int, float))
-                                   or not value_clip > 0):
-        raise ValueError(f"{fn}: value_clip must be None or a number > 0, got {value_clip!r}")
-    check_nonnegative(fn, "value_coef", value_coef)
-    check_nonnegative(fn, "entropy_coef", entropy_coef)
+    check_number(fn, "clip_coef", clip_coef, low=0, low_open=True)
+    check_number(fn, "value_clip", value_clip, low=0, low_open=True, none="None")
+    check_number(fn, "value_coef", value_coef, low=0)
+    check_number(fn, "entropy_coef", entropy_coef, low=0)
 
     adv = advantages.detach()
     if normalize_advantages:

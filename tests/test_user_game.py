@@ -109,7 +109,7 @@ model:
 progress_refresh: 0
 """)
     assert main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs")]) == 0
-    record = json.loads((tmp_path / "runs" / "mygame" / "train.jsonl").read_text().splitlines()[0])
+    record = json.loads((tmp_path / "runs" / "mygame" / "version_0" / "train.jsonl").read_text().splitlines()[0])
     assert record["meta"]["rom_sha256"] == meta["rom_sha256"]
 
 

@@ -29,6 +29,8 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
         bound = f" in {'(' if low_open else '['}{low}, {high}]"
     elif low is not None:
         bound = f" {'>' if low_open else '>='} {low}"
+    elif high is not None:
+        bound = f" <= {high}"
     else:
         bound = ""
     expected = f"must be {kind}{bound}" + (f" or {none}" if none is not None else "")

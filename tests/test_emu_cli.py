@@ -54,3 +54,12 @@ def test_missing_rom_is_a_one_line_error(tmp_path, capsys):
     assert main(["run", str(tmp_path / "nope.gb"), "--frames", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "nope.gb" in err and "\n" not in err
+
+
+def test_bad_counts_are_one_line_usage_errors(capsys):
+    from gbx_lightning.emu.__main__ import main as emu_main
+
+    for args, message in ((["--envs", "0"], "--envs: expected >= 1, got 0"), (["--scale", "0"], "--scale: expected >= 1")):
+        with pytest.raises(SystemExit) as exc:
+            emu_main(["run", "orchard", *args])
+        assert exc.value.code == 2 and message in capsys.readouterr().err

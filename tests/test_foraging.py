@@ -379,17 +379,17 @@ def test_out_of_range_actions_stay_and_are_counted():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        (dict(num_envs=0), ValueError, "num_envs must be >= 1, got 0"),
+        (dict(num_envs=0), ValueError, "num_envs must be an int >= 1, got 0"),
         (dict(view_size=10), ValueError, "view_size must be odd"),
         (dict(obs_mode="pixels"), ValueError, "obs_mode must be one of ('ground_truth', 'proxy'), got 'pixels'"),
         (dict(food_range=(5, 2)), ValueError, "food_range must satisfy 0 <= low <= high, got (5, 2)"),
         (dict(poison_range=3), TypeError, "poison_range must be a pair of ints"),
         (dict(grid_size=4), ValueError, "grid_size=4 has 4 interior cells, too few"),
-        (dict(shaping_gamma=1.5), ValueError, "shaping_gamma must be <= 1.0, got 1.5"),
-        (dict(start_energy=0.0), ValueError, "start_energy must be > 0.0, got 0.0"),
+        (dict(shaping_gamma=1.5), ValueError, "shaping_gamma must be a number in [0.0, 1.0], got 1.5"),
+        (dict(start_energy=0.0), ValueError, "start_energy must be a number > 0.0, got 0.0"),
         (dict(max_steps=2.5), TypeError, "max_steps must be an int"),
         (dict(device="tpu"), ValueError, "device must be 'cpu' or 'cuda[:K]', got 'tpu'"),
-        (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+        (dict(seed=-1), ValueError, "seed must be an int >= 0, got -1"),
     ],
 )
 def test_bad_constructor_args(kwargs, error, message):

@@ -195,11 +195,11 @@ def test_bad_options_are_named(rom_path):
     cases = [(dict(level=2), "level applies to the built-in game 'orchard' only"),
              (dict(reward="orchard_seeds"), "reward 'orchard_seeds' reads the built-in game's RAM"),
              (dict(rom="/nonexistent/game.gb"), "rom is not a ROM we can run: no ROM file at"),
-             (dict(stack_k=9), "stack_k must be <= 8, got 9"),
-             (dict(release_after_frames=30), "release_after_frames must be <= 24, got 30"),
+             (dict(stack_k=9), r"stack_k must be an int in \[1, 8\], got 9"),
+             (dict(release_after_frames=30), r"release_after_frames must be an int in \[0, 24\], got 30"),
              (dict(action_codec="everything"), "action_codec must be one of"),
-             (dict(tau=0.0), "tau must be > 0.0, got 0.0"),
-             (dict(fail_penalty=1.0), "fail_penalty must be <= 0.0, got 1.0"),
+             (dict(tau=0.0), r"tau must be a number in \(0.0, 1.0\], got 0.0"),
+             (dict(fail_penalty=1.0), "fail_penalty must be a number <= 0.0, got 1.0"),
              (dict(start_inputs="0 jump"), "start_inputs is not an input trace: start_inputs:1: buttons: unknown")]
     for options, message in cases:
         with pytest.raises(OptionError, match=message):

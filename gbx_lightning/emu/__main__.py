@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.frames < 0:
         ap.error(f"--frames: expected >= 0, got {args.frames}")
+    if args.envs < 1:
+        ap.error(f"--envs: expected >= 1, got {args.envs}")
+    if args.scale < 1:
+        ap.error(f"--scale: expected >= 1, got {args.scale}")
 
     import numpy as np
     import warp as wp

@@ -10,6 +10,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from gbx_lightning.checks import number_problem
+
 
 @runtime_checkable
 class VecEnv(Protocol):
@@ -73,25 +75,22 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def check_int(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An int (not bool) within [minimum, maximum]; the message names the argument, the bound and the value."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    """An int (not bool) within [minimum, maximum]; the message names the argument, the bounds and the value
+    (gbx_lightning.checks words it, as for every argument of the package)."""
+    problem = number_problem(value, low=minimum, high=maximum, integer=True)
+    if problem is not None:
+        wrong_type = isinstance(value, bool) or not isinstance(value, int)
+        raise (TypeError if wrong_type else ValueError)(f"{name} {problem}")
     return value
 
 
 def check_float(name: str, value, minimum: float | None = None, maximum: float | None = None,
                 strict_min: bool = False) -> float:
-    """A real number within bounds (`strict_min`: value must be > minimum)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if minimum is not None and (value <= minimum if strict_min else value < minimum):
-        raise ValueError(f"{name} must be {'>' if strict_min else '>='} {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    """A finite real number within bounds (`strict_min`: value must be > minimum)."""
+    problem = number_problem(value, low=minimum, high=maximum, low_open=strict_min)
+    if problem is not None:
+        wrong_type = isinstance(value, bool) or not isinstance(value, (int, float)) or value != value
+        raise (TypeError if wrong_type else ValueError)(f"{name} {problem}")
     return float(value)
 
 

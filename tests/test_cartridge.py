@@ -156,7 +156,7 @@ def test_mbc1m_detected_by_the_logo_in_bank_10(cart_type):
     plain = make_rom(cart_type, rom_code=5, ram_code=2 if cart_type > 1 else 0)
     assert not load_cartridge(plain).multicart
     cart = load_cartridge(with_logo_at(plain, 0x40104))
-    assert cart.multicart and cart.mbc == MBC1 and cart.spec().multicart == 1
+    assert cart.multicart and cart.mbc == MBC1 and cart.spec().variant == 1
     assert cart.cart_type_name.startswith("MBC1M") and "MBC1M" in repr(cart)
 
 
@@ -202,7 +202,7 @@ def test_wrong_argument_type():
 def test_spec_matches_header():
     cart = load_cartridge(make_rom(0x10, rom_code=4, ram_code=3))
     spec = cart.spec()
-    assert (spec.kind, spec.rom_banks, spec.ram_banks, spec.has_rtc) == (MBC3, 32, 4, 1)
+    assert (spec.kind, spec.rom_banks, spec.ram_banks, spec.variant) == (MBC3, 32, 4, 1)
 
 
 def test_boot_rom_loader(tmp_path):

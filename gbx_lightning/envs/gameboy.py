@@ -376,7 +376,7 @@ class GameBoyEnv:
             valid = (actions >= 0) & (actions < self.num_actions)
             self._invalid += (~valid).sum()
             torch.index_select(self._codec, 0, torch.where(valid, actions, self.num_actions), out=self._buttons)
-            self._run_machines()
+            self._on_shards(self._frames_and_distances)
             return self._after_frames()
 
     def state_dict(self) -> dict[str, Any]:
@@ -512,21 +512,36 @@ class GameBoyEnv:
                           device=self.device, out=self._slots)
 
     def _restore_machines(self) -> None:
-        for gb, (_, mask, slots, *_) in zip(self._machines, self._views):
-            gb.restore_from(self._cache, slots, mask)
+        self._on_shards(lambda i: self._machines[i].restore_from(self._cache, self._views[i][2], self._views[i][1]))
 
-    def _run_machines(self) -> None:
-        frames, release = self.frames_per_step, self.release_after_frames
-        render = "full" if self.render_full else "obs"
-        jobs = [(gb, view[0]) for gb, view in zip(self._machines, self._views)]
+    def _on_shards(self, work) -> None:
+        """work(i) for every shard i: shard 0 in this thread, the others in the pool's threads (Warp's CPU
+        launches release the GIL, so the shards run on separate cores)."""
         if self._pool is None:
-            for gb, buttons in jobs:
-                gb.run_frames(frames, buttons=buttons, release_after=release, render=render)
+            for i in range(len(self._machines)):
+                work(i)
             return
-        pending = [self._pool.submit(gb.run_frames, frames, buttons, release, render) for gb, buttons in jobs[1:]]
-        jobs[0][0].run_frames(frames, buttons=jobs[0][1], release_after=release, render=render)
+        pending = [self._pool.submit(work, i) for i in range(1, len(self._machines))]
+        work(0)
         for job in pending:
             job.result()
+
+    def _frames_and_distances(self, i: int) -> None:
+        """Shard i: the step's frames, then the template distances of its last screen (rows goal, fail)."""
+        gb, view, lo = self._machines[i], self._views[i], self._bounds[i]
+        gb.run_frames(self.frames_per_step, buttons=view[0], release_after=self.release_after_frames,
+                      render="full" if self.render_full else "obs")
+        wp.launch(template_distance, dim=(2, gb.num_envs), inputs=[view[3], *self._templates, lo, self._dist_wp],
+                  device=gb.device)
+
+    def _stacks_and_resets(self, i: int, words: list, chunk: int) -> None:
+        """Shard i: the new stacks (final_obs, obs), then its ended envs restored from the start cache."""
+        gb, view, lo = self._machines[i], self._views[i], self._bounds[i]
+        width = words[0].shape[1]
+        wp.launch(compose_stacks, dim=(gb.num_envs, -(-width // chunk)),
+                  inputs=[words[0], view[4], self._cache_words, self._slots_wp, self._reset_mask_wp, lo, chunk,
+                          words[1], words[2]], device=gb.device)
+        gb.restore_from(self._cache, view[2], view[1])
 
     def _read_seeds(self) -> torch.Tensor:
         if self.rom_name != "orchard":
@@ -538,11 +553,7 @@ class GameBoyEnv:
     def _after_frames(self):
         """Everything after the frames ran: goal tests, reward, episode ends, the new stacks, resets."""
         n, dev = self.num_envs, self.device
-        # template distances of the step's last screen (rows: goal, fail)
-        for (lo, hi), view in zip(zip(self._bounds, self._bounds[1:]), self._views):
-            wp.launch(template_distance, dim=(2, hi - lo), inputs=[view[3], *self._templates, lo, self._dist_wp],
-                      device=view[3].device)
-        dist, fail_dist = self._dist[0], self._dist[1]
+        dist, fail_dist = self._dist[0], self._dist[1]     # written by _frames_and_distances
         no = torch.zeros(n, dtype=torch.bool, device=dev)
         if self.goal is not None:
             self._hits, success = consecutive_hits(dist, self._hits, self.tau, self.k_consecutive)
@@ -576,13 +587,8 @@ class GameBoyEnv:
         final_obs = torch.empty((n, *self.obs_shape), dtype=torch.uint8, device=dev)
         obs = torch.empty_like(final_obs)
         words = [wp.from_torch(t.view(torch.int64).reshape(n, -1)) for t in (self._stack, final_obs, obs)]
-        width = words[0].shape[1]
-        chunk = 1 if dev.type == "cuda" else width
-        for (lo, hi), view in zip(zip(self._bounds, self._bounds[1:]), self._views):
-            wp.launch(compose_stacks, dim=(hi - lo, -(-width // chunk)),
-                      inputs=[words[0], view[4], self._cache_words, self._slots_wp, self._reset_mask_wp, lo, chunk,
-                              words[1], words[2]], device=view[4].device)
-        self._restore_machines()
+        chunk = 1 if dev.type == "cuda" else words[0].shape[1]
+        self._on_shards(lambda i: self._stacks_and_resets(i, words, chunk))
         slots = self._slots.long()
         start_dist = self._cache_dist[0] if self.num_start_states == 1 else self._cache_dist[slots]
         self._prev_dist = torch.where(done, start_dist, dist)

@@ -1,12 +1,15 @@
 """GameBoyEnv env steps/s by number of CPU shards (one launch thread per shard), interleaved repeats.
 
     python tools/bench_env.py [--level 1] [--envs 32 64 256] [--shards 1 2] [--steps 100] [--repeats 5]
+    python tools/bench_env.py --rom game.gb --start-state start.state --goal goal.png   # a game of your own
 
 Random actions (the dpad_noop codec), 24 frames per step with the buttons held 8, obs rendered at
 the step's end: the built-in task as configs/a2c.yaml runs it. Each repeat runs every shard count
 once, in alternating order; the tool prints env steps/s (wall) per run and the median ratio of
 each shard count against one shard, repeat by repeat (the machine's speed drifts; runs minutes
-apart do not compare). Level 4 (the full game's first maze, two beetles) is game-like load.
+apart do not compare). Level 4 (the full game's first maze, two beetles) is game-like load. With
+--rom (and --start-state, --goal) it measures your own game instead: start state, goal reward on,
+the 8-action codec and 4-frame stacks (what configs/pokered_*.yaml use).
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ def main(argv=None) -> int:
     ap.add_argument("--shards", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rom", default=None, help="a ROM file of your own (default: the built-in game)")
+    ap.add_argument("--start-state", default=None)
+    ap.add_argument("--goal", default=None)
     args = ap.parse_args(argv)
 
     import torch
@@ -37,8 +43,12 @@ def main(argv=None) -> int:
     from gbx_lightning.envs import GameBoyEnv
 
     for n in args.envs:
-        envs = {k: GameBoyEnv(n, rom="orchard", level=args.level, action_codec="dpad_noop", stack_k=1,
-                              max_steps=50, cpu_threads=k) for k in args.shards}
+        if args.rom is None:
+            options = dict(rom="orchard", level=args.level, action_codec="dpad_noop", stack_k=1, max_steps=50)
+        else:
+            options = dict(rom=args.rom, start_state=args.start_state, goal=args.goal,
+                           action_codec="dpad_ab_start_noop", stack_k=4, max_steps=2048)
+        envs = {k: GameBoyEnv(n, cpu_threads=k, **options) for k in args.shards}
         gen = torch.Generator().manual_seed(0)
         rates = {k: [] for k in args.shards}
         for r in range(args.repeats):
@@ -57,7 +67,8 @@ def main(argv=None) -> int:
             ratio = statistics.median(x / y for x, y in zip(rates[k], rates[base]))
             parts.append(f"{k} shard(s) {statistics.median(rates[k]):7.0f} env steps/s "
                          f"({statistics.median(rates[k]) * 24:8.0f} frames/s, x{ratio:.2f})")
-        print(f"level {args.level}, {n:4d} envs: " + ";  ".join(parts), flush=True)
+        what = f"level {args.level}" if args.rom is None else args.rom
+        print(f"{what}, {n:4d} envs: " + ";  ".join(parts), flush=True)
     return 0
 
 

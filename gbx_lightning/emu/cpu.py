@@ -406,15 +406,21 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
         while c.t < t_end:
             # ---- scheduler: due events, interrupts, sleep ----
             if flat == 0:
-                if c.t >= r64[env, T_NEXT_EVENT]:     # (fresh: an I/O write may have moved it)
+                # (fresh: an I/O write may have moved it; a halted CPU's due events are
+                # processed by sleep_until, which times the request that wakes it)
+                if c.t >= r64[env, T_NEXT_EVENT] and rg[R_HALTED] == 0:
                     events_sync(ms, env, c.t)
                     slow = 1
                 if (rg[R_IME] != 0 or rg[R_HALTED] != 0) and rg[R_LOCKED] == 0:
                     pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                     if pend != 0:
                         if rg[R_HALTED] != 0:
+                            # leaving HALT takes one M-cycle, unless the request came 2 T
+                            # or more before the boundary it was seen at (R_HALTED = 2,
+                            # bus.sleep_until)
+                            if rg[R_HALTED] == 1:
+                                c.t = c.t + FOUR
                             rg[R_HALTED] = 0
-                            c.t = c.t + FOUR             # leaving HALT takes one M-cycle
                         if rg[R_IME] != 0:                   # 5 M-cycles: 2 idle, 2 pushes, jump
                             rg[R_IME] = 0
                             rg[R_EI_PENDING] = 0
@@ -808,11 +814,20 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     if m.flat_mode != 0:
                         c.t = c.t + wp.int64(8)
                     else:
+                        # a request made by the end of HALT's M-cycle counts as pending
+                        if c.t >= r64[env, T_NEXT_EVENT]:
+                            events_sync(ms, env, c.t)
                         pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                         if pend == 0:
                             rg[R_HALTED] = 1
                         elif rg[R_IME] == 0:
                             rg[R_HALT_BUG] = 1
+                        else:
+                            # IME=1 and a request pending: it is serviced at once, with the
+                            # HALT's own address pushed, so the HALT runs again after the
+                            # handler returns (gambatte and SameBoy agree; a game loop that
+                            # HALTs as a timer request comes then sleeps to the next one)
+                            c.pc = (c.pc - 1) & 0xFFFF
                         limit = END_RUN
                 elif g == G_STOP:
                     if m.flat_mode != 0:

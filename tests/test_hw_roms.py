@@ -47,6 +47,13 @@ ROMS = {
     "instr_timing": dict(frames=30),
     "apu_regs": dict(frames=30),
     "lcd_off_stat": dict(frames=30),
+    # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)
+    "ppu_mode_timing": dict(frames=90),
+    "ppu_vblank_timing": dict(frames=60),
+    "ppu_lcd_on_timing": dict(frames=150),
+    "ppu_lyc_onoff": dict(frames=40),
+    "irq_timing": dict(frames=40),
+    "oam_dma_start": dict(frames=30),
 }
 # Known VecGameBoy deviations from the hardware (reported).  Not strict, so a fix landing from another
 # branch does not break the suite (it shows as XPASS): then delete the entry.

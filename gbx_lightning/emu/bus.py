@@ -15,7 +15,7 @@ PPU's access rules, OAM DMA bus conflicts, MBC writes, the boot ROM overlay, the
 """
 import warp as wp
 
-from .dma import dma_blocks, dma_index, dma_write
+from .dma import dma_blocks, dma_index, dma_source_read, dma_sync, dma_write
 from .idle import idle_polled
 from .joypad import p1_read, p1_value, p1_write
 from .ppu import (LINE_STEP_T, PH_VBLANK_START, READ_PHASE, line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_at, ly_read,
@@ -147,6 +147,7 @@ def sync_all(ms: MachinePtr, env: int, now: wp.int64):
     timer_sync(ms, env, now)
     ppu_sync(ms, env, now)
     serial_sync(ms, env, now)
+    dma_sync(ms, env, now)
     reschedule(ms, env)
 
 
@@ -342,7 +343,7 @@ def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = io_read(ms, env, addr - 0xFF00, t)
     elif conflict == 1:
-        v = int(m.oam[env, dma_index(ms, env, t)])
+        v = dma_source_read(ms, env, (int(m.io[env, 0x46]) << 8) + dma_index(ms, env, t), t)
     elif conflict == 2:
         v = 0xFF
     elif addr < 0x8000:
@@ -359,6 +360,7 @@ def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
         v = int(m.wram[env, (addr - 0xC000) & 0x1FFF])
     elif oam_accessible(ms, env, t, 0):
         if addr < 0xFEA0:
+            dma_sync(ms, env, t)
             v = int(m.oam[env, addr - 0xFE00])
         else:
             v = 0x00
@@ -403,6 +405,7 @@ def bus_write(ms: MachinePtr, env: int, addr: int, value: int, t: wp.int64) -> i
         m.wram[env, (addr - 0xC000) & 0x1FFF] = wp.uint8(value)
     elif addr < 0xFEA0:
         if oam_accessible(ms, env, t, 1):
+            dma_sync(ms, env, t)
             m.oam[env, addr - 0xFE00] = wp.uint8(value)
     return end
 

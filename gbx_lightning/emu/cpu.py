@@ -51,6 +51,7 @@ wp.set_module_options({"optimization_level": 3})
 
 from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
                   write_data8)
+from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
@@ -58,7 +59,7 @@ from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import RENDER_NONE, frame_end, set_render_mode
 from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IDLE,
                     R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
-                    T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
+                    T_DMA_COPY, T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
                     machine, machine_ptr, machine_ref, r32_row, r64_row)
 from .timer import div_write
 
@@ -459,6 +460,9 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
             fast_run = c.t >= fast_until
             if not fast_run:
                 limit = wp.min(limit, fast_until)
+            elif r64[env, T_DMA_COPY] != wp.int64(0):
+                # an OAM DMA's bytes land before the fast paths may write its source
+                dma_sync(ms, env, c.t)
             idle_run_start(r64_e)            # (emu/idle.py)
             # EI takes effect after the instruction that follows it: run that one alone
             ei_step = rg[R_EI_PENDING]

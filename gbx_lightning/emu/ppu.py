@@ -79,6 +79,7 @@ POST_BOOT_LINE0_T.
 """
 import warp as wp
 
+from .dma import dma_sync
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
@@ -247,6 +248,7 @@ def _mode3_length(ms: MachinePtr, env: int, io: IO, r32: R32, ly: int, t: wp.int
     if window_visible(lcdc, r32[R_WY_TRIGGERED], wx) != 0:
         length += WINDOW_PENALTY
         win_start = wx - 7
+    dma_sync(ms, env, t)
     selected = objects_on_line(m.oam, env, ly, lcdc)
     r32[R_OBJ_SEL_LO] = int(selected & wp.uint64(0xFFFFF)) | (1 << 20) | ((lcdc & 0x06) << 20)
     r32[R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
@@ -270,6 +272,7 @@ def _line_selection(ms: MachinePtr, env: int, r32: R32, r64: R64, ly: int, lcdc:
     if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and r32[R_OBJ_SEL_T] == int(
             start & wp.int64(0x7FFFFFFF)) and r64[T_DMA_START] <= start:
         return wp.uint64(lo & 0xFFFFF) | (wp.uint64(r32[R_OBJ_SEL_HI]) << wp.uint64(20))
+    dma_sync(ms, env, t)
     return objects_on_line(m.oam, env, ly, lcdc)
 
 
@@ -337,6 +340,7 @@ def _mode3_end(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     selected = wp.uint64(0)
     if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
         if scan != 0:
+            dma_sync(ms, env, t)
             selected = objects_on_line(m.oam, env, ly, lcdc)
         else:
             selected = _line_selection(ms, env, r32, r64, ly, lcdc, t)

@@ -681,7 +681,7 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
     # timer, PPU, DMA
     _timer_rows(st, t_now, io, r64)
     r64[S.T_FRAME_START] = _ppu_rows(st, t_now, io, r32, r64)
-    r64[S.T_DMA_START] = r64[S.T_DMA_END] = 0
+    r64[S.T_DMA_START] = r64[S.T_DMA_END] = r64[S.T_DMA_BLOCK] = r64[S.T_DMA_COPY] = 0
     dma = st.dma
     if dma["active"]:
         src = dma["source"] << 8
@@ -691,6 +691,7 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
             rows["oam"][i] = _dma_source_byte(rows, cart, src + i)
         r64[S.T_DMA_START] = t_now - (cpu["cycles"] - dma["start"])
         r64[S.T_DMA_END] = r64[S.T_DMA_START] + 640
+        r64[S.T_DMA_BLOCK] = r64[S.T_DMA_START]
     r64[S.T_NEXT_EVENT] = min(r64[S.T_TIMER_EVENT], r64[S.T_PPU_EVENT], r64[S.T_SERIAL_END])
     # screen
     shades = _screen_shades(st.screen)

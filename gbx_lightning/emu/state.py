@@ -70,6 +70,8 @@ T_IDLE_SIG2 = wp.constant(18)    #   values read since then stay the same
 T_IDLE_T = wp.constant(19)
 T_IDLE_VALID = wp.constant(20)
 T_IDLE_SKIPS = wp.constant(21)   # idle-loop skips made (emu/idle.py), for tests and tools
+T_DMA_BLOCK = wp.constant(22)    # OAM DMA: the CPU's buses are taken from here to T_DMA_END (dma.py)
+T_DMA_COPY = wp.constant(23)     # OAM DMA: when its bytes land in OAM (0: none pending; dma.py)
 NUM_R64 = 24                     # (padded: an env's row is three cache lines)
 
 

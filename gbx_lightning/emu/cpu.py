@@ -840,6 +840,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         c.pc = (c.pc + 1) & 0xFFFF
                         if joypad_lines(ms, env) == 0xF:
                             div_write(ms, env, c.t)
+                            events_sync(ms, env, c.t)    # (the timer's, serial's next events moved)
                             stopped = 1
                             limit = END_RUN
                 elif g == G_LD_NN_SP:  # LD (nn), SP

@@ -50,6 +50,7 @@ ROMS = {
     # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)
     "ppu_mode_timing": dict(frames=90),
     "ppu_vblank_timing": dict(frames=60),
+    "ppu_sprite_timing": dict(frames=400),
     "ppu_lcd_on_timing": dict(frames=150),
     "ppu_lyc_onoff": dict(frames=40),
     "irq_timing": dict(frames=40),

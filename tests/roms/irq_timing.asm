@@ -6,7 +6,9 @@
 ;    request waits.
 ; 2. HALT with IME=1 (mooneye-gb halt_ime1_timing2-GS, DMG): a VBlank ends a HALT with
 ;    exactly the timing of a run of NOPs: DIV, reset 12 or 11 M-cycles after the
-;    previous VBlank handler, reads $11 / $12 in the handler either way.
+;    previous VBlank handler, reads $11 / $12 in the handler either way. With IME=0
+;    (mooneye-gb halt_ime0_nointr_timing, DMG) the HALT ends as promptly: 6 NOPs (the
+;    dispatch and "jp hl" of the IME=1 case) later DIV reads the same.
 ; 3. HALT with IME=1 entered just as a request comes: a timer request made by the end
 ;    of HALT's own M-cycle is serviced at once and the return address pushed is the
 ;    HALT's (the HALT runs again after RETI and sleeps to the next request: two
@@ -34,7 +36,7 @@
     org $0150
     include "testlib_body.inc"
 
-wRes EQU SCRATCH                ; 4 DIV readings, then 5 run counts
+wRes EQU SCRATCH                ; 4 DIV readings, 5 run counts, 2 DIV readings
 wGot EQU SCRATCH + $F0
 
 MACRO nops
@@ -184,6 +186,32 @@ main:
 .f4:
     ldh a, [rDIV]
     ld [wRes + 3], a
+    ld hl, .r5
+    call vblank_halt
+.r5:                            ; IME=0: the HALT ends, no handler
+    ld hl, missed
+    xor a
+    ldh [rIF], a
+    nops 13
+    xor a
+    ldh [rDIV], a
+    halt
+    nops 6
+    ldh a, [rDIV]
+    ld [wRes + 9], a
+    ld hl, .r6
+    call vblank_halt
+.r6:
+    ld hl, missed
+    xor a
+    ldh [rIF], a
+    nops 12
+    xor a
+    ldh [rDIV], a
+    halt
+    nops 6
+    ldh a, [rDIV]
+    ld [wRes + 10], a
 
     ; 3. HALT as a timer request comes
     ld de, wRes + 4
@@ -209,13 +237,16 @@ main:
     ld a, e
     cp 4
     jr c, .named
+    ld hl, s_halt_ime0
+    cp 9
+    jr nc, .named
     ld hl, s_halt_skip
 .named:
     ld a, [wGot]
     call expect
     inc e
     ld a, e
-    cp 9
+    cp 11
     jr nz, .check
     jp finish
 
@@ -236,9 +267,11 @@ expected:
     db $11, $12, $11, $12       ; DIV: NOP run 12 / 11, HALT 12 / 11
     db 1, 1, 1, 2, 2            ; handler runs: 2, 3, 4 NOPs: the request after the
                                 ; HALT's M-cycle; 5: as it ends; 6: before the HALT
+    db $11, $12                 ; DIV: HALT with IME=0, reset 13 / 12 M-cycles in
 
 s_di_late:   db "di ran though vblank was requested", 0
 s_di_early:  db "di one m-cycle earlier did not block", 0
 s_missed:    db "no vblank handler", 0
 s_halt_nop:  db "halt ime=1 vs nops: div", 0
 s_halt_skip: db "halt as timer irq comes: runs", 0
+s_halt_ime0: db "halt ime=0 vs nops: div", 0

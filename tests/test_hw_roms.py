@@ -3,7 +3,8 @@
 Each ROM checks values from the hardware documentation (Pan Docs) and reports
 "PASS\\n" or "FAIL <what> got XX exp YY\\n" lines over serial, plus $A5/$5A at
 $C000 (see tests/roms/testlib.asm).  gambatte (cycle-accurate) must pass them
-all: that is what shows the ROMs' expectations are right.  PyBoy is a second
+all - that is what shows the ROMs' expectations are right - except the ones that
+check what it does not model (GAMBATTE_DOES_NOT_MODEL, with the reason).  PyBoy is a second
 opinion only where it models the hardware: it fails power_on and power_on_vram
 (its own boot ROM), timer (IF one M-cycle late), halt (no HALT bug), serial
 (instant; completes external-clock transfers), serial_shift, joypad (select

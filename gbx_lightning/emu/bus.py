@@ -140,6 +140,14 @@ def sleep_until(ms: MachinePtr, env: int, t: wp.int64, t_end: wp.int64, wake_on_
 
 
 @wp.func(inline=False)
+def stop_enter(ms: MachinePtr, env: int, t: wp.int64):
+    """STOP: the system counter resets (DIV), which moves the timer's and the serial
+    clock's next events. Out of line: the instruction loop keeps only a call."""
+    div_write(ms, env, t)
+    events_sync(ms, env, t)
+
+
+@wp.func(inline=False)
 def sync_all(ms: MachinePtr, env: int, now: wp.int64):
     """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
     peeks and snapshots see current TIMA/LY/IF."""

@@ -49,8 +49,8 @@ import warp as wp
 # (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
-                  write_data8)
+from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, stop_enter, sync_all,
+                  write8, write_data8)
 from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
@@ -61,7 +61,6 @@ from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_H
                     R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
                     T_DMA_COPY, T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
                     machine, machine_ptr, machine_ref, r32_row, r64_row)
-from .timer import div_write
 
 ZF = wp.constant(0x80)
 NF = wp.constant(0x40)
@@ -839,8 +838,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     else:
                         c.pc = (c.pc + 1) & 0xFFFF
                         if joypad_lines(ms, env) == 0xF:
-                            div_write(ms, env, c.t)
-                            events_sync(ms, env, c.t)    # (the timer's, serial's next events moved)
+                            stop_enter(ms, env, c.t)
                             stopped = 1
                             limit = END_RUN
                 elif g == G_LD_NN_SP:  # LD (nn), SP

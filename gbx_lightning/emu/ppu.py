@@ -17,7 +17,8 @@ the instruction loop at the first M-cycle boundary at or after e, and a HALT wak
 its extra M-cycle when e lies 2 or more T before that boundary (bus.sleep_until). Values
 from the mooneye-gb acceptance tests verified on DMG (intr_2_*, hblank_ly_scx_timing,
 lcdon_timing, lcdon_write_timing, vblank_stat_intr) and checked against gambatte with
-probe ROMs sweeping reads in 1-M steps (tests/roms/ppu_timing*.asm).
+probe ROMs sweeping reads in 1-M steps (the test ROMs tests/roms/ppu_*_timing.asm,
+irq_timing.asm).
 
 A line of 456 T, from its start ls (an M-cycle boundary; LY changes there):
   ls       the mode-2 request of lines 1..144 (it precedes the mode bits by an M-cycle);

@@ -18,12 +18,13 @@ import warp as wp
 from .dma import dma_blocks, dma_index, dma_source_read, dma_sync, dma_write
 from .idle import idle_polled
 from .joypad import p1_read, p1_value, p1_write
-from .ppu import (LINE_STEP_T, PH_VBLANK_START, READ_PHASE, line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_at, ly_read,
-                  ly_visible, ppu_reg_write, ppu_sync, stat_of, stat_read, stat_value, vram_free)
+from .ppu import (LINE_STEP_T, PH_VBLANK_START, READ_PHASE, lcdc_write, line_start_from, ly_at, ly_read,
+                  ly_visible, next_vblank_start, oam_accessible, ppu_reg_write, ppu_sync, stat_of, stat_read,
+                  stat_value, vram_accessible, vram_free)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (IO, NEVER, R32, R64, R_HALTED, R_IDLE, R_LY, R_PPU_MODE, T_BOOT_MAPPED, T_DIV_BASE, T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT,
-                    T_SERIAL_END, T_TIMER_EVENT, MachinePtr, MachineRef, cart_read, cart_write, io_row, machine,
-                    machine_ptr, r32_row)
+from .state import (IO, NEVER, R32, R64, R_HALTED, R_IDLE, R_LY, R_PPU_MODE, T_BOOT_MAPPED, T_DIV_BASE,
+                    T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT, MachinePtr,
+                    MachineRef, cart_read, cart_write, io_row, machine, machine_ptr, r32_row)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
 
@@ -37,10 +38,11 @@ def ppu_wake(ms: MachinePtr, env: int) -> wp.int64:
     only before its next event, and LY follows from the stored line start. So
     the loop only has to stop where an interrupt the CPU could take may be requested:
     - STAT (IE bit 1) with the mode 0 or mode 2 source enabled: every PPU event;
-    - else the line start before each other possible request: VBlank start (IE bit 0, or
-      the STAT mode 1 source), line LYC (STAT LYC source; line 153 for LYC = 0, whose
-      match begins there). From a line start the loop then steps event by event, because
-      the wake-up is never earlier than the PPU's next event.
+    - else the line start before each other possible request: line 144 (IE bit 0, or
+      the STAT mode 1 source: both requested 2 T in; the VBlank request itself once line
+      144 has started), line LYC (STAT LYC source; line 153 for LYC = 0, whose match
+      begins there). From a line start the loop then steps event by event, because the
+      wake-up is never earlier than the PPU's next event.
     IF bits whose IE bit is clear may be raised late; nothing reads them before a sync
     (IE&IF masks them; IF reads and IE writes sync). Stale state is fine: lines follow
     each other every 456 T while the LCD is on, so any earlier line start predicts the

@@ -521,8 +521,8 @@ def vram_free(io: IO, r32: R32, r64: R64, t: wp.int64) -> bool:
     (mode 3, or the end of mode 2 for reads): the CPU may access it directly. False means
     "ask vram_accessible", not "blocked"."""
     mode = r32[R_PPU_MODE]
-    return t + READ_PHASE < r64[T_PPU_EVENT] and (
-        (int(io[0x40]) & 0x80) == 0 or (mode != 3 and (mode != 2 or t < r64[T_LINE_START] + wp.int64(VRAM_READ_LOCK_T))))
+    return t + READ_PHASE < r64[T_PPU_EVENT] and ((int(io[0x40]) & 0x80) == 0 or (
+        mode != 3 and (mode != 2 or t < r64[T_LINE_START] + wp.int64(VRAM_READ_LOCK_T))))
 
 
 @wp.func

@@ -30,9 +30,13 @@ Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
   at the illegal opcode, no further instruction or interrupt runs until reset (hardware hangs).
 - HALT: with IE&IF = 0 the CPU sleeps until IE&IF != 0 (even with IME = 0; then it resumes
-  without dispatch); leaving HALT costs one M-cycle. HALT with IME = 0 and IE&IF != 0 does not
-  halt and triggers the HALT bug: the next opcode fetch does not increment PC (its byte is
-  read twice). HALT with IME = 1 and an interrupt pending dispatches at once.
+  without dispatch); leaving HALT costs one M-cycle, unless the request came 2 T or more
+  before the M-cycle boundary it is seen at (the PPU's VBlank, LY=LYC and some mode-0
+  requests: a VBlank ends a HALT as promptly as a run of NOPs would; bus.sleep_until). A
+  request made by the end of HALT's own M-cycle counts as pending at HALT: with IME = 0 it
+  does not halt and triggers the HALT bug (the next opcode fetch does not increment PC, its
+  byte is read twice); with IME = 1 it is dispatched at once with the HALT's address
+  pushed, so the HALT runs again after the handler (tests/roms/irq_timing.asm).
 - STOP (machine bus): a 2-byte instruction (the byte after $10 is skipped); resets DIV and
   enters a low-power state that a joypad press (a selected P1 line falling) ends. If a
   selected line is already low it behaves as a 2-byte NOP. PPU/timer keep running

@@ -186,7 +186,9 @@ def test_illegal_opcode_locks_cpu():
     gb.run_frames(2)
     r = gb.registers(0)
     assert r["locked"] == 1 and r["pc"] == 0x101
-    assert r["cycles"] == 65720 + 70224       # time keeps running (to the 2nd VBlank), nothing else does
+    # time keeps running, nothing else does: to the M-cycle boundary at or after the 2nd
+    # VBlank request (2 T after line 144 starts, 65720 T after power-on in the first frame)
+    assert r["cycles"] == 65720 + 70224 + 4
 
 
 def test_joypad_lines_and_interrupt():

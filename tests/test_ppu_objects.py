@@ -41,7 +41,7 @@ def _ref_selection(oam: np.ndarray, ly: int, lcdc: int) -> list[int]:
 def _ref_penalty(oam: np.ndarray, sel: list[int], scx: int, win_start: int) -> int:
     """6 dots per object with X < 168; the first object (smallest offset, then OAM
     order) whose leftmost pixel lies in a given BG/window tile adds 5 - offset (>= 0);
-    X = 0 always adds 5 (11 in all)."""
+    the objects at X = 0 add 5 once between them."""
     objs = []
     for i in sel:
         x = int(oam[4 * i + 1])
@@ -49,7 +49,7 @@ def _ref_penalty(oam: np.ndarray, sel: list[int], scx: int, win_start: int) -> i
             continue
         sx = x - 8
         if x == 0:
-            objs.append((None, 0))
+            objs.append((("x0", 0), 0))
         elif sx >= win_start:
             p = sx - win_start
             objs.append((("win", p >> 3), p & 7))
@@ -59,9 +59,6 @@ def _ref_penalty(oam: np.ndarray, sel: list[int], scx: int, win_start: int) -> i
     dots = 0
     for j, (key, off) in enumerate(objs):
         dots += 6
-        if key is None:
-            dots += 5
-            continue
         first = all(not (k == key and (o < off or (o == off and m < j)))
                     for m, (k, o) in enumerate(objs) if m != j)
         if first:

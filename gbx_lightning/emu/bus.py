@@ -15,15 +15,16 @@ PPU's access rules, OAM DMA bus conflicts, MBC writes, the boot ROM overlay, the
 """
 import warp as wp
 
-from .dma import dma_blocks, dma_index, dma_write
+from .dma import dma_blocks, dma_index, dma_source_read, dma_sync, dma_write
 from .idle import idle_polled
 from .joypad import p1_read, p1_value, p1_write
-from .ppu import (line_start_from, next_vblank_start, oam_accessible, vram_accessible, lcdc_write, ly_at, ly_read,
-                  ly_visible, ppu_reg_write, ppu_sync, stat_of, stat_read, stat_value, vram_free)
+from .ppu import (LINE_STEP_T, PH_VBLANK_START, READ_PHASE, lcdc_write, line_start_from, ly_at, ly_read,
+                  ly_visible, next_vblank_start, oam_accessible, ppu_reg_write, ppu_sync, stat_of, stat_read,
+                  stat_value, vram_accessible, vram_free)
 from .serial import sb_read, sc_write, serial_sync
-from .state import (IO, NEVER, R32, R64, R_IDLE, R_LY, T_BOOT_MAPPED, T_DIV_BASE, T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT,
-                    T_SERIAL_END, T_TIMER_EVENT, MachinePtr, MachineRef, cart_read, cart_write, io_row, machine,
-                    machine_ptr, r32_row)
+from .state import (IO, NEVER, R32, R64, R_HALTED, R_IDLE, R_LY, R_PPU_MODE, T_BOOT_MAPPED, T_DIV_BASE,
+                    T_LINE_START, T_NEXT_EVENT, T_PPU_EVENT, T_SERIAL_END, T_TIMER_EVENT, MachinePtr,
+                    MachineRef, cart_read, cart_write, io_row, machine, machine_ptr, r32_row)
 from .timer import (div_write, system_counter, tac_write, tima_write, timer_sync, tma_write)
 
 
@@ -37,10 +38,11 @@ def ppu_wake(ms: MachinePtr, env: int) -> wp.int64:
     only before its next event, and LY follows from the stored line start. So
     the loop only has to stop where an interrupt the CPU could take may be requested:
     - STAT (IE bit 1) with the mode 0 or mode 2 source enabled: every PPU event;
-    - else the line start before each other possible request: VBlank start (IE bit 0, or
-      the STAT mode 1 source), line LYC (STAT LYC source; line 153 for LYC = 0, whose
-      match begins there). From a line start the loop then steps event by event, because
-      the wake-up is never earlier than the PPU's next event.
+    - else the line start before each other possible request: line 144 (IE bit 0, or
+      the STAT mode 1 source: both requested 2 T in; the VBlank request itself once line
+      144 has started), line LYC (STAT LYC source; line 153 for LYC = 0, whose match
+      begins there). From a line start the loop then steps event by event, because the
+      wake-up is never earlier than the PPU's next event.
     IF bits whose IE bit is clear may be raised late; nothing reads them before a sync
     (IE&IF masks them; IF reads and IE writes sync). Stale state is fine: lines follow
     each other every 456 T while the LCD is on, so any earlier line start predicts the
@@ -56,9 +58,12 @@ def ppu_wake(ms: MachinePtr, env: int) -> wp.int64:
             ly = m.r32[env, R_LY]
             ls = m.r64[env, T_LINE_START]
             wake = NEVER
-            if (ie & 0x01) != 0:                   # VBlank: its request is the line start
-                wake = next_vblank_start(ls, ly)
-            if (stat & 0x10) != 0:                 # STAT mode 1 rises 4 T into line 144
+            if (ie & 0x01) != 0:                   # VBlank: requested 2 T into line 144
+                if ly == 144 and m.r32[env, R_PPU_MODE] == PH_VBLANK_START:
+                    wake = ls + wp.int64(LINE_STEP_T)
+                else:
+                    wake = next_vblank_start(ls, ly)
+            if (stat & 0x10) != 0:                 # STAT mode 1 rises 2 T into line 144
                 wake = wp.min(wake, line_start_from(ls, ly, 144))
             if (stat & 0x40) != 0:
                 lyc = int(m.io[env, 0x45])
@@ -98,30 +103,50 @@ def events_sync(ms: MachinePtr, env: int, now: wp.int64):
 @wp.func(inline=False)
 def sleep_until(ms: MachinePtr, env: int, t: wp.int64, t_end: wp.int64, wake_on_irq: int) -> wp.int64:
     """HALT/STOP/locked: run the peripherals event by event from t towards t_end and return
-    the time the CPU wakes (the first event after which IE&IF != 0, if wake_on_irq), or
-    t_end. One out-of-line call per sleep instead of one per event."""
+    the time the CPU wakes (the first M-cycle boundary at or after the event after which
+    IE&IF != 0, if wake_on_irq), or t_end. One out-of-line call per sleep instead of one
+    per event. Each event is processed at its own time (events already due at t too), so
+    the request's time is known: if it lies 2 T or more before the boundary the CPU wakes
+    at, leaving HALT takes no extra M-cycle and r32[R_HALTED] is set to 2 for the
+    scheduler (DMG: mooneye halt_ime1_timing2 - a HALT with IME=1 dispatches a VBlank
+    exactly as a run of NOPs would; the STAT mode-0 request with SCX, hblank_ly_scx_timing)."""
     m = machine(ms)
     now = t
+    # The CPU's M-cycles start at t + 4k. It sleeps to the boundary at or after t_end, and
+    # the events before that boundary are processed here, so that a request made between
+    # t_end and the boundary (the VBlank request that ends a frame) still times the wake.
+    stop = t + (wp.max(t_end - t, wp.int64(0)) + wp.int64(3)) // wp.int64(4) * wp.int64(4)
     going = int(1)
     while going == 1:
-        ev = m.r64[env, T_NEXT_EVENT]
-        if ev >= t_end:
-            now = wp.max(now, t_end)
+        at = m.r64[env, T_NEXT_EVENT]
+        if at >= stop:
+            now = wp.max(now, stop)
             going = 0
         else:
-            ev = wp.max(((ev + wp.int64(3)) // wp.int64(4)) * wp.int64(4), now)
-            if m.r64[env, T_TIMER_EVENT] <= ev:
-                timer_sync(ms, env, ev)
-            if m.r64[env, T_PPU_EVENT] <= ev:
-                ppu_sync(ms, env, ev)
-            if m.r64[env, T_SERIAL_END] <= ev:
-                serial_sync(ms, env, ev)
+            if m.r64[env, T_TIMER_EVENT] <= at:
+                timer_sync(ms, env, at)
+            if m.r64[env, T_PPU_EVENT] <= at:
+                ppu_sync(ms, env, at)
+            if m.r64[env, T_SERIAL_END] <= at:
+                serial_sync(ms, env, at)
             reschedule(ms, env)
-            now = ev
-            if wake_on_irq != 0:
-                if (int(m.hram[env, 127]) & int(m.io[env, 0x0F]) & 0x1F) != 0:
-                    going = 0
+            boundary = t + (wp.max(at - t, wp.int64(0)) + wp.int64(3)) // wp.int64(4) * wp.int64(4)
+            if wake_on_irq != 0 and (int(m.hram[env, 127]) & int(m.io[env, 0x0F]) & 0x1F) != 0:
+                going = 0
+                now = boundary
+                if boundary - at >= wp.int64(2):
+                    m.r32[env, R_HALTED] = 2
+            else:
+                now = wp.max(now, at)
     return now
+
+
+@wp.func(inline=False)
+def stop_enter(ms: MachinePtr, env: int, t: wp.int64):
+    """STOP: the system counter resets (DIV), which moves the timer's and the serial
+    clock's next events. Out of line: the instruction loop keeps only a call."""
+    div_write(ms, env, t)
+    events_sync(ms, env, t)
 
 
 @wp.func(inline=False)
@@ -132,6 +157,7 @@ def sync_all(ms: MachinePtr, env: int, now: wp.int64):
     timer_sync(ms, env, now)
     ppu_sync(ms, env, now)
     serial_sync(ms, env, now)
+    dma_sync(ms, env, now)
     reschedule(ms, env)
 
 
@@ -327,7 +353,7 @@ def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = io_read(ms, env, addr - 0xFF00, t)
     elif conflict == 1:
-        v = int(m.oam[env, dma_index(ms, env, t)])
+        v = dma_source_read(ms, env, (int(m.io[env, 0x46]) << 8) + dma_index(ms, env, t), t)
     elif conflict == 2:
         v = 0xFF
     elif addr < 0x8000:
@@ -336,14 +362,15 @@ def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
         else:
             v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xA000:
-        if vram_accessible(ms, env, t):
+        if vram_accessible(ms, env, t, 0):
             v = int(m.vram[env, addr - 0x8000])
     elif addr < 0xC000:
         v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
     elif addr < 0xFE00:
         v = int(m.wram[env, (addr - 0xC000) & 0x1FFF])
-    elif oam_accessible(ms, env, t):
+    elif oam_accessible(ms, env, t, 0):
         if addr < 0xFEA0:
+            dma_sync(ms, env, t)
             v = int(m.oam[env, addr - 0xFE00])
         else:
             v = 0x00
@@ -380,14 +407,15 @@ def bus_write(ms: MachinePtr, env: int, addr: int, value: int, t: wp.int64) -> i
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
         end = 1
     elif addr < 0xA000:
-        if vram_accessible(ms, env, t):
+        if vram_accessible(ms, env, t, 1):
             m.vram[env, addr - 0x8000] = wp.uint8(value)
     elif addr < 0xC000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
     elif addr < 0xFE00:
         m.wram[env, (addr - 0xC000) & 0x1FFF] = wp.uint8(value)
     elif addr < 0xFEA0:
-        if oam_accessible(ms, env, t):
+        if oam_accessible(ms, env, t, 1):
+            dma_sync(ms, env, t)
             m.oam[env, addr - 0xFE00] = wp.uint8(value)
     return end
 
@@ -445,9 +473,9 @@ def io_read_fast(io: IO, r32: R32, r64: R64, reg: int, t: wp.int64) -> int:
         v = ly
         until = next_ly
     elif reg == 0x41:
-        if t < r64[T_PPU_EVENT]:
+        if t + READ_PHASE < r64[T_PPU_EVENT]:       # (the read sees the PPU at t + READ_PHASE)
             v = stat_of(io, r32)
-            until = r64[T_PPU_EVENT]
+            until = r64[T_PPU_EVENT] - READ_PHASE
     elif reg == 0x04:
         since = t - r64[T_DIV_BASE]
         v = int((since >> wp.int64(8)) & wp.int64(0xFF))

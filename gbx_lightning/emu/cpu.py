@@ -30,9 +30,13 @@ Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
   at the illegal opcode, no further instruction or interrupt runs until reset (hardware hangs).
 - HALT: with IE&IF = 0 the CPU sleeps until IE&IF != 0 (even with IME = 0; then it resumes
-  without dispatch); leaving HALT costs one M-cycle. HALT with IME = 0 and IE&IF != 0 does not
-  halt and triggers the HALT bug: the next opcode fetch does not increment PC (its byte is
-  read twice). HALT with IME = 1 and an interrupt pending dispatches at once.
+  without dispatch); leaving HALT costs one M-cycle, unless the request came 2 T or more
+  before the M-cycle boundary it is seen at (the PPU's VBlank, LY=LYC and some mode-0
+  requests: a VBlank ends a HALT as promptly as a run of NOPs would; bus.sleep_until). A
+  request made by the end of HALT's own M-cycle counts as pending at HALT: with IME = 0 it
+  does not halt and triggers the HALT bug (the next opcode fetch does not increment PC, its
+  byte is read twice); with IME = 1 it is dispatched at once with the HALT's address
+  pushed, so the HALT runs again after the handler (tests/roms/irq_timing.asm).
 - STOP (machine bus): a 2-byte instruction (the byte after $10 is skipped); resets DIV and
   enters a low-power state that a joypad press (a selected P1 line falling) ends. If a
   selected line is already low it behaves as a 2-byte NOP. PPU/timer keep running
@@ -49,8 +53,9 @@ import warp as wp
 # (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, sync_all, write8,
-                  write_data8)
+from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, stop_enter, sync_all,
+                  write8, write_data8)
+from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
@@ -58,9 +63,8 @@ from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
 from .ppu import RENDER_NONE, frame_end, set_render_mode
 from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IDLE,
                     R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
-                    T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
+                    T_DMA_COPY, T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
                     machine, machine_ptr, machine_ref, r32_row, r64_row)
-from .timer import div_write
 
 ZF = wp.constant(0x80)
 NF = wp.constant(0x40)
@@ -406,15 +410,21 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
         while c.t < t_end:
             # ---- scheduler: due events, interrupts, sleep ----
             if flat == 0:
-                if c.t >= r64[env, T_NEXT_EVENT]:     # (fresh: an I/O write may have moved it)
+                # (fresh: an I/O write may have moved it; a halted CPU's due events are
+                # processed by sleep_until, which times the request that wakes it)
+                if c.t >= r64[env, T_NEXT_EVENT] and rg[R_HALTED] == 0:
                     events_sync(ms, env, c.t)
                     slow = 1
                 if (rg[R_IME] != 0 or rg[R_HALTED] != 0) and rg[R_LOCKED] == 0:
                     pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                     if pend != 0:
                         if rg[R_HALTED] != 0:
+                            # leaving HALT takes one M-cycle, unless the request came 2 T
+                            # or more before the boundary it was seen at (R_HALTED = 2,
+                            # bus.sleep_until)
+                            if rg[R_HALTED] == 1:
+                                c.t = c.t + FOUR
                             rg[R_HALTED] = 0
-                            c.t = c.t + FOUR             # leaving HALT takes one M-cycle
                         if rg[R_IME] != 0:                   # 5 M-cycles: 2 idle, 2 pushes, jump
                             rg[R_IME] = 0
                             rg[R_EI_PENDING] = 0
@@ -453,6 +463,9 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
             fast_run = c.t >= fast_until
             if not fast_run:
                 limit = wp.min(limit, fast_until)
+            elif r64[env, T_DMA_COPY] != wp.int64(0):
+                # an OAM DMA's bytes land before the fast paths may write its source
+                dma_sync(ms, env, c.t)
             idle_run_start(r64_e)            # (emu/idle.py)
             # EI takes effect after the instruction that follows it: run that one alone
             ei_step = rg[R_EI_PENDING]
@@ -808,11 +821,20 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     if m.flat_mode != 0:
                         c.t = c.t + wp.int64(8)
                     else:
+                        # a request made by the end of HALT's M-cycle counts as pending
+                        if c.t >= r64[env, T_NEXT_EVENT]:
+                            events_sync(ms, env, c.t)
                         pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                         if pend == 0:
                             rg[R_HALTED] = 1
                         elif rg[R_IME] == 0:
                             rg[R_HALT_BUG] = 1
+                        else:
+                            # IME=1 and a request pending: it is serviced at once, with the
+                            # HALT's own address pushed, so the HALT runs again after the
+                            # handler returns (gambatte and SameBoy agree; a game loop that
+                            # HALTs as a timer request comes then sleeps to the next one)
+                            c.pc = (c.pc - 1) & 0xFFFF
                         limit = END_RUN
                 elif g == G_STOP:
                     if m.flat_mode != 0:
@@ -820,7 +842,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     else:
                         c.pc = (c.pc + 1) & 0xFFFF
                         if joypad_lines(ms, env) == 0xF:
-                            div_write(ms, env, c.t)
+                            stop_enter(ms, env, c.t)
                             stopped = 1
                             limit = END_RUN
                 elif g == G_LD_NN_SP:  # LD (nn), SP

@@ -1,9 +1,15 @@
 """OAM DMA ($FF46).
 
 Writing XX (in M-cycle d = 0) starts a copy of XX00-XX9F into OAM: M-cycle d = 1 is the
-start delay, byte k moves in M-cycle d = k + 2 (160 M-cycles, d = 2..161).
+start delay, byte k moves in M-cycle d = k + 2 (160 M-cycles, d = 2..161). Written while
+a transfer runs, the new one starts the same way, and the running one keeps the buses
+(and OAM closed) until it does (mooneye-gb oam_dma_start, verified on DMG: OAM is not
+readable in the M-cycle after a restart).
 The CPU cannot change the source while it runs (see below), so the 160 bytes are copied
-at the write and only the bus conflict is timed. During d = 2..161 (DMG):
+in one go as byte 0 moves (``dma_sync``, run before OAM is read by the CPU or the PPU),
+and only the bus conflict is timed byte by byte: in M-cycle d = 1 OAM still holds its
+old bytes (mooneye-gb oam_dma_start). The PPU sees all new bytes from d = 2 on (on
+hardware they arrive one per M-cycle; games run OAM DMA in VBlank). During d = 2..161 (DMG):
 - a CPU read on the bus the DMA reads from (the external bus: ROM, cart RAM, WRAM/echo;
   or the VRAM bus when XX is $80-$9F) returns the byte being moved in that M-cycle;
 - reads of the other bus are normal; OAM and $FEA0-$FEFF read $FF;
@@ -11,7 +17,7 @@ at the write and only the bus conflict is timed. During d = 2..161 (DMG):
 Sources $E0-$FF read the WRAM echo."""
 import warp as wp
 
-from .state import T_DMA_END, T_DMA_START, MachinePtr, machine, cart_read
+from .state import T_DMA_BLOCK, T_DMA_COPY, T_DMA_END, T_DMA_START, MachinePtr, machine, cart_read
 
 
 @wp.func
@@ -30,12 +36,27 @@ def dma_source_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
 
 
 @wp.func
+def dma_sync(ms: MachinePtr, env: int, t: wp.int64):
+    """Land a transfer's bytes in OAM if its first byte has moved by t."""
+    m = machine(ms)
+    copy = m.r64[env, T_DMA_COPY]
+    if copy != wp.int64(0) and t >= copy:
+        src = int(m.io[env, 0x46]) << 8
+        for i in range(160):
+            m.oam[env, i] = wp.uint8(dma_source_read(ms, env, src + i, copy))
+        m.r64[env, T_DMA_COPY] = wp.int64(0)
+
+
+@wp.func
 def dma_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
     m = machine(ms)
+    dma_sync(ms, env, t)                         # (a transfer restarted after its start)
     m.io[env, 0x46] = wp.uint8(value)
-    src = value << 8
-    for i in range(160):
-        m.oam[env, i] = wp.uint8(dma_source_read(ms, env, src + i, t))
+    m.r64[env, T_DMA_COPY] = t + wp.int64(8)
+    block = t + wp.int64(8)
+    if m.r64[env, T_DMA_BLOCK] <= t + wp.int64(4) and t + wp.int64(4) < m.r64[env, T_DMA_END]:
+        block = m.r64[env, T_DMA_BLOCK]          # a restart: the running transfer goes on
+    m.r64[env, T_DMA_BLOCK] = block
     m.r64[env, T_DMA_START] = t + wp.int64(8)
     m.r64[env, T_DMA_END] = t + wp.int64(8 + 640)
 
@@ -43,11 +64,12 @@ def dma_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
 @wp.func
 def dma_blocks(ms: MachinePtr, env: int, t: wp.int64) -> bool:
     m = machine(ms)
-    return t >= m.r64[env, T_DMA_START] and t < m.r64[env, T_DMA_END]
+    return t >= m.r64[env, T_DMA_BLOCK] and t < m.r64[env, T_DMA_END]
 
 
 @wp.func
 def dma_index(ms: MachinePtr, env: int, t: wp.int64) -> int:
-    """Index of the byte the DMA moves in the M-cycle at t (valid while dma_blocks)."""
+    """Index of the byte the DMA moves in the M-cycle at t (valid while dma_blocks; 0 while
+    a restarted transfer's predecessor still runs: its bytes are no longer kept)."""
     m = machine(ms)
-    return int((t - m.r64[env, T_DMA_START]) // wp.int64(4))
+    return int(wp.max(t - m.r64[env, T_DMA_START], wp.int64(0)) // wp.int64(4))

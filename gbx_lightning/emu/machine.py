@@ -260,14 +260,14 @@ class VecGameBoy:
                    render: str = "full") -> None:
         """Run `frames` frames in every env, in one kernel launch.
 
-        Frame boundary: while the LCD is on, a frame ends when the PPU enters VBlank (LY
-        becomes 144, the moment the VBlank interrupt is requested), so afterwards frame()
-        and obs() hold one whole, just-completed frame, and frames line up with gambatte's.
-        While the LCD is off a frame is 70224 T-cycles. In general a frame ends at the
-        first of: VBlank start, or 70224 T after the previous frame ended (which only
-        comes first with the LCD off or in the frame the LCD is switched on in). Ends fall
-        on instruction boundaries (the instruction in progress completes). The first
-        frame after reset ends at the first VBlank, 65720 T-cycles after power-on.
+        Frame boundary: while the LCD is on, a frame ends as the VBlank interrupt is
+        requested (2 T after LY becomes 144), so afterwards frame() and obs() hold one
+        whole, just-completed frame, and frames line up with gambatte's. While the LCD is
+        off a frame is 70224 T-cycles. In general a frame ends at the first of: the VBlank
+        request, or 70224 T after the previous frame ended (which only comes first with
+        the LCD off or in the frame the LCD is switched on in). Ends fall on instruction
+        boundaries (the instruction in progress completes). The first frame after reset
+        ends at the first VBlank request, 65722 T-cycles after power-on.
 
         buttons: uint8[num_envs] (bit0 Right, 1 Left, 2 Up, 3 Down, 4 A, 5 B, 6 Select,
         7 Start), pressed from frame 0 and released at frame `release_after` (held through
@@ -372,7 +372,7 @@ class VecGameBoy:
         r = self._arrays["r32"].numpy()[env]
         out = {n: int(r[S.REG_SLOTS[n]]) for n in ("a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc")}
         out["ime"] = int(r[S.R_IME])
-        out["halted"] = int(r[R_HALTED])
+        out["halted"] = int(r[R_HALTED] != 0)
         out["locked"] = int(r[R_LOCKED])
         out["stopped"] = int(r[R_STOPPED])
         out["cycles"] = int(self._arrays["r64"].numpy()[env, T_NOW])

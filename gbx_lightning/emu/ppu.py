@@ -9,25 +9,46 @@ line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
 registers of that moment. A catch-up takes a visible line that lies wholly before `now`
 in one step when no STAT source is enabled (nothing can observe its four events apart).
 
-A visible line (456 T): mode 2 (OAM scan) to T=80, mode 3 for 172 T plus SCX mod 8, 6
-if the window is drawn and 6..11 per object (render.objects_mode3_penalty; Pan Docs,
-"Mode 3 length"), then mode 0 (HBlank). Lines 144..153 are mode 1 (VBlank IF as 144
-starts). r32[R_PPU_MODE] holds the mode, or one of the short phases below that model
-what the DMG does in the first M-cycle of a line (the STAT interrupt line sees the next
-mode one M-cycle before STAT bits 0-1 show it, and LY=LYC is not compared while LY
-changes); checked interrupt by interrupt against gambatte:
+Times are T-cycles on the CPU's clock; the CPU's M-cycles start at multiples of 4. The
+PPU's events fall between them (hardware: its dot clock is out of phase with the CPU's
+M-cycles), which is what the CPU can observe at 1-M resolution: a read in the M-cycle at t
+sees the PPU as it is at t + 1 (``READ_PHASE``), an interrupt request at time e is seen by
+the instruction loop at the first M-cycle boundary at or after e, and a HALT wakes without
+its extra M-cycle when e lies 2 or more T before that boundary (bus.sleep_until). Values
+from the mooneye-gb acceptance tests verified on DMG (intr_2_*, hblank_ly_scx_timing,
+lcdon_timing, lcdon_write_timing, vblank_stat_intr) and checked against gambatte with
+probe ROMs sweeping reads in 1-M steps (the test ROMs tests/roms/ppu_*_timing.asm,
+irq_timing.asm).
 
-  PH_LINE_START   lines 1..143, T 0-3: STAT reads mode 0, the interrupt line already
+A line of 456 T, from its start ls (an M-cycle boundary; LY changes there):
+  ls       the mode-2 request of lines 1..144 (it precedes the mode bits by an M-cycle);
+           STAT still reads mode 0, LY=LYC is not compared; OAM is closed to reads.
+  ls+2     mode 2 shows (LINE_STEP_T); LY=LYC compares; line 144: VBlank request and
+           mode 1; line 0 after VBlank: its mode-2 request.
+  ls+80    VRAM closes to reads; OAM opens to writes for one M-cycle (lcdon_write_timing).
+  ls+82    mode 3 (MODE3_START_T) for 172 T plus SCX mod 8, 6 if the window is drawn and
+           6..11 per object (render.objects_mode3_penalty; Pan Docs, "Mode 3 length"), so
+           mode 0 and its request at ls+254+SCX mod 8 (hblank_ly_scx_timing: LY changes
+           51, 50 or 49 M-cycles after it for SCX mod 8 = 0, 1-4, 5-7).
+  line 153 LY reads 0 from ls+4; LYC is compared with 153 in [ls+2, ls+6), with nothing
+           in [ls+6, ls+10), with 0 from ls+10 (so LYC=0 matches during line 153).
+Lines 144..153 are mode 1. r32[R_PPU_MODE] holds the mode, or one of these phases:
+
+  PH_LINE_START   lines 1..143, [ls, ls+2): STAT reads mode 0, the interrupt line already
                   sees mode 2 (so HBlank -> OAM does not re-trigger), no LY=LYC.
-  PH_VBLANK_START line 144, T 0-3: the mode-2 source fires once more (the DMG "OAM
-                  interrupt at VBlank"), no LY=LYC; then mode 1.
-  PH_VBLANK_LINE  lines 145..153, T 0-3: mode 1, no LY=LYC.
-  PH_LY153        line 153, T 4-7: compares LYC with 153 (LY already reads 0); from
-                  T 8 LY=LYC compares with 0 (so LYC=0 fires during line 153).
-  PH_LINE0_START  line 0 after VBlank, T 0-3: STAT reads mode 0, the interrupt line
+  PH_VBLANK_START line 144, [ls, ls+2): the mode-2 source fires once more (the DMG "OAM
+                  interrupt at VBlank", at the same M-cycle as the VBlank request:
+                  vblank_stat_intr), no LY=LYC; then mode 1.
+  PH_VBLANK_LINE  lines 145..153, [ls, ls+2): mode 1, no LY=LYC.
+  PH_LY153        line 153, [ls+2, ls+6): compares LYC with 153 (LY reads 0 from ls+4).
+  PH_LY153_GAP    line 153, [ls+6, ls+10): no LY=LYC; then it compares with 0.
+  PH_LINE0_START  line 0 after VBlank, [ls, ls+2): STAT reads mode 0, the interrupt line
                   still sees mode 1 (so VBlank -> OAM does not re-trigger).
-  PH_LCD_ON_LINE0 the first line after the LCD is switched on, T 0-79: no OAM scan —
-                  STAT reads mode 0, no mode-2 interrupt, OAM stays accessible.
+  PH_LCD_ON_LINE0 the first line after the LCD is switched on, until its mode 3: no OAM
+                  scan - STAT reads mode 0, no mode-2 interrupt, OAM and VRAM stay open.
+                  The line runs as if it had started 4 T before the LCDC write
+                  (LCD_ON_LINE0_LEAD; lcdon_timing: mode 3 read 80 T after the write,
+                  LY=1 452 T after it).
 
 The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled sources
 (LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. Writing
@@ -44,9 +65,13 @@ scan: its mode 3 ends before the call's time whatever its length.
 The WY condition (window may show from this line on) is set when LY == WY while the
 window is enabled (LCDC.5): as a line starts, or when LCDC/WY is written mid-line.
 
-CPU access: VRAM is inaccessible in mode 3, OAM in modes 2 and 3 (reads $FF, writes
-ignored) — ``vram_accessible`` / ``oam_accessible`` for the bus.
+CPU access (reads $FF, writes ignored; ``vram_accessible`` / ``oam_accessible``): VRAM is
+closed in mode 3, and to reads from ls+80; OAM in modes 2 and 3, to reads from ls, open to
+writes in [ls, ls+4) and [ls+80, ls+84) (lcdon_timing, lcdon_write_timing: measured on
+DMG); the LCD-on line 0 closes both only in mode 3.
 LCD off (LCDC.7 = 0): LY = 0, mode 0, no events or interrupts, screen blank (shade 0);
+LY=LYC keeps the value it had (mooneye stat_lyc_onoff), and so does its part of the STAT
+interrupt line, so switching on with the flag unchanged raises nothing;
 LCD on restarts at line 0, and that first frame is not shown: it stays blank (Pan Docs,
 LCDC.7; gambatte agrees), though the PPU runs and interrupts as usual.
 Post-boot: the PPU is in line 153 (mode 1) with LY already reading 0 (the line-153
@@ -55,6 +80,7 @@ POST_BOOT_LINE0_T.
 """
 import warp as wp
 
+from .dma import dma_sync
 from .interrupts import raise_if
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
@@ -65,7 +91,14 @@ from .state import (NEVER, R_RENDER_NOW, R_LCD_OFF_COINCIDENCE, R_LCD_WARMUP, R_
                     r32_row, r64_row)
 
 LINE_CYCLES = wp.constant(456)
-MODE2_CYCLES = wp.constant(80)
+LINE_STEP_T = wp.constant(2)      # mode 2 and LY=LYC begin; the VBlank request (line 144)
+MODE3_START_T = wp.constant(82)
+VRAM_READ_LOCK_T = wp.constant(80)  # VRAM closes to reads; OAM opens to writes until 84
+OAM_WRITE_GAP_END_T = wp.constant(84)
+LY153_GAP_T = wp.constant(6)      # line 153: no LY=LYC in [6, 10), then LY=LYC with 0
+LY153_ZERO_T = wp.constant(10)
+LCD_ON_LINE0_LEAD = wp.constant(4)  # the LCD-on line 0 runs as if started 4 T early
+READ_PHASE = wp.constant(wp.int64(1))  # a read in the M-cycle at t sees the PPU at t + 1
 MODE3_MIN_CYCLES = wp.constant(172)
 WINDOW_PENALTY = wp.constant(6)
 POST_BOOT_LINE0_T = 56  # T-cycles from PC=$0100 until line 0 starts (calibration point)
@@ -75,6 +108,7 @@ PH_VBLANK_LINE = wp.constant(6)
 PH_LY153 = wp.constant(7)
 PH_LINE0_START = wp.constant(8)
 PH_LCD_ON_LINE0 = wp.constant(9)
+PH_LY153_GAP = wp.constant(10)
 
 
 @wp.func
@@ -83,7 +117,7 @@ def stat_mode_bits(phase: int) -> int:
     m = phase
     if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_LINE0_START or phase == PH_LCD_ON_LINE0:
         m = 0
-    elif phase == PH_VBLANK_LINE or phase == PH_LY153:
+    elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LY153_GAP:
         m = 1
     return m
 
@@ -94,7 +128,7 @@ def interrupt_mode(phase: int) -> int:
     m = phase
     if phase == PH_LINE_START or phase == PH_VBLANK_START:
         m = 2
-    elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LINE0_START:
+    elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LY153_GAP or phase == PH_LINE0_START:
         m = 1
     elif phase == PH_LCD_ON_LINE0:
         m = 3  # no source
@@ -133,7 +167,7 @@ def ly_visible(ms: MachinePtr, env: int, t: wp.int64) -> int:
 def _ly_compared(r32: R32) -> int:
     phase = r32[R_PPU_MODE]
     ly = r32[R_LY]
-    if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_VBLANK_LINE:
+    if phase == PH_LINE_START or phase == PH_VBLANK_START or phase == PH_VBLANK_LINE or phase == PH_LY153_GAP:
         ly = -1
     elif ly == 153 and phase != PH_LY153:
         ly = 0
@@ -150,7 +184,12 @@ def ly_compared(ms: MachinePtr, env: int) -> int:
 def _line_of_sources(io: IO, r32: R32, stat: int) -> int:
     """The STAT interrupt line: OR of the sources `stat` enables (bits 3-6)."""
     line = 0
-    if (int(io[0x40]) & 0x80) != 0:
+    if (int(io[0x40]) & 0x80) == 0:
+        # LCD off: the comparator is stopped, its flag frozen (R_LCD_OFF_COINCIDENCE), and
+        # it stays in the interrupt line; no mode source (stat_lyc_onoff)
+        if (stat & 0x40) != 0 and r32[R_LCD_OFF_COINCIDENCE] != 0:
+            line = 1
+    else:
         mode = interrupt_mode(r32[R_PPU_MODE])
         if (stat & 0x40) != 0 and _ly_compared(r32) == int(io[0x45]):
             line = 1
@@ -210,6 +249,7 @@ def _mode3_length(ms: MachinePtr, env: int, io: IO, r32: R32, ly: int, t: wp.int
     if window_visible(lcdc, r32[R_WY_TRIGGERED], wx) != 0:
         length += WINDOW_PENALTY
         win_start = wx - 7
+    dma_sync(ms, env, t)
     selected = objects_on_line(m.oam, env, ly, lcdc)
     r32[R_OBJ_SEL_LO] = int(selected & wp.uint64(0xFFFFF)) | (1 << 20) | ((lcdc & 0x06) << 20)
     r32[R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
@@ -233,6 +273,7 @@ def _line_selection(ms: MachinePtr, env: int, r32: R32, r64: R64, ly: int, lcdc:
     if ((lo >> 20) & 7) == (1 | (lcdc & 0x06)) and r32[R_OBJ_SEL_T] == int(
             start & wp.int64(0x7FFFFFFF)) and r64[T_DMA_START] <= start:
         return wp.uint64(lo & 0xFFFFF) | (wp.uint64(r32[R_OBJ_SEL_HI]) << wp.uint64(20))
+    dma_sync(ms, env, t)
     return objects_on_line(m.oam, env, ly, lcdc)
 
 
@@ -246,7 +287,7 @@ def _advance(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
     nxt = NEVER
     if phase == PH_LINE_START or phase == PH_LINE0_START:
         r32[R_PPU_MODE] = 2
-        nxt = ls + wp.int64(MODE2_CYCLES)
+        nxt = ls + wp.int64(MODE3_START_T)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
         r32[R_PPU_MODE] = 3
         m3 = MODE3_MIN_CYCLES
@@ -265,15 +306,19 @@ def _advance(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
         nxt = ls + wp.int64(LINE_CYCLES)
     elif phase == PH_VBLANK_START:
         r32[R_PPU_MODE] = 1
+        io[0x0F] = wp.uint8(int(io[0x0F]) | 1)   # the VBlank request (interrupts.raise_if)
         nxt = ls + wp.int64(LINE_CYCLES)
     elif phase == PH_VBLANK_LINE:
         if ly == 153:
             r32[R_PPU_MODE] = PH_LY153
-            nxt = ls + wp.int64(8)
+            nxt = ls + wp.int64(LY153_GAP_T)
         else:
             r32[R_PPU_MODE] = 1
             nxt = ls + wp.int64(LINE_CYCLES)
     elif phase == PH_LY153:
+        r32[R_PPU_MODE] = PH_LY153_GAP
+        nxt = ls + wp.int64(LY153_ZERO_T)
+    elif phase == PH_LY153_GAP:
         r32[R_PPU_MODE] = 1
         nxt = ls + wp.int64(LINE_CYCLES)
     else:  # end of a line (mode 0 or mode 1): the next line starts
@@ -296,6 +341,7 @@ def _mode3_end(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     selected = wp.uint64(0)
     if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
         if scan != 0:
+            dma_sync(ms, env, t)
             selected = objects_on_line(m.oam, env, ly, lcdc)
         else:
             selected = _line_selection(ms, env, r32, r64, ly, lcdc, t)
@@ -317,9 +363,8 @@ def _next_line(io: IO, r32: R32, r64: R64, ly: int, ls: wp.int64) -> wp.int64:
     ls = ls + wp.int64(LINE_CYCLES)
     r64[T_LINE_START] = ls
     if ly == 144:
-        r32[R_PPU_MODE] = PH_VBLANK_START
+        r32[R_PPU_MODE] = PH_VBLANK_START        # (the VBlank request follows at ls+2)
         r32[R_LCD_WARMUP] = 0
-        io[0x0F] = wp.uint8(int(io[0x0F]) | 1)   # IF bit 0 (interrupts.raise_if)
     elif ly >= 154:
         ly = 0
         r32[R_WIN_LINE] = 0
@@ -331,7 +376,7 @@ def _next_line(io: IO, r32: R32, r64: R64, ly: int, ls: wp.int64) -> wp.int64:
         r32[R_PPU_MODE] = PH_VBLANK_LINE
     r32[R_LY] = ly
     _wy_check_rows(io, r32)
-    return ls + wp.int64(4)
+    return ls + wp.int64(LINE_STEP_T)
 
 
 @wp.func
@@ -356,7 +401,7 @@ def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
             # (no STAT interrupt line to update; mode 3 at its shortest, see _advance)
             ly = r32[R_LY]
             r32[R_MODE3_LEN] = MODE3_MIN_CYCLES
-            _mode3_end(ms, env, io, r32, r64, ly, ls + wp.int64(MODE2_CYCLES + MODE3_MIN_CYCLES), 1)
+            _mode3_end(ms, env, io, r32, r64, ly, ls + wp.int64(MODE3_START_T + MODE3_MIN_CYCLES), 1)
             r64[T_PPU_EVENT] = _next_line(io, r32, r64, ly, ls)
         else:
             _advance(ms, env, io, r32, r64, now)
@@ -411,18 +456,18 @@ def lcdc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
         m.r32[env, R_LY] = 0
         m.r32[env, R_WIN_LINE] = 0
         m.r32[env, R_WY_TRIGGERED] = 0
-        m.r64[env, T_LINE_START] = t
+        m.r64[env, T_LINE_START] = t - wp.int64(LCD_ON_LINE0_LEAD)
         m.r32[env, R_LCD_WARMUP] = 1
         m.r32[env, R_PPU_MODE] = PH_LCD_ON_LINE0
-        m.r64[env, T_PPU_EVENT] = t + wp.int64(MODE2_CYCLES)
+        m.r64[env, T_PPU_EVENT] = t - wp.int64(LCD_ON_LINE0_LEAD) + wp.int64(MODE3_START_T)
     _wy_check(ms, env)
     stat_update(ms, env, t)
 
 
 @wp.func
 def stat_read(ms: MachinePtr, env: int, t: wp.int64) -> int:
-    m = machine(ms)
-    ppu_sync(ms, env, t)
+    """STAT as read by the CPU in the M-cycle at t (it sees the PPU at t + READ_PHASE)."""
+    ppu_sync(ms, env, t + READ_PHASE)
     return stat_value(ms, env, t)
 
 
@@ -472,21 +517,25 @@ def ly_at(io: IO, r32: R32, r64: R64, t: wp.int64):
 
 @wp.func
 def vram_free(io: IO, r32: R32, r64: R64, t: wp.int64) -> bool:
-    """True if the stored PPU state is current at t and does not hold VRAM (mode 3): the CPU
-    may access it directly. False means "ask vram_accessible", not "blocked"."""
-    return t < r64[T_PPU_EVENT] and (r32[R_PPU_MODE] != 3 or (int(io[0x40]) & 0x80) == 0)
+    """True if the stored PPU state is current for an access at t and does not hold VRAM
+    (mode 3, or the end of mode 2 for reads): the CPU may access it directly. False means
+    "ask vram_accessible", not "blocked"."""
+    mode = r32[R_PPU_MODE]
+    return t + READ_PHASE < r64[T_PPU_EVENT] and ((int(io[0x40]) & 0x80) == 0 or (
+        mode != 3 and (mode != 2 or t < r64[T_LINE_START] + wp.int64(VRAM_READ_LOCK_T))))
 
 
 @wp.func
 def frame_end(io: IO, r32: R32, r64: R64, t: wp.int64, deadline: wp.int64) -> wp.int64:
-    """When the frame that is running at t ends: as the PPU enters VBlank (line 144 starts),
-    or at `deadline` (70224 T after the previous frame ended) if that comes first (LCD off,
-    or switched on during this frame); see VecGameBoy.run_frames. The PPU is lazy (its
-    state may lag t), but while the LCD is on lines follow each other every 456 T, so the
-    next VBlank start after t follows from any earlier line start."""
+    """When the frame that is running at t ends: at the VBlank request (LINE_STEP_T into
+    line 144, where gambatte's frames end too), or at `deadline` (70224 T after the previous
+    frame ended) if that comes first (LCD off, or switched on during this frame); see
+    VecGameBoy.run_frames. The PPU is lazy (its state may lag t), but while the LCD is on
+    lines follow each other every 456 T, so the next request after t follows from any
+    earlier line start."""
     end = deadline
     if (int(io[0x40]) & 0x80) != 0:
-        vblank = next_vblank_start(r64[T_LINE_START], r32[R_LY])
+        vblank = line_start_from(r64[T_LINE_START], r32[R_LY], 144) + wp.int64(LINE_STEP_T)
         if vblank <= t:
             frame = wp.int64(154 * LINE_CYCLES)
             vblank = vblank + ((t - vblank) // frame + wp.int64(1)) * frame
@@ -522,17 +571,37 @@ def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
 
 
 @wp.func
-def vram_accessible(ms: MachinePtr, env: int, t: wp.int64) -> bool:
-    """False while the PPU reads VRAM for drawing (mode 3): CPU reads give $FF, writes are lost."""
+def vram_accessible(ms: MachinePtr, env: int, t: wp.int64, write: int) -> bool:
+    """False while the PPU reads VRAM: in mode 3, and for reads from ls+80 of mode 2 (an
+    M-cycle before STAT shows mode 3; DMG, mooneye lcdon_timing). The CPU then reads $FF
+    and its writes are lost. `write`: 1 for a write."""
     m = machine(ms)
-    ppu_sync(ms, env, t)
-    return (int(m.io[env, 0x40]) & 0x80) == 0 or m.r32[env, R_PPU_MODE] != 3
+    ppu_sync(ms, env, t + READ_PHASE)
+    mode = m.r32[env, R_PPU_MODE]
+    free = True
+    if (int(m.io[env, 0x40]) & 0x80) != 0:
+        if mode == 3:
+            free = False
+        elif mode == 2 and write == 0 and t >= m.r64[env, T_LINE_START] + wp.int64(VRAM_READ_LOCK_T):
+            free = False
+    return free
 
 
 @wp.func
-def oam_accessible(ms: MachinePtr, env: int, t: wp.int64) -> bool:
-    """False in modes 2 and 3 (OAM scan and drawing)."""
+def oam_accessible(ms: MachinePtr, env: int, t: wp.int64, write: int) -> bool:
+    """False while the PPU holds OAM: modes 2 and 3, for reads from the line's start (while
+    STAT still shows mode 0); writes pass in that first M-cycle and in the M-cycle before
+    mode 3 (ls+80; DMG, mooneye lcdon_timing / lcdon_write_timing). `write`: 1 for a write."""
     m = machine(ms)
-    ppu_sync(ms, env, t)
+    ppu_sync(ms, env, t + READ_PHASE)
     mode = m.r32[env, R_PPU_MODE]
-    return (int(m.io[env, 0x40]) & 0x80) == 0 or (mode != 2 and mode != 3)
+    free = True
+    if (int(m.io[env, 0x40]) & 0x80) != 0:
+        if mode == 3:
+            free = False
+        elif mode == 2:
+            into = t - m.r64[env, T_LINE_START]
+            free = write != 0 and into >= wp.int64(VRAM_READ_LOCK_T) and into < wp.int64(OAM_WRITE_GAP_END_T)
+        elif mode == PH_LINE_START or mode == PH_LINE0_START:
+            free = write != 0
+    return free

@@ -92,8 +92,9 @@ from . import state as S
 from .cartridge import CART_TYPE_NAMES, MBC1, MBC2, MBC3, MBC5, MBC_NONE
 from .mbc import (RAM_MBC2, REG_RAM_BASE, REG_ROMX_BASE, REG_RTC_DH, REG_RTC_LATCHED, REG_RTC_S,
                   REG_RTC_SUBSEC, REG_RTC_T_HI, REG_RTC_T_LO, mbc_regs_after_writes)
-from .ppu import (PH_LCD_ON_LINE0, PH_LINE0_START, PH_LINE_START, PH_LY153, PH_VBLANK_LINE,
-                  PH_VBLANK_START, R_LCD_WARMUP)
+from .ppu import (LCD_ON_LINE0_LEAD, LINE_STEP_T, LY153_GAP_T, LY153_ZERO_T, MODE3_START_T, PH_LCD_ON_LINE0,
+                  PH_LINE0_START, PH_LINE_START, PH_LY153, PH_LY153_GAP, PH_VBLANK_LINE, PH_VBLANK_START,
+                  R_LCD_WARMUP)
 from .savestate import masked_copy
 
 __all__ = ["PYBOY_STATE_VERSION", "PyBoyStateError", "PyBoyState", "parse_pyboy_state",
@@ -102,7 +103,7 @@ __all__ = ["PYBOY_STATE_VERSION", "PyBoyStateError", "PyBoyState", "parse_pyboy_
 PYBOY_STATE_VERSION = 29          # what PyBoy 2.8.1 writes (pyboy.utils.STATE_VERSION)
 FRAME = S.FRAME_CYCLES
 LINE = 456
-VBLANK_AT = 144 * LINE      # line 144 starts (VBlank), T-cycles into the frame
+VBLANK_AT = 144 * LINE + LINE_STEP_T   # the VBlank request (where run_frames' frames end), T into the frame
 NEVER_PY = 1 << 62
 RTC_SECOND = 4194304
 
@@ -431,10 +432,10 @@ def _stat_line(io: np.ndarray, phase: int, ly: int) -> int:
     if not io[0x40] & 0x80:
         return 0
     stat = int(io[0x41])
-    mode = {PH_LINE_START: 2, PH_VBLANK_START: 2, PH_VBLANK_LINE: 1, PH_LY153: 1,
+    mode = {PH_LINE_START: 2, PH_VBLANK_START: 2, PH_VBLANK_LINE: 1, PH_LY153: 1, PH_LY153_GAP: 1,
             PH_LINE0_START: 1, PH_LCD_ON_LINE0: 3}.get(phase, phase)
     compared = ly
-    if phase in (PH_LINE_START, PH_VBLANK_START, PH_VBLANK_LINE):
+    if phase in (PH_LINE_START, PH_VBLANK_START, PH_VBLANK_LINE, PH_LY153_GAP):
         compared = -1
     elif ly == 153 and phase != PH_LY153:
         compared = 0
@@ -447,7 +448,7 @@ def _ppu_rows(st: PyBoyState, t_now: int, io, r32, r64) -> int:
     """PPU state at t_now from PyBoy's frame clock; returns the T_FRAME_START to use.
 
     T_FRAME_START is where run_frames' previous frame ended: with the LCD on, the last
-    VBlank start (line 144), so the next frame ends at the next one; with the LCD off,
+    VBlank request (2 T into line 144), so the next frame ends at the next one; with the LCD off,
     PyBoy's line 0 (both then cut 70224-cycle frames, in step)."""
     lcd = st.lcd
     lag = max(0, st.cpu["cycles"] - lcd["last_cycles"])
@@ -458,32 +459,35 @@ def _ppu_rows(st: PyBoyState, t_now: int, io, r32, r64) -> int:
         io[0x44] = 0
         return t_now - pos
     if lcd["reset"]:                 # LCD just switched on: PyBoy starts line 0 at its next tick
-        ly, dot, frame_start = 0, 0, t_now   # (the first VBlank comes before t_now + FRAME)
+        ly, dot, frame_start = 0, LCD_ON_LINE0_LEAD, t_now   # (the first VBlank comes before t_now + FRAME)
     else:
         ly, dot = divmod(pos, LINE)
         frame_start = t_now - (pos - VBLANK_AT) % FRAME
     ls = t_now - dot
     first = lcd["first_frame"] or lcd["reset"]
+    m3_start = int(MODE3_START_T)
     if ly < 144:
         m3 = 172 + (int(io[0x43]) & 7)
         remaining = lcd["clock_target"] - (lcd["clock"] + lag)
-        if (lcd["stat"] & 3) == 3 and remaining > 0 and dot >= 80:
-            m3 = dot + remaining - 80            # PyBoy's own mode-3 end for this line
-        if ly == 0 and first and dot < 80:
-            phase, event = PH_LCD_ON_LINE0, ls + 80
-        elif dot < 4:
-            phase, event = (PH_LINE0_START if ly == 0 else PH_LINE_START), ls + 4
-        elif dot < 80:
-            phase, event = 2, ls + 80
-        elif dot < 80 + m3:
-            phase, event = 3, ls + 80 + m3
+        if (lcd["stat"] & 3) == 3 and remaining > 0 and dot >= m3_start:
+            m3 = dot + remaining - m3_start      # PyBoy's own mode-3 end for this line
+        if ly == 0 and first and dot < m3_start:
+            phase, event = PH_LCD_ON_LINE0, ls + m3_start
+        elif dot < LINE_STEP_T:
+            phase, event = (PH_LINE0_START if ly == 0 else PH_LINE_START), ls + LINE_STEP_T
+        elif dot < m3_start:
+            phase, event = 2, ls + m3_start
+        elif dot < m3_start + m3:
+            phase, event = 3, ls + m3_start + m3
         else:
             phase, event = 0, ls + LINE
         r32[S.R_MODE3_LEN] = m3
-    elif dot < 4:
-        phase, event = (PH_VBLANK_START if ly == 144 else PH_VBLANK_LINE), ls + 4
-    elif ly == 153 and dot < 8:
-        phase, event = PH_LY153, ls + 8
+    elif dot < LINE_STEP_T:
+        phase, event = (PH_VBLANK_START if ly == 144 else PH_VBLANK_LINE), ls + LINE_STEP_T
+    elif ly == 153 and dot < LY153_GAP_T:
+        phase, event = PH_LY153, ls + LY153_GAP_T
+    elif ly == 153 and dot < LY153_ZERO_T:
+        phase, event = PH_LY153_GAP, ls + LY153_ZERO_T
     else:
         phase, event = 1, ls + LINE
     r32[S.R_LY], r32[S.R_PPU_MODE] = ly, phase
@@ -677,7 +681,7 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
     # timer, PPU, DMA
     _timer_rows(st, t_now, io, r64)
     r64[S.T_FRAME_START] = _ppu_rows(st, t_now, io, r32, r64)
-    r64[S.T_DMA_START] = r64[S.T_DMA_END] = 0
+    r64[S.T_DMA_START] = r64[S.T_DMA_END] = r64[S.T_DMA_BLOCK] = r64[S.T_DMA_COPY] = 0
     dma = st.dma
     if dma["active"]:
         src = dma["source"] << 8
@@ -687,6 +691,7 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
             rows["oam"][i] = _dma_source_byte(rows, cart, src + i)
         r64[S.T_DMA_START] = t_now - (cpu["cycles"] - dma["start"])
         r64[S.T_DMA_END] = r64[S.T_DMA_START] + 640
+        r64[S.T_DMA_BLOCK] = r64[S.T_DMA_START]
     r64[S.T_NEXT_EVENT] = min(r64[S.T_TIMER_EVENT], r64[S.T_PPU_EVENT], r64[S.T_SERIAL_END])
     # screen
     shades = _screen_shades(st.screen)

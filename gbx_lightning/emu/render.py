@@ -559,8 +559,10 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
 
     Each selected object with X < 168 costs 6 dots; the first object whose leftmost
     pixel falls in a given BG (or window) tile also waits for that tile's fetch:
-    5 - (pixel's offset in the tile) more dots, at least 0; X = 0 always costs 11.
-    So each tile touched costs its largest wait once.
+    5 - (pixel's offset in the tile) more dots, at least 0; objects at X = 0 wait 5
+    once between them (n of them: 6n + 5; the DMG values of mooneye-gb's
+    intr_2_mode0_timing_sprites, tests/roms/ppu_sprite_timing.asm). So each tile
+    touched costs its largest wait once.
     win_start: screen x where the window starts on this line (>= 160: none).
     """
     ow = _oam_words(oam, env)
@@ -576,7 +578,7 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
             key = int(0)
             p = int(0)
             if x == 0:
-                key = -1 - n  # its own: a fixed 11 dots
+                key = -1      # a group of its own: 5 more dots once, whatever SCX
             elif sx >= win_start:
                 p = sx - win_start
                 key = 128 + (p >> 3)

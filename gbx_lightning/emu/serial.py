@@ -2,8 +2,11 @@
 
 Writing SC with bits 7 and 0 set latches SB into the env's output ring at that moment
 (DESIGN.md contract) and starts a transfer. Bits shift on falling edges of system-counter
-bit 8 (8192 Hz, 512 T-cycles); the transfer completes at the 8th such edge after the write,
-fixed at start (a DIV write during a transfer does not move it — documented simplification).
+bit 8 (8192 Hz, 512 T-cycles: the clock is divided from the counter DIV shows, so the
+first bit waits for the counter, not for the write; mooneye-gb boot_sclk_align); the
+transfer completes at the 8th such edge after the write. A DIV write resets the counter:
+the bits left shift on the new counter's edges, and if bit 8 was 1 the reset itself is a
+falling edge and shifts one (``serial_counter_reset``; as the timer's DIV-write glitch).
 During the transfer SB reads as the hardware shifts it (Pan Docs, FF01 SB): after k clocks
 the outgoing byte has moved k bits left with k 1-bits (no partner) shifted in. On completion
 SC bit 7 clears, SB reads $FF, IF bit 3 is set.
@@ -39,6 +42,22 @@ def sc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
         m.r64[env, T_SERIAL_END] = ((t - base) // wp.int64(512) + wp.int64(8)) * wp.int64(512) + base
     elif (value & 0x80) == 0:
         m.r64[env, T_SERIAL_END] = NEVER
+
+
+@wp.func
+def serial_counter_reset(ms: MachinePtr, env: int, t: wp.int64):
+    """The system counter is reset at t (DIV write, STOP): a transfer under way keeps its
+    shifted bits and finishes on the new counter's edges (bit 8 falling: 1 after 512 T)."""
+    m = machine(ms)
+    serial_sync(ms, env, t)
+    end = m.r64[env, T_SERIAL_END]
+    if end != NEVER:
+        base = m.r64[env, T_DIV_BASE]
+        left = (end - base) // wp.int64(512) - (t - base) // wp.int64(512)   # edges after t
+        if (((t - base) >> wp.int64(8)) & wp.int64(1)) != wp.int64(0):
+            left = left - wp.int64(1)            # bit 8 falls as the counter resets
+        m.r64[env, T_SERIAL_END] = t + left * wp.int64(512)
+        serial_sync(ms, env, t)
 
 
 @wp.func

@@ -25,7 +25,7 @@ R_SP = wp.constant(8)
 R_PC = wp.constant(9)
 R_IME = wp.constant(10)
 R_EI_PENDING = wp.constant(11)   # EI executed; IME turns on after the next instruction
-R_HALTED = wp.constant(12)
+R_HALTED = wp.constant(12)       # 1: in HALT; 2: woken with no extra M-cycle due (bus.sleep_until)
 R_LOCKED = wp.constant(13)       # illegal opcode executed: CPU hung until reset
 R_STOPPED = wp.constant(14)      # STOP low-power state, left on a joypad press
 R_HALT_BUG = wp.constant(15)     # next opcode fetch does not increment PC
@@ -70,6 +70,8 @@ T_IDLE_SIG2 = wp.constant(18)    #   values read since then stay the same
 T_IDLE_T = wp.constant(19)
 T_IDLE_VALID = wp.constant(20)
 T_IDLE_SKIPS = wp.constant(21)   # idle-loop skips made (emu/idle.py), for tests and tools
+T_DMA_BLOCK = wp.constant(22)    # OAM DMA: the CPU's buses are taken from here to T_DMA_END (dma.py)
+T_DMA_COPY = wp.constant(23)     # OAM DMA: when its bytes land in OAM (0: none pending; dma.py)
 NUM_R64 = 24                     # (padded: an env's row is three cache lines)
 
 

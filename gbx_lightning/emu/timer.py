@@ -13,6 +13,7 @@ that turns the selected (bit AND enable) signal from 1 to 0 counts as a falling 
 import warp as wp
 
 from .interrupts import raise_if
+from .serial import serial_counter_reset
 from .state import (NEVER, T_DIV_BASE, T_TIMA_OVERFLOW, T_TIMA_RELOADED, T_TIMER_EVENT,
                     T_TIMER_LAST, MachinePtr, machine)
 
@@ -112,9 +113,11 @@ def _tima_glitch_increment(ms: MachinePtr, env: int, t: wp.int64):
 
 @wp.func
 def div_write(ms: MachinePtr, env: int, t: wp.int64):
-    """Writing DIV resets the system counter; if the selected bit was 1 that is a falling edge."""
+    """Writing DIV resets the system counter; if the selected bit was 1 that is a falling edge.
+    The serial clock, divided from the same counter, follows (serial_counter_reset)."""
     m = machine(ms)
     timer_sync(ms, env, t)
+    serial_counter_reset(ms, env, t)
     tac = int(m.io[env, 7])
     if (tac & 4) != 0 and ((system_counter(ms, env, t) >> tac_bit(tac)) & 1) == 1:
         _tima_glitch_increment(ms, env, t)

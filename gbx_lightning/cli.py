@@ -40,6 +40,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import number_problem
 from gbx_lightning.module import ConfigError, RLModule
+from gbx_lightning.safety import GracefulStop, NonFiniteError, NonFiniteGuard, RunStopped, resume_command
 
 __all__ = ["GbxCLI", "GbxTrainer", "RunError", "main", "resolve_run_dir"]
 
@@ -187,6 +188,10 @@ class GbxCLI(LightningCLI):
                                  "policies on a shared or busy CPU.")
         parser.add_argument("--progress_refresh", type=int, default=10,
                             help="Batches between progress-bar refreshes (0 disables the bar).")
+        parser.add_argument("--env_state_max_mb", type=float, default=256,
+                            help="Env state (every env's machine, frame stacks, counters) larger than this is left "
+                                 "out of checkpoints: a resume restarts the envs from their reset states, and the "
+                                 "JSONL meta line says so (a Game Boy env with stack_k 4 is ~73 KB).")
         parser.add_argument("--image_every", type=int, default=500,
                             help="Optimizer steps between TensorBoard images of what the agent sees (pixel envs; "
                                  "0: none). Each evaluation also writes a clip to <run>/clips/.")
@@ -230,6 +235,9 @@ class GbxCLI(LightningCLI):
         bounds = {"checkpoint_every": dict(low=1), "log_every": dict(low=1), "progress_refresh": dict(low=0),
                   "image_every": dict(low=0), "checkpoint_keep": dict(low=-1), "version": dict(low=0, none="null"),
                   "torch_threads": dict(low=1, none="null")}
+        problem = number_problem(cfg.get("env_state_max_mb"), low=0)
+        if problem is not None:
+            raise ConfigError("env_state_max_mb", problem)
         if self.subcommand == "play":
             bounds.update(episodes=dict(low=1), max_steps=dict(low=1))
         for field, bound in bounds.items():
@@ -273,15 +281,19 @@ class GbxCLI(LightningCLI):
         callbacks = list(trainer_cfg.get("callbacks") or [])
         self.training_log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
                                         run_name=self.run_name)
-        if trainer_cfg.get("enable_checkpointing") is not False:
+        self.model.env_state_max_bytes = int(cfg.env_state_max_mb * (1 << 20))
+        checkpointing = trainer_cfg.get("enable_checkpointing") is not False
+        if checkpointing:
             cycle = int(getattr(self.model, "opt_steps_per_batch", 1))
             every = -(-cfg.checkpoint_every // cycle) * cycle  # whole PPO rollouts: no state lost mid-update
             # monitor "step" (max) keeps the newest step checkpoints: save_top_k counts from the latest
             callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="step{step:08d}",
                                              auto_insert_metric_name=False, every_n_train_steps=every,
                                              monitor="step", mode="max", save_top_k=cfg.checkpoint_keep,
-                                             save_last=True, save_on_exception=True))
+                                             save_last=True))  # on a crash, the last good checkpoint stays
         callbacks.append(self.training_log)
+        callbacks.append(NonFiniteGuard())   # after the log: it acts on what the record's read found
+        callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt" if checkpointing else None))
         callbacks.append(AgentView(run_dir / "clips", image_every=cfg.image_every))
         show_bar = cfg.progress_refresh > 0 and trainer_cfg.get("enable_progress_bar") is not False
         if show_bar:
@@ -425,4 +437,16 @@ def main(args: list[str] | None = None) -> int:
         _forget_fresh_run()
         print(f"config error: trainer rejected by Lightning: {_first_line(err)}", file=sys.stderr)
         return 2
+    except RunStopped as stop:  # SIGTERM / Ctrl-C, between two updates (gbx_lightning.safety)
+        _forget_fresh_run()
+        if stop.checkpoint is None:
+            print(f"{stop}; no checkpoint to resume from: run the same command to start again", file=sys.stderr)
+            return 0
+        version = Path(stop.checkpoint).parent.parent.name.removeprefix("version_")
+        print(f"{stop}; {'saved' if stop.saved else 'it is in'} {stop.checkpoint}. To resume: "
+              f"{resume_command(sys.argv[1:] if args is None else args, version)}", file=sys.stderr, flush=True)
+        return 0
+    except NonFiniteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     return 0

@@ -174,8 +174,13 @@ class RLModule(LightningModule):
         self.time_update_s = 0.0
         self._metric_names: list[str] | None = None
         self._metric_rows: list[torch.Tensor] = []
+        self._metric_first_step = 0  # opt_steps of _metric_rows[0]
         self._metric_sums: torch.Tensor | None = None
         self._metric_counts: torch.Tensor | None = None
+        self._first_nonfinite: torch.Tensor | None = None  # per tracked column: first opt step it was non-finite
+        self.nonfinite: tuple[str, int | None] | None = None  # (what, opt step), found by the last record's read
+        self.env_state_max_bytes: int | None = 256 << 20  # env state above this is left out of checkpoints
+        self.restored_env_state: dict | None = None  # what the checkpoint resumed from said of its env state
         self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
 
     # ---- config validation (also called by the CLI before anything is instantiated) ---------------
@@ -276,7 +281,8 @@ class RLModule(LightningModule):
         num_batches = UNBOUNDED
         if self.trainer.max_steps > 0:
             num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
-        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout())
+        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout(),
+                                    env_state_max_bytes=self.env_state_max_bytes)
         self.stream.env_steps = self._restored_env_steps
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
@@ -291,11 +297,14 @@ class RLModule(LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps}
+        if self.stream is not None:  # the stream's state holds the env's; this says how big it is, and if it is there
+            checkpoint["gbx_env_state"] = self.stream.env_state_plan()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         counters = checkpoint.get("gbx", {})
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
+        self.restored_env_state = checkpoint.get("gbx_env_state")
 
     def on_train_start(self) -> None:
         """After a restore: the configured lr wins over the checkpoint's, and a moved max_steps re-plans the anneal."""
@@ -337,10 +346,14 @@ class RLModule(LightningModule):
         """Keep this step's loss terms and grad norm for the next log record (reduced on device by ``pop_metrics``)."""
         if self._metric_names is None:
             self._metric_names = [k for k in self._LOG_NAMES if k in out]
+        if not self._metric_rows:
+            self._metric_first_step = self.opt_steps
         self._metric_rows.append(torch.stack([out[k].detach().float() for k in self._metric_names]
                                              + [grad_norm.detach().float()]))
         if len(self._metric_rows) >= 256:
             self._fold_metrics()
+
+    _NEVER = 1 << 62  # "no non-finite value yet" in _first_nonfinite
 
     def _fold_metrics(self) -> None:
         if self._metric_rows:
@@ -352,19 +365,54 @@ class RLModule(LightningModule):
                 self._metric_sums, self._metric_counts = sums, counts
             else:
                 self._metric_sums, self._metric_counts = self._metric_sums + sums, self._metric_counts + counts
+            # the first step at which each column went non-finite, kept on device (NonFiniteGuard reads it)
+            steps = torch.arange(rows.shape[0], device=rows.device) + self._metric_first_step
+            first = torch.where(finite, self._NEVER, steps[:, None]).amin(0)
+            if "explained_variance" in self._metric_names:  # NaN where the returns did not vary: not a failure
+                first[self._metric_names.index("explained_variance")] = self._NEVER
+            self._first_nonfinite = first if self._first_nonfinite is None else torch.minimum(self._first_nonfinite,
+                                                                                              first)
+
+    def _params_finite(self) -> torch.Tensor:
+        return torch.stack([p.detach().isfinite().all() for p in self.policy.parameters()]).all()
+
+    def _nonfinite_from(self, first: list[float], params_finite: float) -> tuple[str, int | None] | None:
+        step = min(first, default=self._NEVER)
+        if step < self._NEVER:
+            names = [self._LOG_NAMES.get(n, n) for n, s in zip(self._metric_names + ["grad_norm"], first) if s == step]
+            return ", ".join(names), int(step)
+        if not params_finite:
+            return "parameters", self.opt_steps
+        return None
 
     def pop_metrics(self) -> dict[str, float | None]:
-        """Means of the tracked losses and grad norms since the last call, plus lr (one host read)."""
+        """Means of the tracked losses and grad norms since the last call, plus lr (one host read, which also
+        reads whether anything went non-finite: ``self.nonfinite``)."""
         self._fold_metrics()
         out: dict[str, float | None] = {}
         if self._metric_sums is not None:
-            means = (self._metric_sums / self._metric_counts).tolist()
-            for name, v in zip(self._metric_names + ["grad_norm"], means):
+            means = self._metric_sums / self._metric_counts
+            vals = torch.cat([means.double(), self._first_nonfinite.double(),
+                              self._params_finite().double()[None]]).tolist()
+            k = len(means)
+            for name, v in zip(self._metric_names + ["grad_norm"], vals[:k]):
                 out[self._LOG_NAMES.get(name, name)] = v
+            self.nonfinite = self._nonfinite_from(vals[k:2 * k], vals[-1])
             self._metric_sums = self._metric_counts = None
         opt = self.optimizers(use_pl_optimizer=False) if self._attached_trainer() is not None else None
         out["lr"] = opt.param_groups[0]["lr"] if opt is not None else self.hparams.lr
         return out
+
+    def find_nonfinite(self) -> tuple[str, int | None] | None:
+        """(what, opt step) if a loss term or the grad norm has been non-finite since the start, or a parameter
+        is now; else None. One host read: called before each checkpoint write (``safety.NonFiniteGuard``)."""
+        if self.policy is None:
+            return None
+        self._fold_metrics()
+        params_finite = self._params_finite().double()[None]
+        first = self._first_nonfinite if self._first_nonfinite is not None else params_finite[:0]
+        vals = torch.cat([first.double(), params_finite]).tolist()
+        return self._nonfinite_from(vals[:-1], vals[-1])
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):

@@ -391,6 +391,15 @@ class GameBoyEnv:
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
                 "machines": machines, "stats": self._stats.state_dict(), **tensors}
 
+    @property
+    def state_nbytes(self) -> int:
+        """Bytes of tensors in ``state_dict()`` (machines, stacks, counters), without building it."""
+        machines = sum(gb.state_bytes_per_env * gb.num_envs for gb in self._machines)
+        tensors = sum(getattr(self, "_" + k).numel() * getattr(self, "_" + k).element_size()
+                      for k in self._STATE_TENSORS)
+        stats = sum(t.numel() * t.element_size() for t in (self._stats.running_return, self._stats.running_length))
+        return machines + tensors + stats + self._generator.get_state().numel()
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict() of an env built with the same ROM, num_envs and stack_k."""
         where = "GameBoyEnv.load_state_dict"

@@ -290,7 +290,8 @@ class GbxCLI(LightningCLI):
             callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="step{step:08d}",
                                              auto_insert_metric_name=False, every_n_train_steps=every,
                                              monitor="step", mode="max", save_top_k=cfg.checkpoint_keep,
-                                             save_last=True))  # on a crash, the last good checkpoint stays
+                                             save_last=True,  # on a crash, the last good checkpoint stays
+                                             enable_version_counter=False))  # last.ckpt is always last.ckpt
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())   # after the log: it acts on what the record's read found
         callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt" if checkpointing else None))

@@ -8,7 +8,9 @@ taken, so a resume from it is exact. It raises ``RunStopped`` there; Lightning's
 calls ``on_exception``, which writes ``last.ckpt`` (atomically, ``callbacks.AtomicCheckpointIO``)
 unless that step is saved already. The CLI then prints how to resume and exits 0. A second signal
 before the save is done quits at once (``os._exit``) without writing: ``last.ckpt`` is the previous
-complete checkpoint or the new complete one, never a torn file. Why our own handlers rather than
+complete checkpoint or the new complete one, never a torn file. When training ends on its own, it
+also writes ``last.ckpt`` if ``ModelCheckpoint`` left it behind the last step (Lightning's
+``save_last`` does not, once it has saved anything). Why our own handlers rather than
 Lightning's SIGTERM notifier: its stop comes after a scheduled evaluation, it leaves Ctrl-C to
 ``KeyboardInterrupt`` (raised anywhere, mid-update), and it ignores a second Ctrl-C.
 
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.callbacks import Callback, Checkpoint
@@ -67,10 +68,11 @@ class NonFiniteError(RuntimeError):
 
 
 class GracefulStop(Checkpoint):
-    """Stops the run at the end of the update in flight on SIGTERM/SIGINT and saves ``last_ckpt`` (module docstring).
+    """Stops the run at the end of the update in flight on SIGTERM/SIGINT and saves ``last_ckpt`` (module docstring);
+    also when training ends, if ``ModelCheckpoint`` left ``last_ckpt`` behind the last step.
 
     A ``Checkpoint`` so that Lightning runs it after ``ModelCheckpoint``: its batch-end check comes after the
-    periodic save of that step, and its ``on_exception`` save is skipped when that step is on disk already.
+    periodic save of that step, and its saves are skipped when that step is on disk already.
 
     Args:
         last_ckpt: where the stop's checkpoint goes (the run's ``checkpoints/last.ckpt``); None: stop without saving.
@@ -123,16 +125,27 @@ class GracefulStop(Checkpoint):
         if self.requested is not None:
             raise self._stopped(pl_module, trainer)
 
+    def on_train_end(self, trainer, pl_module) -> None:
+        # Lightning's save_last writes last.ckpt when training ends only if it wrote none before: a max_steps that
+        # is not a multiple of checkpoint_every would leave last.ckpt behind the steps trained
+        self._save_last(trainer)
+
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         try:
             if isinstance(exception, RunStopped) and self.last_ckpt is not None:
-                path = Path(self.last_ckpt)
-                if trainer.global_step > self._start_step and _saved_step(trainer, path) != trainer.global_step:
-                    trainer.save_checkpoint(path, weights_only=False)
-                    exception.saved = True
-                exception.checkpoint = str(path) if path.is_file() else None
+                exception.saved = self._save_last(trainer)
+                exception.checkpoint = self.last_ckpt if os.path.isfile(self.last_ckpt) else None
         finally:
             self._restore()
+
+    def _save_last(self, trainer) -> bool:
+        """Write last.ckpt unless it holds this step already (or nothing was trained); True if written."""
+        if self.last_ckpt is None or trainer.global_step <= self._start_step:
+            return False
+        if _saved_step(trainer, self.last_ckpt) == trainer.global_step:
+            return False
+        trainer.save_checkpoint(self.last_ckpt, weights_only=False)
+        return True
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         self._restore()
@@ -142,7 +155,7 @@ class GracefulStop(Checkpoint):
         return self.stop
 
 
-def _saved_step(trainer, path: Path) -> int | None:
+def _saved_step(trainer, path: str) -> int | None:
     """global_step of the last checkpoint this process wrote to ``path`` (AtomicCheckpointIO records it)."""
     saved = getattr(trainer.strategy.checkpoint_io, "saved_steps", {})
     return saved.get(os.path.abspath(path))

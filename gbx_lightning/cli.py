@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from jsonargparse import Namespace
+from jsonargparse import ArgumentError, Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -159,7 +159,8 @@ class GbxCLI(LightningCLI):
         kwargs.setdefault("seed_everything_default", 0)
         kwargs.setdefault("trainer_class", GbxTrainer)
         # no prefix matching: a misspelt --trainer.max_step is an error, not max_steps
-        strict = {"allow_abbrev": False}
+        # exit_on_error False: main() reports a parse error in one line instead of argparse's usage dump
+        strict = {"allow_abbrev": False, "exit_on_error": False}
         kwargs.setdefault("parser_kwargs", {**strict, **{name: dict(strict) for name in self.subcommands()}})
         super().__init__(RLModule, *args, subclass_mode_model=True, **kwargs)
 
@@ -202,7 +203,11 @@ class GbxCLI(LightningCLI):
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         """Parse, then validate and resolve the run directory at once: before seeding or building anything."""
-        super().parse_arguments(parser, args)
+        try:
+            super().parse_arguments(parser, args)
+        except UnicodeDecodeError as err:  # a config file that is not text
+            raise ConfigError("--config", f"must be a UTF-8 YAML file; byte {err.object[err.start]:#04x} at offset "
+                              f"{err.start} is not UTF-8 text") from None
         if self.config.get("subcommand"):
             self.subcommand = self.config["subcommand"]
             self._check_and_resolve()
@@ -222,7 +227,15 @@ class GbxCLI(LightningCLI):
         except ConfigError as err:
             raise ConfigError(f"model.{err.field}", str(err)[len(err.field) + 1:]) from None
         trainer = cfg.trainer
+        seed = cfg.get("seed_everything")
+        if not isinstance(seed, bool) and seed is not None:
+            problem = number_problem(seed, low=0, high=(1 << 32) - 1, integer=True)
+            if problem is not None:
+                raise ConfigError("seed_everything", problem.replace("must be", "must be true, false or", 1))
         if self.subcommand == "fit":
+            problem = number_problem(trainer.get("max_steps"), low=-1, high=1 << 40, integer=True)
+            if problem is not None:   # (-1: no limit, Lightning's default)
+                raise ConfigError("trainer.max_steps", problem)
             cls.check_max_steps(trainer.get("max_steps"), **init_args)
         _check_accelerator(trainer.get("accelerator"))
         if trainer.get("gradient_clip_val") is not None:
@@ -255,6 +268,9 @@ class GbxCLI(LightningCLI):
         if not name:
             configs = cfg.get("config") or []
             name = Path(str(configs[-1])).stem if configs else "run"
+        if not isinstance(name, str) or name in (".", "..") or any(c in name for c in "/\\\0"):
+            # one directory under runs_dir: a name with a path in it would write the run somewhere else
+            raise ConfigError("run_name", f"must be a plain directory name (no '/', not '..'), got {name!r}")
         self.run_name = name
         given = cfg.get("ckpt_path")
         self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
@@ -306,7 +322,7 @@ class GbxCLI(LightningCLI):
                       enable_progress_bar=show_bar)
         try:
             return super().instantiate_trainer(**kwargs)
-        except (MisconfigurationException, ValueError, ImportError) as err:  # Lightning's own checks of its options
+        except (MisconfigurationException, ValueError, TypeError, ImportError) as err:  # Lightning's checks of its options
             raise ConfigError("trainer", f"rejected by Lightning: {_first_line(err)}") from None
 
     def _loggers(self, user) -> Any:
@@ -359,6 +375,43 @@ def _check_accelerator(accelerator) -> None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def parse_error_line(message: str) -> str:
+    """jsonargparse's parse error (often a dozen lines: a union's every alternative) as one line naming the key:
+    'model.init_args.lr: expected float, got nan'. A one-line message is returned as it is."""
+    import re
+
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else message
+    keys, details, given, in_class = [], [], None, False
+    noise = ("Does not validate against any of", "Subtypes:", "Errors:", "Given value type:",
+             "Expected a <class 'NoneType'>")
+    for line in lines:
+        line = line.removeprefix("- ").strip()
+        key = re.match(r'^Parser key "([^"]+)":', line)
+        if key:
+            keys += (["init_args"] if in_class else []) + [key.group(1)]
+            details, given, in_class = [], None, False
+        elif line.startswith("Problem with given class_path"):
+            in_class = True
+        elif line.startswith("Given value:"):
+            given = given or line.removeprefix("Given value:").strip()
+        elif line and not line.startswith(noise):
+            details.append(line)
+    if in_class:
+        keys.append("init_args")
+    nested = re.fullmatch(r"NestedArg\(key='([^']*)', val=(.*)\)", given or "")
+    if nested:
+        given = nested.group(2)
+    text = "; ".join(dict.fromkeys(details)) or "invalid value"
+    text = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", text).replace(". Got value: ", ", got ")
+    text = (text[:1].lower() + text[1:]).replace("a int", "an int")
+    if "got" not in text and given is not None:
+        text += f", got {given}"
+    key = ".".join(keys) or "arguments"
+    return f"{key}: {text}" if len(text) < 300 else f"{key}: {text[:300]}..."
 
 
 def _import_class(path: str):
@@ -438,6 +491,10 @@ def main(args: list[str] | None = None) -> int:
         _forget_fresh_run()
         print(f"config error: trainer rejected by Lightning: {_first_line(err)}", file=sys.stderr)
         return 2
+    except ArgumentError as err:  # the parser's refusal, in one line (exit status 2, as argparse's own)
+        _forget_fresh_run()
+        print(f"error: {parse_error_line(str(err))}", file=sys.stderr)
+        raise SystemExit(2) from None
     except RunStopped as stop:  # SIGTERM / Ctrl-C, between two updates (gbx_lightning.safety)
         _forget_fresh_run()
         if stop.checkpoint is None:

@@ -30,6 +30,7 @@ full state (RNG, env, current observation) is stored by Lightning's fit loop.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import warnings
 from typing import Any
@@ -64,6 +65,20 @@ def _env_registry() -> dict:
     from gbx_lightning.envs import ENV_REGISTRY
 
     return ENV_REGISTRY
+
+
+# what a bad config value raises where an env or a policy is built from it (huge sizes: MemoryError, OverflowError,
+# or torch's RuntimeError "can't allocate memory")
+_BAD_VALUE = (ValueError, TypeError, FileNotFoundError, OverflowError, MemoryError, RuntimeError)
+
+
+def _is_bad_value(err: BaseException) -> bool:
+    return not isinstance(err, RuntimeError) or "allocat" in str(err) or "out of memory" in str(err)
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 def _init_args(frame_locals: dict) -> dict:
@@ -235,14 +250,22 @@ class RLModule(LightningModule):
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
         try:
             return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
-        except (ValueError, TypeError, FileNotFoundError) as err:
+        except _BAD_VALUE as err:
+            if not _is_bad_value(err):
+                raise
             # a bad option value or file: one line naming the config field, not a traceback from inside fit
-            raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {err}") from err
+            raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {_one_line(err)}") from err
 
     def _build_policy(self, env) -> None:
         if self.policy is None:
-            self.policy = make_policy(self.hparams.policy, env.obs_shape, int(env.num_actions),
-                                      **(self.hparams.policy_kwargs or {}))
+            try:
+                self.policy = make_policy(self.hparams.policy, env.obs_shape, int(env.num_actions),
+                                          **(self.hparams.policy_kwargs or {}))
+            except _BAD_VALUE as err:  # e.g. hidden: 3 where a list of widths is wanted
+                if not _is_bad_value(err):
+                    raise
+                raise ConfigError("model.policy_kwargs", f"rejected by {self.hparams.policy}: "
+                                  f"{type(err).__name__}: {_one_line(err)}") from err
 
     def setup(self, stage: str) -> None:
         """Build the env(s) this stage needs and the policy (sized by the env). Runs before checkpoint restore."""
@@ -251,8 +274,25 @@ class RLModule(LightningModule):
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self._build_policy(self.env)
+            self._check_rollout_memory()
         if stage in ("validate", "test") or self.policy is None:
             self._build_policy(self._get_eval_env())
+
+    rollout_field = "update_every"  # the hyper-parameter that sets T (PPO: rollout_steps)
+
+    def _check_rollout_memory(self) -> None:
+        """A rollout keeps T x N observations twice (s and s') until its update: refuse one that cannot fit
+        before collecting it (an absurd T would otherwise collect until the machine runs out of memory)."""
+        from gbx_lightning.checks import available_memory
+
+        t, n = self.steps_per_rollout(), self.env.num_envs
+        obs_bytes = math.prod(self.env.obs_shape) * torch.empty((), dtype=self.env.obs_dtype).element_size()
+        need = t * n * (2 * obs_bytes + 32)   # + actions, log-probs, values, rewards, flags
+        free = available_memory(torch.device(self.env.device))
+        if free is not None and need > free:
+            raise ConfigError(f"model.{self.rollout_field}", f"is {t}: a rollout of {t} steps x {n} envs holds "
+                              f"~{need / 2**30:.3g} GiB of observations, more than the {free / 2**30:.3g} GiB free "
+                              f"on {self.env.device}")
 
     def _attached_trainer(self):
         """The Trainer, or None for a module used on its own (``self.trainer`` raises then)."""
@@ -550,6 +590,8 @@ class PPOModule(RLModule):
         if hp.get("anneal_lr") and not (isinstance(max_steps, int) and max_steps > 0):
             raise ConfigError("trainer.max_steps", f"must be set (> 0) with model.anneal_lr: true (the learning "
                               f"rate reaches 0 there), got {max_steps}")
+
+    rollout_field = "rollout_steps"
 
     def steps_per_rollout(self) -> int:
         return self.hparams.rollout_steps

@@ -128,7 +128,8 @@ class GameBoyEnv:
 
         from gbx_lightning.emu.cartridge import RomError, load_cartridge
         from gbx_lightning.emu.pyboy_state import PyBoyStateError, parse_pyboy_state
-        from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError
+        from gbx_lightning.emu import state as S
+        from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError, read_state_file
 
         from .goal import GoalError
 
@@ -203,10 +204,16 @@ class GameBoyEnv:
                     if theirs != cart.sha256:
                         raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
                                              f"{name} has {cart.sha256[:12]}...")
+                    # then read it whole, as the env will: every field, its digest and its clock words checked
+                    layout = S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec())))
+                    read_state_file(path, [(n, tuple(shape), dt) for n, shape, dt in layout], cart.sha256)
                 else:
                     parse_pyboy_state(data, cart, os.fspath(path))
             except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
                 raise OptionError("start_state", f"cannot be loaded: {err}") from None
+            except Exception as err:  # noqa: BLE001 - a damaged file: whatever the parser tripped on, one line
+                raise OptionError("start_state", f"cannot be loaded: {path}: not a savestate we can read "
+                                                 f"({type(err).__name__}: {err})") from None
         if opts["start_inputs"] is not None:
             try:
                 read_trace(opts["start_inputs"], "start_inputs")

@@ -398,7 +398,7 @@ def run_config(cfg_path: Path, extra: list[str], runs: Path) -> str:
 
     args = ["fit", "--config", str(cfg_path), "--runs_dir", str(runs), *extra]
     if not any(a.startswith("--trainer.max_time") for a in extra):
-        args += ["--trainer.max_time", "00:00:00:30"]   # a valid but long run stops here (a bound, not a check)
+        args += ["--trainer.max_time", "00:00:00:05"]   # a valid but long run (max_steps -1) stops here
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:

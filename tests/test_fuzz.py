@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).resolve().parent / "_fuzz_cases.py"
 SEED = 15
-COUNTS = {"rom": 360, "savestate": 330, "config": 240}
+COUNTS = {"rom": 1000, "savestate": 880, "config": 240}
 # what a refusal names, per kind: the env option (as GameBoyEnv.check_options words it) or the config field
 REFUSAL = {"rom": ("rom is not a ROM we can run: ",),
            "savestate": ("start_state cannot be loaded: ",),

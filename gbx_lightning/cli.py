@@ -13,9 +13,14 @@ status 2 (no traceback):
 * hyper-parameters out of range or unknown names (``config error: model.gamma must be a number
   in (0, 1], got 1.5``), PPO ``trainer.max_steps`` not a whole number of rollouts,
   ``trainer.accelerator gpu`` without a CUDA device, anything else Lightning's Trainer rejects;
+* values the parser refuses (a wrong type, an unknown key: ``error: model.init_args.lr: expected float,
+  got nan``), a config file that is not UTF-8, a ``run_name`` with a path in it;
 * ``--ckpt_path last`` with no checkpoint to resume (never a silent fresh start);
 * ``validate``/``test`` with nothing to evaluate (without ``--ckpt_path`` they evaluate the run's
   last checkpoint, and say so).
+
+SIGTERM and Ctrl-C stop ``fit`` between two updates, save and print how to resume (exit status 0);
+a non-finite loss, gradient or parameter stops it with exit status 1 (``gbx_lightning.safety``).
 
 What the given config says wins over what a checkpoint stored: ``--ckpt_path`` restores run state
 (weights, optimizer, env, RNG, counters), not hyper-parameters (LightningCLI would otherwise parse

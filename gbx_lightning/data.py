@@ -93,6 +93,19 @@ class IntervalStats:
         step_sums = torch.stack([r.float() for r in rows])
         self.sums = step_sums if self.sums is None else self.sums + step_sums
 
+    def state_dict(self) -> dict[str, Any]:
+        """The interval in flight, unfolded (folding at another step would change the sums' rounding): a run
+        resumed from any step then writes the records the straight run writes."""
+        pending = [torch.stack(col).cpu() for col in zip(*self._pending)] if self._pending else None
+        return {"extra_keys": self.extra_keys, "sums": None if self.sums is None else self.sums.cpu(),
+                "env_steps": self.env_steps, "pending": pending}
+
+    def load_state_dict(self, state: dict[str, Any], device: torch.device) -> None:
+        self.extra_keys, self.env_steps = state["extra_keys"], int(state["env_steps"])
+        self.sums = None if state["sums"] is None else state["sums"].to(device)
+        cols = [c.to(device) for c in state["pending"]] if state["pending"] is not None else []
+        self._pending = list(zip(*[list(c) for c in cols])) if cols else []
+
     def pop(self) -> dict[str, float | None]:
         """Means over the interval since the last pop (None where undefined), with one host read."""
         self._fold()
@@ -205,6 +218,7 @@ class RolloutStream(IterableDataset):
             "env": self.env.state_dict() if plan["saved"] else None,
             "obs": self.obs.detach().cpu() if keep_obs else None,
             "env_state": plan,
+            "stats": self.stats.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -218,6 +232,8 @@ class RolloutStream(IterableDataset):
         if self._restored is not None:
             state, self._restored = self._restored, None
             self.generator.set_state(state["generator"])
+            if state.get("stats") is not None:
+                self.stats.load_state_dict(state["stats"], self.device)
             if state["env"] is None:   # left out (over the size cap): the envs restart from their reset states,
                 # seeded by the run seed and the rollouts done, so they do not replay the run's first episodes
                 self.obs = self.env.reset(seed=(self.seed * 1_000_003 + self.iterations) % (1 << 31))

@@ -21,6 +21,11 @@ of that rollout's update on resume.
 every optimizer step, saved and restored by Lightning, seen by ``LearningRateMonitor``. Resumed with
 a larger ``max_steps``, it continues from the current rate down to 0 at the new end (no jump).
 
+Non-finite numbers: ``_track`` keeps, on device, the first optimizer step at which each loss term or the
+gradient norm was NaN/inf; ``pop_metrics`` reads it with the record's means (no extra host sync) into
+``nonfinite``, and ``find_nonfinite`` (before each checkpoint write) also checks the parameters;
+``safety.NonFiniteGuard`` stops the run on either.
+
 Where things live: the env and the policy are built in ``setup`` (after config validation, on
 the Trainer's device; the env's observation shape sizes the policy). ``env_steps`` (owned by the
 stream) and ``opt_steps`` are stored in every checkpoint under ``checkpoint["gbx"]``; the stream's
@@ -339,15 +344,34 @@ class RLModule(LightningModule):
         checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps}
         if self.stream is not None:  # the stream's state holds the env's; this says how big it is, and if it is there
             checkpoint["gbx_env_state"] = self.stream.env_state_plan()
+        # the log interval in flight, so that a run resumed from any step writes the records it would have written
+        rows = torch.stack(self._metric_rows).cpu() if self._metric_rows else None
+        cpu = {k: None if v is None else v.cpu() for k, v in (("sums", self._metric_sums),
+                                                              ("counts", self._metric_counts),
+                                                              ("first_nonfinite", self._first_nonfinite))}
+        checkpoint["gbx_metrics"] = {"names": self._metric_names, "rows": rows, "first_step": self._metric_first_step,
+                                     **cpu}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         counters = checkpoint.get("gbx", {})
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
         self.restored_env_state = checkpoint.get("gbx_env_state")
+        metrics = checkpoint.get("gbx_metrics")
+        if metrics is not None:   # moved to the device in on_train_start (the module is not there yet)
+            self._metric_names, self._metric_first_step = metrics["names"], metrics["first_step"]
+            self._metric_rows = list(metrics["rows"]) if metrics["rows"] is not None else []
+            self._metric_sums, self._metric_counts = metrics["sums"], metrics["counts"]
+            self._first_nonfinite = metrics["first_nonfinite"]
 
     def on_train_start(self) -> None:
-        """After a restore: the configured lr wins over the checkpoint's, and a moved max_steps re-plans the anneal."""
+        """After a restore: the configured lr wins over the checkpoint's, and a moved max_steps re-plans the anneal;
+        the restored log interval moves to the device."""
+        dev = self.device
+        self._metric_rows = [r.to(dev) for r in self._metric_rows]
+        for name in ("_metric_sums", "_metric_counts", "_first_nonfinite"):
+            if getattr(self, name) is not None:
+                setattr(self, name, getattr(self, name).to(dev))
         sched = self.lr_schedulers()
         opt = self.optimizers(use_pl_optimizer=False)
         factor = 1.0
@@ -405,13 +429,21 @@ class RLModule(LightningModule):
                 self._metric_sums, self._metric_counts = sums, counts
             else:
                 self._metric_sums, self._metric_counts = self._metric_sums + sums, self._metric_counts + counts
-            # the first step at which each column went non-finite, kept on device (NonFiniteGuard reads it)
-            steps = torch.arange(rows.shape[0], device=rows.device) + self._metric_first_step
-            first = torch.where(finite, self._NEVER, steps[:, None]).amin(0)
-            if "explained_variance" in self._metric_names:  # NaN where the returns did not vary: not a failure
-                first[self._metric_names.index("explained_variance")] = self._NEVER
-            self._first_nonfinite = first if self._first_nonfinite is None else torch.minimum(self._first_nonfinite,
-                                                                                              first)
+            self._first_nonfinite = self._first_bad(rows)
+
+    def _first_bad(self, rows: torch.Tensor | None = None) -> torch.Tensor | None:
+        """Per tracked column, the first optimizer step it was non-finite (_NEVER: not yet), on device: what was
+        folded so far and ``rows`` (default: the rows not folded yet, which stay unfolded: folding at another
+        step would change the sums' rounding, and a resumed run's records must equal the straight run's)."""
+        if rows is None:
+            rows = torch.stack(self._metric_rows) if self._metric_rows else None
+        if rows is None:
+            return self._first_nonfinite
+        steps = torch.arange(rows.shape[0], device=rows.device) + self._metric_first_step
+        first = torch.where(rows.isfinite(), self._NEVER, steps[:, None]).amin(0)
+        if "explained_variance" in self._metric_names:  # NaN where the returns did not vary: not a failure
+            first[self._metric_names.index("explained_variance")] = self._NEVER
+        return first if self._first_nonfinite is None else torch.minimum(self._first_nonfinite, first)
 
     def _params_finite(self) -> torch.Tensor:
         return torch.stack([p.detach().isfinite().all() for p in self.policy.parameters()]).all()
@@ -448,10 +480,9 @@ class RLModule(LightningModule):
         is now; else None. One host read: called before each checkpoint write (``safety.NonFiniteGuard``)."""
         if self.policy is None:
             return None
-        self._fold_metrics()
         params_finite = self._params_finite().double()[None]
-        first = self._first_nonfinite if self._first_nonfinite is not None else params_finite[:0]
-        vals = torch.cat([first.double(), params_finite]).tolist()
+        first = self._first_bad()
+        vals = torch.cat([(first if first is not None else params_finite[:0]).double(), params_finite]).tolist()
         return self._nonfinite_from(vals[:-1], vals[-1])
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------

@@ -173,13 +173,14 @@ def test_ctrl_c_inside_a_rollout_stops_after_that_update_and_the_resume_is_exact
         return original(self, actions)
 
     monkeypatch.setattr(ForagingEnv, "step", step)
-    assert _fit(cfg, runs, "--checkpoint_every", "100") == 0
+    # records every 3 steps: the one at step 3 spans the stop, and must still be the straight run's
+    assert _fit(cfg, runs, "--checkpoint_every", "100", "--log_every", "3") == 0
     assert "SIGINT: stopped after optimizer step 2 (env step 24); saved" in capfd.readouterr().err
     run_dir = runs / "tiny" / "version_0"
     assert _ckpt(run_dir / "checkpoints" / "last.ckpt")["global_step"] == 2
     monkeypatch.undo()
-    assert _fit(cfg, runs, "--checkpoint_every", "100", "--ckpt_path", "last") == 0
-    assert _fit(cfg, runs, "--checkpoint_every", "100", "--run_name", "straight") == 0
+    assert _fit(cfg, runs, "--checkpoint_every", "100", "--log_every", "3", "--ckpt_path", "last") == 0
+    assert _fit(cfg, runs, "--checkpoint_every", "100", "--log_every", "3", "--run_name", "straight") == 0
     _assert_same_run(run_dir, runs / "straight" / "version_0")
 
 
@@ -312,12 +313,13 @@ def test_kill_9_mid_write_leaves_last_ckpt_loadable_and_the_jsonl_readable(tmp_p
 
 
 def test_kill_9_at_random_moments_while_checkpointing_every_step(tmp_path):
-    """Three kills at random moments of a run that writes a checkpoint and a record every step (so kills land in
-    and between writes): after each, last.ckpt loads and the JSONL reads; each resume continues the counters
-    from the checkpoint; the finished run equals the uninterrupted one."""
+    """Three kills at random moments of a run that writes a checkpoint every step (so kills land in and between
+    writes): after each, last.ckpt loads and the JSONL reads; each resume continues the counters from the
+    checkpoint; the finished run equals the uninterrupted one, also its records every 7 steps, whose
+    intervals span the resume points (the interval in flight is in the checkpoint)."""
     steps_total = 60
     cfg = _config(tmp_path, TINY_A2C.replace("max_steps: 8,", f"max_steps: {steps_total},")
-                  .replace("checkpoint_every: 2", "checkpoint_every: 1"))
+                  .replace("checkpoint_every: 2", "checkpoint_every: 1").replace("log_every: 1", "log_every: 7"))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     run_dir = tmp_path / "runs" / "tiny" / "version_0"
     last = run_dir / "checkpoints" / "last.ckpt"

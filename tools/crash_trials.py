@@ -63,6 +63,7 @@ def main() -> int:
     args = ap.parse_args()
 
     work = Path(args.dir or tempfile.mkdtemp(prefix="crash_trials_"))
+    work.mkdir(parents=True, exist_ok=True)
     runs = work / "runs"
     rng = random.Random(args.seed)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -82,8 +83,9 @@ def main() -> int:
             if trial:
                 cmd += ["--ckpt_path", "last"]
             t0 = time.monotonic()
-            proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True)
+            err_path = work / f"trial{trial}.err"   # a file, not a pipe: a full pipe would block the run
+            with open(err_path, "w") as err_file:
+                proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=err_file)
             while proc.poll() is None and (_load_step(last) or 0) <= before:
                 time.sleep(0.05)
             wait = rng.uniform(*args.wait)
@@ -93,7 +95,8 @@ def main() -> int:
                 print(f"trial {trial}: the run ended before the signal (max steps reached?)", flush=True)
                 break
             proc.send_signal(sig)
-            _, err = proc.communicate(timeout=600)
+            proc.wait(timeout=600)
+            err = err_path.read_text()
             step = _load_step(last)
             records = read_training_log(run_dir / "train.jsonl")   # raises on anything but a torn last line
             ok = step is not None

@@ -8,15 +8,22 @@ Training log (one JSON object per line, appended; schema stable):
   ``opt_steps`` at segment start, ``run_name``, ``config`` (the resolved CLI config, or the
   module's hyper-parameters), ``seed``, ``versions`` (python, torch, lightning, warp,
   numpy, gbx_lightning), ``rom_sha256`` (when the env has a ROM, else null), ``started_at``
-  (UTC ISO time), ``log_every``. On resume, records of the previous segment with
-  ``env_steps`` beyond the resume point (written after its last checkpoint) are superseded.
+  (UTC ISO time), ``log_every``, ``env_state`` (on resume: what the checkpoint held of the envs,
+  ``{"saved", "bytes", "num_envs", "max_bytes"}``; ``saved: false`` = the state was over the size
+  cap and the envs restarted from their reset states). On resume, records of the previous
+  segment with ``env_steps`` beyond the resume point (written after its last checkpoint) are
+  superseded; a torn last line (a write cut short by kill -9) is dropped.
 * One record each time ``opt_steps`` reaches a multiple of ``log_every`` (PPO takes
   epochs x minibatches steps per batch: a record is written after the batch that crossed one),
   with the keys below. Device statistics are read once per record.
 * ``{"eval": {...}}`` after every validate/test: ``stage``, ``env_steps``, ``opt_steps`` and the
   ``eval/*`` or ``test/*`` metrics (episodes, return_mean, success_rate, steps_to_success,
   length_mean, extras).
-* ``{"error": {...}}`` if the run dies (``type``, ``message``, ``env_steps``, ``opt_steps``).
+* ``{"error": {...}}`` if the run dies (``type``, ``message``, ``env_steps``, ``opt_steps``; for a
+  non-finite loss, gradient or parameter also ``nonfinite``, what went non-finite, and
+  ``nonfinite_opt_step``, where: see ``gbx_lightning.safety``).
+* ``{"stop": {...}}`` when SIGTERM or Ctrl-C stopped the run between two updates (``signal``,
+  ``env_steps``, ``opt_steps``, ``wall_time_s``); ``last.ckpt`` holds that step.
 
 Every logger of the Trainer (TensorBoard, and any the user adds: CSV, W&B, MLflow, ...) gets the
 same numbers through ``Logger.log_metrics`` at ``step = env_steps`` (CleanRL's x-axis), under
@@ -80,7 +87,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 __all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "AgentView", "package_versions",
-           "logger_metrics", "observation_grid"]
+           "logger_metrics", "observation_grid", "drop_torn_line", "read_training_log"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -201,6 +208,7 @@ class TrainingLog(Callback):
     def _write(self, obj: dict[str, Any]) -> None:
         if self._file is None:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            drop_torn_line(self.path)
             self._file = open(self.path, "a", encoding="utf-8")
         self._file.write(json.dumps(obj, default=str) + "\n")
         self._file.flush()
@@ -228,6 +236,7 @@ class TrainingLog(Callback):
             "device": str(trainer.strategy.root_device),
             "log_every": self.log_every,
             "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "env_state": getattr(pl_module, "restored_env_state", None) if resumed else None,
         }})
         self._t_start = time.perf_counter()
         self._interval_start = self._t_start
@@ -299,9 +308,14 @@ class TrainingLog(Callback):
         self._eval_record(trainer, pl_module, "test")
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        self._write({"error": {"type": type(exception).__name__, "message": str(exception),
-                               "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
-                               "wall_time_s": self._wall_time()}})
+        from gbx_lightning.safety import RunStopped
+
+        where = {"env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps, "wall_time_s": self._wall_time()}
+        if isinstance(exception, RunStopped):   # asked to stop (SIGTERM, Ctrl-C): not an error
+            self._write({"stop": {"signal": exception.signal_name, **where}})
+            return
+        self._write({"error": {"type": type(exception).__name__, "message": str(exception), **where,
+                               **getattr(exception, "record", {})}})
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         if self._file is not None:
@@ -440,21 +454,35 @@ class EnvStepsProgressBar(RichProgressBar):
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """torch.save to a temporary file in the target directory, fsync, then os.replace.
+    """torch.save to a temporary file in the target directory, fsync, then os.replace (and fsync the directory).
 
     A reader (or a resumed run) sees the previous complete checkpoint or the new complete one,
     never a torn file, even if the process is killed mid-write. (Lightning's default writes via
     an fsspec transaction whose temporary file lives in the system temp dir, so its final move
-    is a copy, not an atomic rename, whenever that is another filesystem.)
+    is a copy, not an atomic rename, whenever that is another filesystem.) A temporary file left
+    by a killed writer is removed by the next save into that directory. ``saved_steps`` maps each
+    path written to the ``global_step`` it holds (``safety.GracefulStop`` skips a save already made).
     """
+
+    _TMP_PREFIX = ".tmp-"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved_steps: dict[str, int | None] = {}
+        self._swept: set[str] = set()
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
         if storage_options is not None:
             raise TypeError(f"AtomicCheckpointIO: storage_options are not supported, got {storage_options!r}")
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
+        path = os.path.abspath(os.fspath(path))
+        directory = os.path.dirname(path)
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".ckpt", dir=directory)
+        if directory not in self._swept:
+            self._swept.add(directory)
+            for name in os.listdir(directory):
+                if name.startswith(self._TMP_PREFIX) and name.endswith(".ckpt"):
+                    os.unlink(os.path.join(directory, name))
+        fd, tmp = tempfile.mkstemp(prefix=self._TMP_PREFIX, suffix=".ckpt", dir=directory)
         try:
             with os.fdopen(fd, "wb") as f:
                 torch.save(checkpoint, f)
@@ -465,3 +493,63 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+        _fsync_dir(directory)   # the rename itself survives a power cut
+        self.saved_steps[path] = checkpoint.get("global_step")
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def drop_torn_line(path: str | os.PathLike) -> int:
+    """Cut a last line without its newline (a write cut short by kill -9 or a full disk) from a JSONL file, so
+    appending continues on a line of its own. Returns the bytes dropped."""
+    try:
+        f = open(path, "rb+")
+    except FileNotFoundError:
+        return 0
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        keep, pos = 0, size
+        while pos > 0:   # find the last newline, reading backwards in blocks
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            block = f.read(step)
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                keep = pos + nl + 1
+                break
+        f.truncate(keep)
+        return size - keep
+
+
+def read_training_log(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of a ``train.jsonl``; a torn last line (kill -9 mid-write) is left out, any other bad line raises."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line:
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:   # no newline after it: a write cut short
+                break
+            raise ValueError(f"{path}: line {i + 1} is not JSON: {line[:80]!r}") from None
+    return records

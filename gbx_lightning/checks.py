@@ -12,7 +12,7 @@ import math
 
 import torch
 
-__all__ = ["FLOAT", "check_number", "check_tensor", "number_problem"]
+__all__ = ["FLOAT", "available_memory", "check_number", "check_tensor", "number_problem"]
 
 FLOAT = "floating point"
 
@@ -67,3 +67,18 @@ def check_tensor(fn: str, name: str, t, shape: tuple, dims: str, dtypes, device:
         raise TypeError(f"{fn}: {name} must have dtype {want}, got {t.dtype}")
     if device is not None and t.device != device:
         raise ValueError(f"{fn}: {name} must be on device {device} (like the first argument), got {t.device}")
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes that can still be allocated on ``device`` (CUDA: free device memory; CPU: the kernel's MemAvailable),
+    or None where that cannot be told. For refusing a size that cannot fit before allocating it."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None

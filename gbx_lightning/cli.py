@@ -13,9 +13,14 @@ status 2 (no traceback):
 * hyper-parameters out of range or unknown names (``config error: model.gamma must be a number
   in (0, 1], got 1.5``), PPO ``trainer.max_steps`` not a whole number of rollouts,
   ``trainer.accelerator gpu`` without a CUDA device, anything else Lightning's Trainer rejects;
+* values the parser refuses (a wrong type, an unknown key: ``error: model.init_args.lr: expected float,
+  got nan``), a config file that is not UTF-8, a ``run_name`` with a path in it;
 * ``--ckpt_path last`` with no checkpoint to resume (never a silent fresh start);
 * ``validate``/``test`` with nothing to evaluate (without ``--ckpt_path`` they evaluate the run's
   last checkpoint, and say so).
+
+SIGTERM and Ctrl-C stop ``fit`` between two updates, save and print how to resume (exit status 0);
+a non-finite loss, gradient or parameter stops it with exit status 1 (``gbx_lightning.safety``).
 
 What the given config says wins over what a checkpoint stored: ``--ckpt_path`` restores run state
 (weights, optimizer, env, RNG, counters), not hyper-parameters (LightningCLI would otherwise parse
@@ -30,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from jsonargparse import Namespace
+from jsonargparse import ArgumentError, Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -40,6 +45,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import number_problem
 from gbx_lightning.module import ConfigError, RLModule
+from gbx_lightning.safety import GracefulStop, NonFiniteError, NonFiniteGuard, RunStopped, resume_command
 
 __all__ = ["GbxCLI", "GbxTrainer", "RunError", "main", "resolve_run_dir"]
 
@@ -158,7 +164,8 @@ class GbxCLI(LightningCLI):
         kwargs.setdefault("seed_everything_default", 0)
         kwargs.setdefault("trainer_class", GbxTrainer)
         # no prefix matching: a misspelt --trainer.max_step is an error, not max_steps
-        strict = {"allow_abbrev": False}
+        # exit_on_error False: main() reports a parse error in one line instead of argparse's usage dump
+        strict = {"allow_abbrev": False, "exit_on_error": False}
         kwargs.setdefault("parser_kwargs", {**strict, **{name: dict(strict) for name in self.subcommands()}})
         super().__init__(RLModule, *args, subclass_mode_model=True, **kwargs)
 
@@ -187,6 +194,10 @@ class GbxCLI(LightningCLI):
                                  "policies on a shared or busy CPU.")
         parser.add_argument("--progress_refresh", type=int, default=10,
                             help="Batches between progress-bar refreshes (0 disables the bar).")
+        parser.add_argument("--env_state_max_mb", type=float, default=256,
+                            help="Env state (every env's machine, frame stacks, counters) larger than this is left "
+                                 "out of checkpoints: a resume restarts the envs from their reset states, and the "
+                                 "JSONL meta line says so (a Game Boy env with stack_k 4 is ~73 KB).")
         parser.add_argument("--image_every", type=int, default=500,
                             help="Optimizer steps between TensorBoard images of what the agent sees (pixel envs; "
                                  "0: none). Each evaluation also writes a clip to <run>/clips/.")
@@ -197,7 +208,11 @@ class GbxCLI(LightningCLI):
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         """Parse, then validate and resolve the run directory at once: before seeding or building anything."""
-        super().parse_arguments(parser, args)
+        try:
+            super().parse_arguments(parser, args)
+        except UnicodeDecodeError as err:  # a config file that is not text
+            raise ConfigError("--config", f"must be a UTF-8 YAML file; byte {err.object[err.start]:#04x} at offset "
+                              f"{err.start} is not UTF-8 text") from None
         if self.config.get("subcommand"):
             self.subcommand = self.config["subcommand"]
             self._check_and_resolve()
@@ -217,7 +232,15 @@ class GbxCLI(LightningCLI):
         except ConfigError as err:
             raise ConfigError(f"model.{err.field}", str(err)[len(err.field) + 1:]) from None
         trainer = cfg.trainer
+        seed = cfg.get("seed_everything")
+        if not isinstance(seed, bool) and seed is not None:
+            problem = number_problem(seed, low=0, high=(1 << 32) - 1, integer=True)
+            if problem is not None:
+                raise ConfigError("seed_everything", problem.replace("must be", "must be true, false or", 1))
         if self.subcommand == "fit":
+            problem = number_problem(trainer.get("max_steps"), low=-1, high=1 << 40, integer=True)
+            if problem is not None:   # (-1: no limit, Lightning's default)
+                raise ConfigError("trainer.max_steps", problem)
             cls.check_max_steps(trainer.get("max_steps"), **init_args)
         _check_accelerator(trainer.get("accelerator"))
         if trainer.get("gradient_clip_val") is not None:
@@ -230,6 +253,9 @@ class GbxCLI(LightningCLI):
         bounds = {"checkpoint_every": dict(low=1), "log_every": dict(low=1), "progress_refresh": dict(low=0),
                   "image_every": dict(low=0), "checkpoint_keep": dict(low=-1), "version": dict(low=0, none="null"),
                   "torch_threads": dict(low=1, none="null")}
+        problem = number_problem(cfg.get("env_state_max_mb"), low=0)
+        if problem is not None:
+            raise ConfigError("env_state_max_mb", problem)
         if self.subcommand == "play":
             bounds.update(episodes=dict(low=1), max_steps=dict(low=1))
         for field, bound in bounds.items():
@@ -247,6 +273,9 @@ class GbxCLI(LightningCLI):
         if not name:
             configs = cfg.get("config") or []
             name = Path(str(configs[-1])).stem if configs else "run"
+        if not isinstance(name, str) or name in (".", "..") or any(c in name for c in "/\\\0"):
+            # one directory under runs_dir: a name with a path in it would write the run somewhere else
+            raise ConfigError("run_name", f"must be a plain directory name (no '/', not '..'), got {name!r}")
         self.run_name = name
         given = cfg.get("ckpt_path")
         self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
@@ -273,15 +302,20 @@ class GbxCLI(LightningCLI):
         callbacks = list(trainer_cfg.get("callbacks") or [])
         self.training_log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
                                         run_name=self.run_name)
-        if trainer_cfg.get("enable_checkpointing") is not False:
+        self.model.env_state_max_bytes = int(cfg.env_state_max_mb * (1 << 20))
+        checkpointing = trainer_cfg.get("enable_checkpointing") is not False
+        if checkpointing:
             cycle = int(getattr(self.model, "opt_steps_per_batch", 1))
             every = -(-cfg.checkpoint_every // cycle) * cycle  # whole PPO rollouts: no state lost mid-update
             # monitor "step" (max) keeps the newest step checkpoints: save_top_k counts from the latest
             callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="step{step:08d}",
                                              auto_insert_metric_name=False, every_n_train_steps=every,
                                              monitor="step", mode="max", save_top_k=cfg.checkpoint_keep,
-                                             save_last=True, save_on_exception=True))
+                                             save_last=True,  # on a crash, the last good checkpoint stays
+                                             enable_version_counter=False))  # last.ckpt is always last.ckpt
         callbacks.append(self.training_log)
+        callbacks.append(NonFiniteGuard())   # after the log: it acts on what the record's read found
+        callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt" if checkpointing else None))
         callbacks.append(AgentView(run_dir / "clips", image_every=cfg.image_every))
         show_bar = cfg.progress_refresh > 0 and trainer_cfg.get("enable_progress_bar") is not False
         if show_bar:
@@ -293,7 +327,7 @@ class GbxCLI(LightningCLI):
                       enable_progress_bar=show_bar)
         try:
             return super().instantiate_trainer(**kwargs)
-        except (MisconfigurationException, ValueError, ImportError) as err:  # Lightning's own checks of its options
+        except (MisconfigurationException, ValueError, TypeError, ImportError) as err:  # Lightning's checks of its options
             raise ConfigError("trainer", f"rejected by Lightning: {_first_line(err)}") from None
 
     def _loggers(self, user) -> Any:
@@ -346,6 +380,43 @@ def _check_accelerator(accelerator) -> None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def parse_error_line(message: str) -> str:
+    """jsonargparse's parse error (often a dozen lines: a union's every alternative) as one line naming the key:
+    'model.init_args.lr: expected float, got nan'. A one-line message is returned as it is."""
+    import re
+
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else message
+    keys, details, given, in_class = [], [], None, False
+    noise = ("Does not validate against any of", "Subtypes:", "Errors:", "Given value type:",
+             "Expected a <class 'NoneType'>")
+    for line in lines:
+        line = line.removeprefix("- ").strip()
+        key = re.match(r'^Parser key "([^"]+)":', line)
+        if key:
+            keys += (["init_args"] if in_class else []) + [key.group(1)]
+            details, given, in_class = [], None, False
+        elif line.startswith("Problem with given class_path"):
+            in_class = True
+        elif line.startswith("Given value:"):
+            given = given or line.removeprefix("Given value:").strip()
+        elif line and not line.startswith(noise):
+            details.append(line)
+    if in_class:
+        keys.append("init_args")
+    nested = re.fullmatch(r"NestedArg\(key='([^']*)', val=(.*)\)", given or "")
+    if nested:
+        given = nested.group(2)
+    text = "; ".join(dict.fromkeys(details)) or "invalid value"
+    text = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", text).replace(". Got value: ", ", got ")
+    text = (text[:1].lower() + text[1:]).replace("a int", "an int")
+    if "got" not in text and given is not None:
+        text += f", got {given}"
+    key = ".".join(keys) or "arguments"
+    return f"{key}: {text}" if len(text) < 300 else f"{key}: {text[:300]}..."
 
 
 def _import_class(path: str):
@@ -425,4 +496,20 @@ def main(args: list[str] | None = None) -> int:
         _forget_fresh_run()
         print(f"config error: trainer rejected by Lightning: {_first_line(err)}", file=sys.stderr)
         return 2
+    except ArgumentError as err:  # the parser's refusal, in one line (exit status 2, as argparse's own)
+        _forget_fresh_run()
+        print(f"error: {parse_error_line(str(err))}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except RunStopped as stop:  # SIGTERM / Ctrl-C, between two updates (gbx_lightning.safety)
+        _forget_fresh_run()
+        if stop.checkpoint is None:
+            print(f"{stop}; no checkpoint to resume from: run the same command to start again", file=sys.stderr)
+            return 0
+        version = Path(stop.checkpoint).parent.parent.name.removeprefix("version_")
+        print(f"{stop}; {'saved' if stop.saved else 'it is in'} {stop.checkpoint}. To resume: "
+              f"{resume_command(sys.argv[1:] if args is None else args, version)}", file=sys.stderr, flush=True)
+        return 0
+    except NonFiniteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     return 0

@@ -93,6 +93,19 @@ class IntervalStats:
         step_sums = torch.stack([r.float() for r in rows])
         self.sums = step_sums if self.sums is None else self.sums + step_sums
 
+    def state_dict(self) -> dict[str, Any]:
+        """The interval in flight, unfolded (folding at another step would change the sums' rounding): a run
+        resumed from any step then writes the records the straight run writes."""
+        pending = [torch.stack(col).cpu() for col in zip(*self._pending)] if self._pending else None
+        return {"extra_keys": self.extra_keys, "sums": None if self.sums is None else self.sums.cpu(),
+                "env_steps": self.env_steps, "pending": pending}
+
+    def load_state_dict(self, state: dict[str, Any], device: torch.device) -> None:
+        self.extra_keys, self.env_steps = state["extra_keys"], int(state["env_steps"])
+        self.sums = None if state["sums"] is None else state["sums"].to(device)
+        cols = [c.to(device) for c in state["pending"]] if state["pending"] is not None else []
+        self._pending = list(zip(*[list(c) for c in cols])) if cols else []
+
     def pop(self) -> dict[str, float | None]:
         """Means over the interval since the last pop (None where undefined), with one host read."""
         self._fold()
@@ -118,6 +131,17 @@ class IntervalStats:
 
 
 
+def _tensors(obj) -> Iterator[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors(v)
+
+
 class RolloutStream(IterableDataset):
     """Acts with ``policy`` in ``env`` and yields one ``[T, N]`` rollout per ``training_step`` (module docstring).
 
@@ -127,9 +151,12 @@ class RolloutStream(IterableDataset):
         seed: seeds the first ``env.reset`` and the action-sampling generator.
         num_batches: rollouts to report as length (one Lightning epoch); ``None`` = unbounded.
         rollout_steps: T, env steps of all N envs per rollout.
+        env_state_max_bytes: env state larger than this is left out of ``state_dict`` (a resume then restarts
+            the envs from their reset states, ``env_state_plan`` says so); None: no limit.
     """
 
-    def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, rollout_steps: int = 1):
+    def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, rollout_steps: int = 1,
+                 env_state_max_bytes: int | None = None):
         super().__init__()
         if isinstance(rollout_steps, bool) or not isinstance(rollout_steps, int) or rollout_steps < 1:
             raise ValueError(f"RolloutStream: rollout_steps must be an int >= 1, got {rollout_steps!r}")
@@ -149,6 +176,7 @@ class RolloutStream(IterableDataset):
         self.time_act_s = 0.0  # policy forward + sampling
         self.time_env_s = 0.0  # env.step
         self._restored: dict[str, Any] | None = None
+        self.env_state_max_bytes = env_state_max_bytes
 
     # ---- Lightning / DataLoader protocol -------------------------------------------------------
     def __len__(self) -> int:
@@ -163,13 +191,34 @@ class RolloutStream(IterableDataset):
             batch = self.collect()
             yield batch
 
+    def env_state_plan(self) -> dict[str, Any]:
+        """What ``state_dict`` does with the env: its state's size and whether it is saved (under the cap)."""
+        nbytes = getattr(self.env, "state_nbytes", None)
+        if nbytes is None:   # an env that cannot tell: measure its state
+            nbytes = sum(t.numel() * t.element_size() for t in _tensors(self.env.state_dict()))
+        if not self._env_observes() and self.obs is not None:
+            nbytes += self.obs.numel() * self.obs.element_size()
+        saved = self.env_state_max_bytes is None or nbytes <= self.env_state_max_bytes
+        return {"saved": bool(saved), "bytes": int(nbytes), "num_envs": int(self.env.num_envs),
+                "max_bytes": self.env_state_max_bytes}
+
+    def _env_observes(self) -> bool:
+        # an env with observe() gives the current observation back after load_state_dict: not stored twice
+        return callable(getattr(self.env, "observe", None))
+
     def state_dict(self) -> dict[str, Any]:
+        if self._restored is not None:   # asked again before iteration applied a restore: that state, unchanged
+            return dict(self._restored)
+        plan = self.env_state_plan()
+        keep_obs = plan["saved"] and not self._env_observes() and self.obs is not None
         return {
             "env_steps": self.env_steps,
             "iterations": self.iterations,
             "generator": self.generator.get_state(),
-            "env": self.env.state_dict(),
-            "obs": None if self.obs is None else self.obs.detach().cpu(),
+            "env": self.env.state_dict() if plan["saved"] else None,
+            "obs": self.obs.detach().cpu() if keep_obs else None,
+            "env_state": plan,
+            "stats": self.stats.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -183,9 +232,14 @@ class RolloutStream(IterableDataset):
         if self._restored is not None:
             state, self._restored = self._restored, None
             self.generator.set_state(state["generator"])
-            self.env.load_state_dict(state["env"])
-            if state["obs"] is not None:
-                self.obs = state["obs"].to(self.device)
+            if state.get("stats") is not None:
+                self.stats.load_state_dict(state["stats"], self.device)
+            if state["env"] is None:   # left out (over the size cap): the envs restart from their reset states,
+                # seeded by the run seed and the rollouts done, so they do not replay the run's first episodes
+                self.obs = self.env.reset(seed=(self.seed * 1_000_003 + self.iterations) % (1 << 31))
+            else:
+                self.env.load_state_dict(state["env"])
+                self.obs = state["obs"].to(self.device) if state["obs"] is not None else self.env.observe()
         if self.obs is None:
             self.obs = self.env.reset(seed=self.seed)
 

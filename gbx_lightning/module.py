@@ -21,6 +21,11 @@ of that rollout's update on resume.
 every optimizer step, saved and restored by Lightning, seen by ``LearningRateMonitor``. Resumed with
 a larger ``max_steps``, it continues from the current rate down to 0 at the new end (no jump).
 
+Non-finite numbers: ``_track`` keeps, on device, the first optimizer step at which each loss term or the
+gradient norm was NaN/inf; ``pop_metrics`` reads it with the record's means (no extra host sync) into
+``nonfinite``, and ``find_nonfinite`` (before each checkpoint write) also checks the parameters;
+``safety.NonFiniteGuard`` stops the run on either.
+
 Where things live: the env and the policy are built in ``setup`` (after config validation, on
 the Trainer's device; the env's observation shape sizes the policy). ``env_steps`` (owned by the
 stream) and ``opt_steps`` are stored in every checkpoint under ``checkpoint["gbx"]``; the stream's
@@ -30,6 +35,7 @@ full state (RNG, env, current observation) is stored by Lightning's fit loop.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import warnings
 from typing import Any
@@ -64,6 +70,20 @@ def _env_registry() -> dict:
     from gbx_lightning.envs import ENV_REGISTRY
 
     return ENV_REGISTRY
+
+
+# what a bad config value raises where an env or a policy is built from it (huge sizes: MemoryError, OverflowError,
+# or torch's RuntimeError "can't allocate memory")
+_BAD_VALUE = (ValueError, TypeError, FileNotFoundError, OverflowError, MemoryError, RuntimeError)
+
+
+def _is_bad_value(err: BaseException) -> bool:
+    return not isinstance(err, RuntimeError) or "allocat" in str(err) or "out of memory" in str(err)
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 def _init_args(frame_locals: dict) -> dict:
@@ -174,8 +194,13 @@ class RLModule(LightningModule):
         self.time_update_s = 0.0
         self._metric_names: list[str] | None = None
         self._metric_rows: list[torch.Tensor] = []
+        self._metric_first_step = 0  # opt_steps of _metric_rows[0]
         self._metric_sums: torch.Tensor | None = None
         self._metric_counts: torch.Tensor | None = None
+        self._first_nonfinite: torch.Tensor | None = None  # per tracked column: first opt step it was non-finite
+        self.nonfinite: tuple[str, int | None] | None = None  # (what, opt step), found by the last record's read
+        self.env_state_max_bytes: int | None = 256 << 20  # env state above this is left out of checkpoints
+        self.restored_env_state: dict | None = None  # what the checkpoint resumed from said of its env state
         self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
 
     # ---- config validation (also called by the CLI before anything is instantiated) ---------------
@@ -230,14 +255,22 @@ class RLModule(LightningModule):
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
         try:
             return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
-        except (ValueError, TypeError, FileNotFoundError) as err:
+        except _BAD_VALUE as err:
+            if not _is_bad_value(err):
+                raise
             # a bad option value or file: one line naming the config field, not a traceback from inside fit
-            raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {err}") from err
+            raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {_one_line(err)}") from err
 
     def _build_policy(self, env) -> None:
         if self.policy is None:
-            self.policy = make_policy(self.hparams.policy, env.obs_shape, int(env.num_actions),
-                                      **(self.hparams.policy_kwargs or {}))
+            try:
+                self.policy = make_policy(self.hparams.policy, env.obs_shape, int(env.num_actions),
+                                          **(self.hparams.policy_kwargs or {}))
+            except _BAD_VALUE as err:  # e.g. hidden: 3 where a list of widths is wanted
+                if not _is_bad_value(err):
+                    raise
+                raise ConfigError("model.policy_kwargs", f"rejected by {self.hparams.policy}: "
+                                  f"{type(err).__name__}: {_one_line(err)}") from err
 
     def setup(self, stage: str) -> None:
         """Build the env(s) this stage needs and the policy (sized by the env). Runs before checkpoint restore."""
@@ -246,8 +279,25 @@ class RLModule(LightningModule):
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self._build_policy(self.env)
+            self._check_rollout_memory()
         if stage in ("validate", "test") or self.policy is None:
             self._build_policy(self._get_eval_env())
+
+    rollout_field = "update_every"  # the hyper-parameter that sets T (PPO: rollout_steps)
+
+    def _check_rollout_memory(self) -> None:
+        """A rollout keeps T x N observations twice (s and s') until its update: refuse one that cannot fit
+        before collecting it (an absurd T would otherwise collect until the machine runs out of memory)."""
+        from gbx_lightning.checks import available_memory
+
+        t, n = self.steps_per_rollout(), self.env.num_envs
+        obs_bytes = math.prod(self.env.obs_shape) * torch.empty((), dtype=self.env.obs_dtype).element_size()
+        need = t * n * (2 * obs_bytes + 32)   # + actions, log-probs, values, rewards, flags
+        free = available_memory(torch.device(self.env.device))
+        if free is not None and need > free:
+            raise ConfigError(f"model.{self.rollout_field}", f"is {t}: a rollout of {t} steps x {n} envs holds "
+                              f"~{need / 2**30:.3g} GiB of observations, more than the {free / 2**30:.3g} GiB free "
+                              f"on {self.env.device}")
 
     def _attached_trainer(self):
         """The Trainer, or None for a module used on its own (``self.trainer`` raises then)."""
@@ -276,7 +326,8 @@ class RLModule(LightningModule):
         num_batches = UNBOUNDED
         if self.trainer.max_steps > 0:
             num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
-        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout())
+        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout(),
+                                    env_state_max_bytes=self.env_state_max_bytes)
         self.stream.env_steps = self._restored_env_steps
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
@@ -291,14 +342,36 @@ class RLModule(LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps}
+        if self.stream is not None:  # the stream's state holds the env's; this says how big it is, and if it is there
+            checkpoint["gbx_env_state"] = self.stream.env_state_plan()
+        # the log interval in flight, so that a run resumed from any step writes the records it would have written
+        rows = torch.stack(self._metric_rows).cpu() if self._metric_rows else None
+        cpu = {k: None if v is None else v.cpu() for k, v in (("sums", self._metric_sums),
+                                                              ("counts", self._metric_counts),
+                                                              ("first_nonfinite", self._first_nonfinite))}
+        checkpoint["gbx_metrics"] = {"names": self._metric_names, "rows": rows, "first_step": self._metric_first_step,
+                                     **cpu}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         counters = checkpoint.get("gbx", {})
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
+        self.restored_env_state = checkpoint.get("gbx_env_state")
+        metrics = checkpoint.get("gbx_metrics")
+        if metrics is not None:   # moved to the device in on_train_start (the module is not there yet)
+            self._metric_names, self._metric_first_step = metrics["names"], metrics["first_step"]
+            self._metric_rows = list(metrics["rows"]) if metrics["rows"] is not None else []
+            self._metric_sums, self._metric_counts = metrics["sums"], metrics["counts"]
+            self._first_nonfinite = metrics["first_nonfinite"]
 
     def on_train_start(self) -> None:
-        """After a restore: the configured lr wins over the checkpoint's, and a moved max_steps re-plans the anneal."""
+        """After a restore: the configured lr wins over the checkpoint's, and a moved max_steps re-plans the anneal;
+        the restored log interval moves to the device."""
+        dev = self.device
+        self._metric_rows = [r.to(dev) for r in self._metric_rows]
+        for name in ("_metric_sums", "_metric_counts", "_first_nonfinite"):
+            if getattr(self, name) is not None:
+                setattr(self, name, getattr(self, name).to(dev))
         sched = self.lr_schedulers()
         opt = self.optimizers(use_pl_optimizer=False)
         factor = 1.0
@@ -337,10 +410,14 @@ class RLModule(LightningModule):
         """Keep this step's loss terms and grad norm for the next log record (reduced on device by ``pop_metrics``)."""
         if self._metric_names is None:
             self._metric_names = [k for k in self._LOG_NAMES if k in out]
+        if not self._metric_rows:
+            self._metric_first_step = self.opt_steps
         self._metric_rows.append(torch.stack([out[k].detach().float() for k in self._metric_names]
                                              + [grad_norm.detach().float()]))
         if len(self._metric_rows) >= 256:
             self._fold_metrics()
+
+    _NEVER = 1 << 62  # "no non-finite value yet" in _first_nonfinite
 
     def _fold_metrics(self) -> None:
         if self._metric_rows:
@@ -352,19 +429,61 @@ class RLModule(LightningModule):
                 self._metric_sums, self._metric_counts = sums, counts
             else:
                 self._metric_sums, self._metric_counts = self._metric_sums + sums, self._metric_counts + counts
+            self._first_nonfinite = self._first_bad(rows)
+
+    def _first_bad(self, rows: torch.Tensor | None = None) -> torch.Tensor | None:
+        """Per tracked column, the first optimizer step it was non-finite (_NEVER: not yet), on device: what was
+        folded so far and ``rows`` (default: the rows not folded yet, which stay unfolded: folding at another
+        step would change the sums' rounding, and a resumed run's records must equal the straight run's)."""
+        if rows is None:
+            rows = torch.stack(self._metric_rows) if self._metric_rows else None
+        if rows is None:
+            return self._first_nonfinite
+        steps = torch.arange(rows.shape[0], device=rows.device) + self._metric_first_step
+        first = torch.where(rows.isfinite(), self._NEVER, steps[:, None]).amin(0)
+        if "explained_variance" in self._metric_names:  # NaN where the returns did not vary: not a failure
+            first[self._metric_names.index("explained_variance")] = self._NEVER
+        return first if self._first_nonfinite is None else torch.minimum(self._first_nonfinite, first)
+
+    def _params_finite(self) -> torch.Tensor:
+        return torch.stack([p.detach().isfinite().all() for p in self.policy.parameters()]).all()
+
+    def _nonfinite_from(self, first: list[float], params_finite: float) -> tuple[str, int | None] | None:
+        step = min(first, default=self._NEVER)
+        if step < self._NEVER:
+            names = [self._LOG_NAMES.get(n, n) for n, s in zip(self._metric_names + ["grad_norm"], first) if s == step]
+            return ", ".join(names), int(step)
+        if not params_finite:
+            return "parameters", self.opt_steps
+        return None
 
     def pop_metrics(self) -> dict[str, float | None]:
-        """Means of the tracked losses and grad norms since the last call, plus lr (one host read)."""
+        """Means of the tracked losses and grad norms since the last call, plus lr (one host read, which also
+        reads whether anything went non-finite: ``self.nonfinite``)."""
         self._fold_metrics()
         out: dict[str, float | None] = {}
         if self._metric_sums is not None:
-            means = (self._metric_sums / self._metric_counts).tolist()
-            for name, v in zip(self._metric_names + ["grad_norm"], means):
+            means = self._metric_sums / self._metric_counts
+            vals = torch.cat([means.double(), self._first_nonfinite.double(),
+                              self._params_finite().double()[None]]).tolist()
+            k = len(means)
+            for name, v in zip(self._metric_names + ["grad_norm"], vals[:k]):
                 out[self._LOG_NAMES.get(name, name)] = v
+            self.nonfinite = self._nonfinite_from(vals[k:2 * k], vals[-1])
             self._metric_sums = self._metric_counts = None
         opt = self.optimizers(use_pl_optimizer=False) if self._attached_trainer() is not None else None
         out["lr"] = opt.param_groups[0]["lr"] if opt is not None else self.hparams.lr
         return out
+
+    def find_nonfinite(self) -> tuple[str, int | None] | None:
+        """(what, opt step) if a loss term or the grad norm has been non-finite since the start, or a parameter
+        is now; else None. One host read: called before each checkpoint write (``safety.NonFiniteGuard``)."""
+        if self.policy is None:
+            return None
+        params_finite = self._params_finite().double()[None]
+        first = self._first_bad()
+        vals = torch.cat([(first if first is not None else params_finite[:0]).double(), params_finite]).tolist()
+        return self._nonfinite_from(vals[:-1], vals[-1])
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
@@ -502,6 +621,8 @@ class PPOModule(RLModule):
         if hp.get("anneal_lr") and not (isinstance(max_steps, int) and max_steps > 0):
             raise ConfigError("trainer.max_steps", f"must be set (> 0) with model.anneal_lr: true (the learning "
                               f"rate reaches 0 there), got {max_steps}")
+
+    rollout_field = "rollout_steps"
 
     def steps_per_rollout(self) -> int:
         return self.hparams.rollout_steps

@@ -48,6 +48,14 @@ def _records(path):
     return meta, steps, evals
 
 
+def _tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+
+
 def _fit(cfg, runs, *extra):
     return main(["fit", "--config", str(cfg), "--runs_dir", str(runs), *extra])
 
@@ -68,11 +76,17 @@ def trained(tmp_path_factory):
 def test_resumed_game_boy_run_equals_the_uninterrupted_one(trained):
     cfg, runs = trained
     ckpt = torch.load(runs / "gb" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
+    plan = ckpt["gbx_env_state"]
     assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12}
-    env_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]
+    stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+    env_state = stream["env"]
     assert env_state["rom_sha256"] and env_state["machines"]["wram"].shape == (3, 8192)
+    # the env state's size: what state_dict holds; the stream keeps no second copy of the observation
+    held = sum(t.numel() * t.element_size() for t in _tensors(env_state))
+    assert plan == {"saved": True, "bytes": held, "num_envs": 3, "max_bytes": 256 << 20} and stream["obs"] is None
     meta, steps, evals = _records(runs / "gb" / "version_0" / "train.jsonl")
     assert [m["meta"]["segment"] for m in meta] == ["start", "resume"]
+    assert meta[0]["meta"]["env_state"] is None and meta[1]["meta"]["env_state"]["bytes"] == held
     assert meta[0]["meta"]["rom_sha256"] == env_state["rom_sha256"]
     assert [r["opt_steps"] for r in steps] == list(range(1, 13))
     assert [e["eval"]["opt_steps"] for e in evals] == [3, 6, 9, 12]

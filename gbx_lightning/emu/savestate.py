@@ -5,14 +5,13 @@ start states; and the state file format (one env's machine in an ``.npz``).
 from __future__ import annotations
 
 import os
-import zipfile
 from typing import Any
 
 import numpy as np
 import warp as wp
 
 STATE_FILE_FORMAT = "gbx_lightning.state"
-STATE_FILE_VERSION = 1
+STATE_FILE_VERSION = 2   # 2: the rows' sha256 (rows_sha256) is stored and checked
 
 
 @wp.kernel(enable_backward=False)
@@ -96,7 +95,8 @@ def write_state_file(path: str | os.PathLike, rows: dict[str, np.ndarray], rom_s
     """
     path = os.fspath(path)
     meta = {"format": np.array(STATE_FILE_FORMAT), "version": np.array(STATE_FILE_VERSION),
-            "rom_sha256": np.array(rom_sha256), "rom_title": np.array(rom_title)}
+            "rom_sha256": np.array(rom_sha256), "rom_title": np.array(rom_title),
+            "rows_sha256": np.array(rows_digest(rows))}
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "wb") as f:
         np.savez_compressed(f, **meta, **{f"row_{k}": v for k, v in rows.items()})
@@ -112,8 +112,8 @@ def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
-        raise StateFileError(f"{path}: not a gbx_lightning state file ({err})") from None
+    except Exception as err:  # noqa: BLE001 - a damaged zip fails in many ways (bad CRC, compression, struct, zlib)
+        raise StateFileError(f"{path}: not a gbx_lightning state file ({type(err).__name__}: {err})") from None
     fmt = str(data.get("format", ""))
     if fmt != STATE_FILE_FORMAT:
         raise StateFileError(f"{path}: not a gbx_lightning state file (format {fmt!r}, expected "
@@ -133,4 +133,54 @@ def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type
             got = "missing" if arr is None else f"{arr.dtype} {arr.shape}"
             raise StateFileError(f"{path}: machine field {name!r} must be {np.dtype(dt)} {shape}, got {got}")
         rows[name] = arr
+    if str(data.get("rows_sha256", "")) != rows_digest(rows):
+        raise StateFileError(f"{path}: the machine fields were changed after the state was saved (their sha256 "
+                             f"does not match the one saved with them)")
+    check_clock_words(rows, path)
     return rows
+
+
+def rows_digest(rows: dict[str, np.ndarray]) -> str:
+    """sha256 of one env's machine rows (names, dtypes, shapes and bytes), saved with them: the kernels index
+    memory with some of these words, so a file edited by hand is refused rather than trusted."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in sorted(rows):
+        arr = np.ascontiguousarray(rows[name])
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape};".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+MAX_TIME = 1 << 52   # T-cycles: ~34 years of emulated time, far beyond any state a machine reaches
+
+
+def check_clock_words(rows: dict[str, np.ndarray], where: str) -> None:
+    """Refuse a state whose clock words no running machine can hold: the kernel would run (or catch up) that
+    many cycles, and never return. (The zip's CRCs catch damaged bytes and ``rows_sha256`` edited fields; this
+    is the last line, for a file whose digest was made to match.)
+
+    Checked: every r64 timestamp within +-MAX_TIME (NEVER, 2**62, for "no event"; the idle-loop signatures
+    are hashes, not times), the CPU time in [0, MAX_TIME], with the LCD on the current line's start at most
+    a frame before the CPU time, and LY a line number (0..153).
+    """
+    from . import state as S
+
+    r64, r32, io = rows["r64"].astype(np.int64), rows["r32"], rows["io"]
+    hashes = {int(S.T_IDLE_SIG), int(S.T_IDLE_SIG2)}
+    now = int(r64[int(S.T_NOW)])
+    problems = []
+    if not 0 <= now <= MAX_TIME:
+        problems.append(f"CPU time {now}")
+    for slot, value in enumerate(r64.tolist()):
+        if slot not in hashes and value != int(S.NEVER) and not -MAX_TIME <= value <= MAX_TIME:
+            problems.append(f"r64[{slot}] = {value}")
+    ly = int(r32[int(S.R_LY)])
+    if not 0 <= ly <= 153:
+        problems.append(f"LY {ly}")
+    line_start = int(r64[int(S.T_LINE_START)])
+    if int(io[0x40]) & 0x80 and not now - 2 * S.FRAME_CYCLES <= line_start <= now:
+        problems.append(f"line start {line_start} with the LCD on at CPU time {now}")
+    if problems:
+        raise StateFileError(f"{where}: not a state a Game Boy can be in ({', '.join(problems[:3])})")

@@ -128,7 +128,8 @@ class GameBoyEnv:
 
         from gbx_lightning.emu.cartridge import RomError, load_cartridge
         from gbx_lightning.emu.pyboy_state import PyBoyStateError, parse_pyboy_state
-        from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError
+        from gbx_lightning.emu import state as S
+        from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError, read_state_file
 
         from .goal import GoalError
 
@@ -203,10 +204,16 @@ class GameBoyEnv:
                     if theirs != cart.sha256:
                         raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
                                              f"{name} has {cart.sha256[:12]}...")
+                    # then read it whole, as the env will: every field, its digest and its clock words checked
+                    layout = S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec())))
+                    read_state_file(path, [(n, tuple(shape), dt) for n, shape, dt in layout], cart.sha256)
                 else:
                     parse_pyboy_state(data, cart, os.fspath(path))
             except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
                 raise OptionError("start_state", f"cannot be loaded: {err}") from None
+            except Exception as err:  # noqa: BLE001 - a damaged file: whatever the parser tripped on, one line
+                raise OptionError("start_state", f"cannot be loaded: {path}: not a savestate we can read "
+                                                 f"({type(err).__name__}: {err})") from None
         if opts["start_inputs"] is not None:
             try:
                 read_trace(opts["start_inputs"], "start_inputs")
@@ -390,6 +397,15 @@ class GameBoyEnv:
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "rom_sha256": self.rom_sha256,
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
                 "machines": machines, "stats": self._stats.state_dict(), **tensors}
+
+    @property
+    def state_nbytes(self) -> int:
+        """Bytes of tensors in ``state_dict()`` (machines, stacks, counters), without building it."""
+        machines = sum(gb.state_bytes_per_env * gb.num_envs for gb in self._machines)
+        tensors = sum(getattr(self, "_" + k).numel() * getattr(self, "_" + k).element_size()
+                      for k in self._STATE_TENSORS)
+        stats = sum(t.numel() * t.element_size() for t in (self._stats.running_return, self._stats.running_length))
+        return machines + tensors + stats + self._generator.get_state().numel()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict() of an env built with the same ROM, num_envs and stack_k."""

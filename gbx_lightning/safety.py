@@ -1,0 +1,208 @@
+"""Nothing lost: a run stops between whole updates when asked to, and non-finite numbers never reach a checkpoint.
+
+``GracefulStop`` (a Lightning ``Checkpoint`` callback). SIGTERM (what SLURM, Kubernetes and ``timeout``
+send) and SIGINT (Ctrl-C) only set a flag. The run goes on to the end of the update in flight
+(the rollout being collected and its whole ``training_step``: all of a PPO update's epochs x
+minibatches) and stops at the next ``on_train_batch_end``, the point where periodic checkpoints are
+taken, so a resume from it is exact. It raises ``RunStopped`` there; Lightning's exception path
+calls ``on_exception``, which writes ``last.ckpt`` (atomically, ``callbacks.AtomicCheckpointIO``)
+unless that step is saved already. The CLI then prints how to resume and exits 0. A second signal
+before the save is done quits at once (``os._exit``) without writing: ``last.ckpt`` is the previous
+complete checkpoint or the new complete one, never a torn file. When training ends on its own, it
+also writes ``last.ckpt`` if ``ModelCheckpoint`` left it behind the last step (Lightning's
+``save_last`` does not, once it has saved anything). Why our own handlers rather than
+Lightning's SIGTERM notifier: its stop comes after a scheduled evaluation, it leaves Ctrl-C to
+``KeyboardInterrupt`` (raised anywhere, mid-update), and it ignores a second Ctrl-C.
+
+``NonFiniteGuard``. The module accumulates, on device, the first optimizer step at which a loss term
+or the gradient norm was non-finite (``RLModule._track``) and reads it with the log record's values
+(one host read, no extra sync); the guard stops the run at that record with ``NonFiniteError``
+(the JSONL's ``{"error": ...}`` record names what and at which step). Before every checkpoint
+write it also checks the parameters (``RLModule.find_nonfinite``: one host read per checkpoint) and
+refuses to write, so the last good checkpoint stays.
+
+A crash (any other exception) saves nothing: the state mid-update is not one a resume can continue
+exactly, and it may be the poisoned one; the last periodic checkpoint stays.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from lightning.pytorch.callbacks import Callback, Checkpoint
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+__all__ = ["GracefulStop", "NonFiniteError", "NonFiniteGuard", "RunStopped", "resume_command"]
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class RunStopped(SIGTERMException):
+    """A signal asked the run to stop; raised between two updates. Lightning's ``SIGTERMException``, so code
+    written for Lightning's own SIGTERM handling (``OnExceptionCheckpoint``) treats it the same way."""
+
+    def __init__(self, signal_name: str, opt_steps: int, env_steps: int):
+        super().__init__()
+        self.signal_name, self.opt_steps, self.env_steps = signal_name, opt_steps, env_steps
+        self.checkpoint: str | None = None   # set once last.ckpt holds this step
+        self.saved = False                   # True if this stop wrote it (False: it was saved already)
+
+    def __str__(self) -> str:
+        return f"{self.signal_name}: stopped after optimizer step {self.opt_steps} (env step {self.env_steps})"
+
+
+class NonFiniteError(RuntimeError):
+    """A loss term, the gradient norm or the parameters went NaN or infinite."""
+
+    def __init__(self, what: str, opt_step: int | None):
+        at = f"at optimizer step {opt_step}" if opt_step is not None else "(step unknown)"
+        super().__init__(f"{what} went non-finite {at}; the run stopped and the last good checkpoint is kept")
+        self.what, self.opt_step = what, opt_step
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """Extra fields for the JSONL error record."""
+        return {"nonfinite": self.what, "nonfinite_opt_step": self.opt_step}
+
+
+class GracefulStop(Checkpoint):
+    """Stops the run at the end of the update in flight on SIGTERM/SIGINT and saves ``last_ckpt`` (module docstring);
+    also when training ends, if ``ModelCheckpoint`` left ``last_ckpt`` behind the last step.
+
+    A ``Checkpoint`` so that Lightning runs it after ``ModelCheckpoint``: its batch-end check comes after the
+    periodic save of that step, and its saves are skipped when that step is on disk already.
+
+    Args:
+        last_ckpt: where the stop's checkpoint goes (the run's ``checkpoints/last.ckpt``); None: stop without saving.
+    """
+
+    def __init__(self, last_ckpt: str | os.PathLike | None = None):
+        self.last_ckpt = None if last_ckpt is None else os.fspath(last_ckpt)
+        self.requested: str | None = None   # name of the first signal received
+        self.stop: RunStopped | None = None
+        self._previous: dict[int, Any] = {}
+        self._start_step = 0
+
+    # ---- signal handlers: set a flag; the second signal quits --------------------------------------
+    def _handle(self, signum: int, frame) -> None:
+        name = signal.Signals(signum).name
+        if self.requested is None:
+            self.requested = name
+            _say(f"\n{name}: finishing the update in flight, then saving "
+                 f"{self.last_ckpt or 'nothing (checkpointing is off)'} (send it again to quit at once without saving)")
+            return
+        _say(f"\n{name} again: quitting without saving; "
+             f"{self.last_ckpt or 'the run directory'} holds the previous complete checkpoint")
+        os._exit(128 + signum)
+
+    def _install(self) -> None:
+        for sig in _SIGNALS:
+            previous = signal.signal(sig, self._handle)
+            self._previous.setdefault(sig, previous)
+
+    def _restore(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self._previous = {}
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        # from here on a signal is a stop request, also while envs are built and kernels compile
+        if stage == "fit":
+            self.requested, self.stop = None, None
+            self._install()
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # Lightning put its own SIGTERM notifier in front of ours meanwhile: ours alone decides when to stop
+        signal.signal(signal.SIGTERM, self._handle)
+        self._start_step = trainer.global_step
+        if self.requested is not None:   # asked to stop before the first update: nothing new to save
+            raise self._stopped(pl_module, trainer)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.requested is not None:
+            raise self._stopped(pl_module, trainer)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        # Lightning's save_last writes last.ckpt when training ends only if it wrote none before: a max_steps that
+        # is not a multiple of checkpoint_every would leave last.ckpt behind the steps trained
+        self._save_last(trainer)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        try:
+            if isinstance(exception, RunStopped) and self.last_ckpt is not None:
+                exception.saved = self._save_last(trainer)
+                exception.checkpoint = self.last_ckpt if os.path.isfile(self.last_ckpt) else None
+        finally:
+            self._restore()
+
+    def _save_last(self, trainer) -> bool:
+        """Write last.ckpt unless it holds this step already (or nothing was trained); True if written."""
+        if self.last_ckpt is None or trainer.global_step <= self._start_step:
+            return False
+        if _saved_step(trainer, self.last_ckpt) == trainer.global_step:
+            return False
+        trainer.save_checkpoint(self.last_ckpt, weights_only=False)
+        return True
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        self._restore()
+
+    def _stopped(self, pl_module, trainer) -> RunStopped:
+        self.stop = RunStopped(self.requested, trainer.global_step, int(getattr(pl_module, "env_steps", 0)))
+        return self.stop
+
+
+def _saved_step(trainer, path: str) -> int | None:
+    """global_step of the last checkpoint this process wrote to ``path`` (AtomicCheckpointIO records it)."""
+    saved = getattr(trainer.strategy.checkpoint_io, "saved_steps", {})
+    return saved.get(os.path.abspath(path))
+
+
+def _say(text: str) -> None:
+    # os.write, not print: a signal can arrive while the main thread is inside sys.stderr's own write
+    try:
+        os.write(2, (text + "\n").encode())
+    except OSError:
+        pass
+
+
+class NonFiniteGuard(Callback):
+    """Stops the run when a loss term, the gradient norm or a parameter goes non-finite; never lets such a
+    state be checkpointed (module docstring). Put it after ``TrainingLog``: it acts on what the log
+    record's read found (``pl_module.nonfinite``)."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        found = getattr(pl_module, "nonfinite", None)
+        if found is not None:
+            raise NonFiniteError(*found)
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict[str, Any]) -> None:
+        find = getattr(pl_module, "find_nonfinite", None)
+        found = find() if find is not None and trainer.state.fn == "fit" else None
+        if found is not None:
+            raise NonFiniteError(*found)
+
+
+def resume_command(args: list[str], version: str | None) -> str:
+    """The command line that resumes this run: ``args`` without any ``--ckpt_path``, plus ``--ckpt_path last``
+    (and the run's ``--version``, so that a newer version of the same run name is not taken instead)."""
+    import shlex
+
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--ckpt_path", "--version"):
+            skip = True
+            continue
+        if arg.startswith(("--ckpt_path=", "--version=")):
+            continue
+        out.append(arg)
+    out += ["--ckpt_path", "last"]
+    if version is not None:
+        out += ["--version", version]
+    return "python -m gbx_lightning " + shlex.join(out)

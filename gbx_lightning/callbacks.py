@@ -197,8 +197,10 @@ class TrainingLog(Callback):
     def _wall_time(self) -> float:
         return self.wall_time_base + (time.perf_counter() - self._t_start if self._t_start else 0.0)
 
-    # ---- output ----------------------------------------------------------------------------------
-    def _write(self, obj: dict[str, Any]) -> None:
+    # ---- output (rank 0 only: under DDP every rank computes the records, reduced over ranks) ------------
+    def _write(self, trainer: Trainer, obj: dict[str, Any]) -> None:
+        if not trainer.is_global_zero:
+            return
         if self._file is None:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")
@@ -207,6 +209,8 @@ class TrainingLog(Callback):
 
     @staticmethod
     def _log(trainer: Trainer, metrics: dict[str, float], step: int) -> None:
+        if not trainer.is_global_zero:  # Lightning's loggers are rank-zero-only; a user's own may not be
+            return
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=step)
 
@@ -215,7 +219,7 @@ class TrainingLog(Callback):
         resumed = trainer.ckpt_path is not None
         env = getattr(pl_module, "env", None)
         seed = os.environ.get("PL_GLOBAL_SEED")
-        self._write({"meta": {
+        self._write(trainer, {"meta": {
             "run_id": self.run_id, "run_name": self.run_name,
             "segment": "resume" if resumed else "start",
             "resumed_from": str(trainer.ckpt_path) if resumed else None,
@@ -226,6 +230,7 @@ class TrainingLog(Callback):
             "versions": package_versions(),
             "rom_sha256": getattr(env, "rom_sha256", None),
             "device": str(trainer.strategy.root_device),
+            "world_size": trainer.world_size,
             "log_every": self.log_every,
             "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }})
@@ -255,12 +260,13 @@ class TrainingLog(Callback):
             "env_steps": env_steps, "opt_steps": opt_steps, "wall_time_s": self._wall_time(),
             "sps": (env_steps - self._interval_env_steps) / dt if dt > 0 else None,
         }
-        record.update(pl_module.stream.stats.pop() if pl_module.stream is not None else {})
+        # under DDP both are collectives (every rank is here at the same opt_steps): over all ranks' env steps
+        record.update(pl_module.stream.stats.pop(pl_module.sum_over_ranks) if pl_module.stream is not None else {})
         record.update(pl_module.pop_metrics())
         record.update({"time_act_s": act, "time_env_s": env_t, "time_update_s": upd,
                        "time_other_s": max(0.0, dt - act - env_t - upd)})
         record = {k: _clean(v) for k, v in record.items()}
-        self._write(record)
+        self._write(trainer, record)
         self._log(trainer, logger_metrics(record), env_steps)
         self.last_record = record
         self._interval_start, self._interval_env_steps, self._phase_base = now, env_steps, phases
@@ -272,9 +278,11 @@ class TrainingLog(Callback):
                    if k.startswith(("eval/", "test/"))}
         if not metrics:
             return
-        self._write({"eval": {"stage": stage, "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
-                              **metrics}})
+        self._write(trainer, {"eval": {"stage": stage, "env_steps": pl_module.env_steps,
+                                       "opt_steps": pl_module.opt_steps, **metrics}})
         self.last_eval_opt_steps = pl_module.opt_steps
+        if not trainer.is_global_zero:
+            return
         numbers = logger_metrics(metrics)
         for logger in trainer.loggers:
             if isinstance(logger, TensorBoardLogger) and trainer.state.fn == "fit" and not self._hparams_logged:
@@ -299,7 +307,7 @@ class TrainingLog(Callback):
         self._eval_record(trainer, pl_module, "test")
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        self._write({"error": {"type": type(exception).__name__, "message": str(exception),
+        self._write(trainer, {"error": {"type": type(exception).__name__, "message": str(exception),
                                "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
                                "wall_time_s": self._wall_time()}})
 
@@ -363,7 +371,8 @@ class AgentView(Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         stream = pl_module.stream
-        if not self.image_every or pl_module.opt_steps < self._next_image or stream is None or stream.obs is None:
+        if (not self.image_every or not trainer.is_global_zero or pl_module.opt_steps < self._next_image
+                or stream is None or stream.obs is None):
             return
         self._next_image = pl_module.opt_steps + self.image_every
         obs = stream.obs
@@ -377,7 +386,7 @@ class AgentView(Callback):
 
     def on_validation_end(self, trainer, pl_module) -> None:
         clip = getattr(pl_module, "last_eval_clip", None)
-        if clip is None or trainer.sanity_checking:
+        if clip is None or trainer.sanity_checking or not trainer.is_global_zero:
             return
         from gbx_lightning.emu.gif import encode_gif
 

@@ -37,7 +37,7 @@ before the first batch of a resumed run.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -93,14 +93,24 @@ class IntervalStats:
         step_sums = torch.stack([r.float() for r in rows])
         self.sums = step_sums if self.sums is None else self.sums + step_sums
 
-    def pop(self) -> dict[str, float | None]:
-        """Means over the interval since the last pop (None where undefined), with one host read."""
+    def pop(self, sum_over_ranks: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, float | None]:
+        """Means over the interval since the last pop (None where undefined), with one host read.
+
+        ``sum_over_ranks`` (DDP: every process calls ``pop`` at the same step) sums the env-step count and the
+        sums over the processes before the means are taken, so the means are over every rank's env steps and
+        episodes, not rank 0's.
+        """
         self._fold()
         steps, self.env_steps = self.env_steps, 0
         if self.sums is None or steps == 0:
             return {"reward_mean": None, "done_rate": None, "trunc_rate": None, "episodes": 0,
                     "episode_return_mean": None, "episode_length_mean": None, "success_rate": None}
-        vals = self.sums.tolist()
+        vals = self.sums
+        if sum_over_ranks is not None:
+            vals = sum_over_ranks(torch.cat([vals, vals.new_tensor([steps])]))  # a fresh tensor: reduced in place
+        vals = vals.tolist()
+        if sum_over_ranks is not None:
+            steps = int(round(vals.pop()))
         self.sums = None
         reward, done, trunc, ret, length, success = vals[:6]
         episodes = int(round(done))
@@ -127,12 +137,18 @@ class RolloutStream(IterableDataset):
         seed: seeds the first ``env.reset`` and the action-sampling generator.
         num_batches: rollouts to report as length (one Lightning epoch); ``None`` = unbounded.
         rollout_steps: T, env steps of all N envs per rollout.
+        rank, world_size: this process's global rank and the number of processes (DDP); each process has a
+            stream of its own envs. ``state_dict`` then holds every rank's state (see there).
     """
 
-    def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, rollout_steps: int = 1):
+    def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, rollout_steps: int = 1,
+                 rank: int = 0, world_size: int = 1):
         super().__init__()
         if isinstance(rollout_steps, bool) or not isinstance(rollout_steps, int) or rollout_steps < 1:
             raise ValueError(f"RolloutStream: rollout_steps must be an int >= 1, got {rollout_steps!r}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"RolloutStream: rank must be in [0, world_size={world_size}), got {rank!r}")
+        self.rank, self.world_size = int(rank), int(world_size)
         self.env = env
         self.policy = policy
         self.seed = int(seed)
@@ -164,16 +180,39 @@ class RolloutStream(IterableDataset):
             yield batch
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        """This stream's counters, RNG, env and observation; under DDP, every rank's, gathered on rank 0.
+
+        Lightning saves the train loader's state as rank 0 has it (only rank 0 writes the checkpoint), so
+        with ``world_size > 1`` this is a collective (Lightning's checkpointing runs on every rank):
+        ``{"world_size": W, "ranks": [state of rank 0, ..., rank W-1]}`` on rank 0, and each rank takes
+        its own entry back in ``load_state_dict``.
+        """
+        own = {
             "env_steps": self.env_steps,
             "iterations": self.iterations,
             "generator": self.generator.get_state(),
             "env": self.env.state_dict(),
             "obs": None if self.obs is None else self.obs.detach().cpu(),
         }
+        if self.world_size == 1:
+            return own
+        import torch.distributed as dist
+        from lightning_utilities import apply_to_collection
+
+        own = apply_to_collection(own, torch.Tensor, lambda t: t.cpu())  # pickled to rank 0: no device tensors
+        states = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(own, states, dst=0)
+        return {"world_size": self.world_size, "ranks": states}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore counters now; env, RNG and observation are applied when iteration starts."""
+        """Restore counters now; env, RNG and observation are applied when iteration starts. A DDP state
+        (``ranks``) must come from as many processes as there are now; each rank takes its own."""
+        saved = int(state.get("world_size", 1))
+        if saved != self.world_size:
+            raise ValueError(f"RolloutStream.load_state_dict: the state was saved by {saved} process(es), this run "
+                             f"has {self.world_size}; resume with the same number of processes")
+        if "ranks" in state:
+            state = state["ranks"][self.rank]
         self.env_steps = int(state["env_steps"])
         self.iterations = int(state["iterations"])
         self._restored = state

@@ -30,6 +30,7 @@ full state (RNG, env, current observation) is stored by Lightning's fit loop.
 from __future__ import annotations
 
 import inspect
+import os
 import time
 import warnings
 from typing import Any
@@ -48,7 +49,8 @@ __all__ = ["ConfigError", "LinearAnneal", "RLModule", "A2CModule", "PPOModule"]
 # checkpoints taken after the optimizer step are what we want; these Lightning hints do not apply.
 for _msg in (r".*does not have many workers.*", r".*`IterableDataset` has `__len__` defined.*",
              r".*Using ModelCheckpoint with manual optimization and every_n_train_steps.*",
-             r".*isinstance\(treespec, LeafSpec\).*", r".*is smaller than the logging interval.*"):
+             r".*isinstance\(treespec, LeafSpec\).*", r".*is smaller than the logging interval.*",
+             r".*when logging on epoch level in distributed setting.*"):  # eval metrics: reduced by _eval_step
     warnings.filterwarnings("ignore", message=_msg)
 
 
@@ -112,6 +114,21 @@ def _check_option_names(field: str, target, options: dict | None, reserved: tupl
     for key in options or {}:
         if key not in params:
             raise ConfigError(f"{field}.{key}", f"is not an option of {target.__name__}; options: {', '.join(known)}")
+
+
+def cores_per_process(trainer=None) -> int:
+    """CPU cores each training process may use: this process's cores (``os.sched_getaffinity``) over the DDP
+    processes on this node, Lightning's own rule for torch's threads (it sets ``cores // processes`` unless
+    OMP_NUM_THREADS is set); all of them with one process."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    local = getattr(trainer.strategy, "num_processes", 1) if trainer is not None else 1
+    return max(1, cores // max(1, int(local)))
+
+
+def world_size_problem(saved: int, now: int) -> str:
+    """The one-line refusal of a resume with another number of processes than the checkpoint was saved by."""
+    return (f"x trainer.num_nodes must give {saved} process(es) to resume this checkpoint (each saved its own "
+            f"envs and RNG streams), got {now}; resume with the same devices, or start a fresh run")
 
 
 class LinearAnneal:
@@ -228,8 +245,12 @@ class RLModule(LightningModule):
 
         trainer = self._attached_trainer()
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
+        options = dict(self.hparams.env_kwargs or {})
+        if (device.type == "cpu" and "cpu_threads" not in options
+                and "cpu_threads" in inspect.signature(_env_registry()[self.hparams.env]).parameters):
+            options["cpu_threads"] = cores_per_process(trainer)  # CPU DDP: K processes share the cores
         try:
-            return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
+            return make_env(self.hparams.env, num_envs=num_envs, device=device, **options)
         except (ValueError, TypeError, FileNotFoundError) as err:
             # a bad option value or file: one line naming the config field, not a traceback from inside fit
             raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {err}") from err
@@ -246,6 +267,10 @@ class RLModule(LightningModule):
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self._build_policy(self.env)
+        _, world = self.ranks()
+        if self.hparams.eval_episodes < world:
+            raise ConfigError("model.eval_episodes", f"must be >= the number of processes ({world}): the "
+                              f"evaluation episodes are split over them, got {self.hparams.eval_episodes}")
         if stage in ("validate", "test") or self.policy is None:
             self._build_policy(self._get_eval_env())
 
@@ -256,13 +281,31 @@ class RLModule(LightningModule):
         except RuntimeError:
             return None
 
+    def ranks(self) -> tuple[int, int]:
+        """(this process's global rank, number of processes); (0, 1) without a Trainer or without DDP."""
+        trainer = self._attached_trainer()
+        return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+
+    def sum_over_ranks(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over the DDP processes (Lightning's ``strategy.reduce``, in place; a collective: every
+        rank calls it at the same point); ``tensor`` itself with one process."""
+        trainer = self._attached_trainer()
+        if trainer is None or trainer.world_size == 1:
+            return tensor
+        return trainer.strategy.reduce(tensor, reduce_op="sum")
+
     def _get_eval_env(self):
         if self.eval_env is None:
-            self.eval_env = self._make_env(self.hparams.eval_episodes)
+            # DDP: the eval_episodes are split over the processes (the first eval_episodes % K take one more)
+            rank, world = self.ranks()
+            episodes = self.hparams.eval_episodes // world + (rank < self.hparams.eval_episodes % world)
+            self.eval_env = self._make_env(episodes)
         return self.eval_env
 
     @property
     def process_seed(self) -> int:
+        """The run's seed; DDP rank r seeds its stream with ``process_seed + r`` and its evaluation with
+        ``eval_seed + r``, so the processes play different episodes."""
         return int(self.hparams.seed) if self.hparams.seed is not None else torch.initial_seed() % (1 << 31)
 
     def configure_optimizers(self):
@@ -276,8 +319,10 @@ class RLModule(LightningModule):
         num_batches = UNBOUNDED
         if self.trainer.max_steps > 0:
             num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
-        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout())
-        self.stream.env_steps = self._restored_env_steps
+        rank, world = self.ranks()
+        self.stream = RolloutStream(self.env, self.policy, self.process_seed + rank, num_batches,
+                                    self.steps_per_rollout(), rank=rank, world_size=world)
+        self.stream.env_steps = self._restored_env_steps // world  # this rank's share (its own state, on resume)
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx: int):
@@ -287,13 +332,22 @@ class RLModule(LightningModule):
     # ---- step counters and checkpoint -----------------------------------------------------------
     @property
     def env_steps(self) -> int:
-        return self.stream.env_steps if self.stream is not None else self._restored_env_steps
+        """Env transitions of the whole run, all processes' envs counted: under DDP every rank steps the same
+        ``num_envs`` envs in lockstep (one rollout per batch), so the sum is its own count times the ranks."""
+        if self.stream is None:
+            return self._restored_env_steps
+        return self.stream.env_steps * self.stream.world_size
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps}
+        checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps,
+                             "world_size": self.ranks()[1]}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         counters = checkpoint.get("gbx", {})
+        trainer = self._attached_trainer()
+        saved, world = int(counters.get("world_size", 1)), self.ranks()[1]
+        if trainer is not None and trainer.state.fn == "fit" and saved != world:
+            raise ConfigError("trainer.devices", world_size_problem(saved, world))
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
 
@@ -354,11 +408,14 @@ class RLModule(LightningModule):
                 self._metric_sums, self._metric_counts = self._metric_sums + sums, self._metric_counts + counts
 
     def pop_metrics(self) -> dict[str, float | None]:
-        """Means of the tracked losses and grad norms since the last call, plus lr (one host read)."""
+        """Means of the tracked losses and grad norms since the last call, plus lr (one host read). Under DDP a
+        collective: the means are over every rank's optimizer steps."""
         self._fold_metrics()
         out: dict[str, float | None] = {}
         if self._metric_sums is not None:
-            means = (self._metric_sums / self._metric_counts).tolist()
+            k = self._metric_sums.numel()
+            packed = self.sum_over_ranks(torch.cat([self._metric_sums, self._metric_counts.to(self._metric_sums)]))
+            means = (packed[:k] / packed[k:]).tolist()
             for name, v in zip(self._metric_names + ["grad_norm"], means):
                 out[self._LOG_NAMES.get(name, name)] = v
             self._metric_sums = self._metric_counts = None
@@ -368,8 +425,9 @@ class RLModule(LightningModule):
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
-        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed,
-                            greedy=self.hparams.eval_greedy, record_clip=True)
+        rank, _ = self.ranks()
+        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed + rank,
+                            greedy=self.hparams.eval_greedy, record_clip=rank == 0)
 
     def val_dataloader(self):
         return self._eval_loader()
@@ -379,21 +437,29 @@ class RLModule(LightningModule):
 
     def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str) -> None:
         """Success rate over all evaluation episodes (one that did not finish counts as a failure), the
-        other means over finished episodes; ``steps_to_success`` over successful ones (NaN if none)."""
+        other means over finished episodes; ``steps_to_success`` over successful ones (NaN if none).
+
+        Under DDP each rank ran its share of the episodes: the sums are added over the ranks (one collective)
+        before dividing, so the means are over all episodes (a mean of per-rank means would weigh them wrongly).
+        """
         self.last_eval_clip = batch.get("clip")
         finished = batch["finished"]
-        count = finished.sum()
-        denom = count.clamp(min=1).float()
         wins = (batch["success"] & finished).float()
-        metrics = {f"{prefix}/episodes": count.float(),
-                   f"{prefix}/return_mean": (batch["episode_return"].float() * finished).sum() / denom,
-                   f"{prefix}/success_rate": wins.mean(),
-                   f"{prefix}/steps_to_success": (batch["episode_length"].float() * wins).sum() / wins.sum(),
-                   f"{prefix}/length_mean": (batch["episode_length"].float() * finished).sum() / denom}
-        for k, v in batch.items():
-            if k not in ("finished", "episode_return", "success", "episode_length", "clip"):
-                metrics[f"{prefix}/{k}_mean"] = (v.float() * finished).sum() / denom
-        # logger=False: the JSONL/logger callback (TrainingLog) records eval results against env_steps
+        extras = [k for k in batch if k not in ("finished", "episode_return", "success", "episode_length", "clip")]
+        sums = torch.stack([finished.float().sum(), finished.new_tensor(finished.shape[0], dtype=torch.float),
+                            (batch["episode_return"].float() * finished).sum(), wins.sum(),
+                            (batch["episode_length"].float() * wins).sum(),
+                            (batch["episode_length"].float() * finished).sum()]
+                           + [(batch[k].float() * finished).sum() for k in extras])
+        ended, total, ret, won, won_length, length, *extra_sums = self.sum_over_ranks(sums)
+        denom = ended.clamp(min=1)
+        metrics = {f"{prefix}/episodes": ended, f"{prefix}/return_mean": ret / denom,
+                   f"{prefix}/success_rate": won / total, f"{prefix}/steps_to_success": won_length / won,
+                   f"{prefix}/length_mean": length / denom}
+        for k, v in zip(extras, extra_sums):
+            metrics[f"{prefix}/{k}_mean"] = v / denom
+        # logger=False: the JSONL/logger callback (TrainingLog) records eval results against env_steps; no
+        # sync_dist: the values are already over all ranks
         self.log_dict(metrics, logger=False, batch_size=int(finished.shape[0]))
 
     def validation_step(self, batch, batch_idx):

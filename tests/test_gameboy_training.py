@@ -68,7 +68,7 @@ def trained(tmp_path_factory):
 def test_resumed_game_boy_run_equals_the_uninterrupted_one(trained):
     cfg, runs = trained
     ckpt = torch.load(runs / "gb" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
-    assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12}
+    assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12, "world_size": 1}
     env_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]
     assert env_state["rom_sha256"] and env_state["machines"]["wram"].shape == (3, 8192)
     meta, steps, evals = _records(runs / "gb" / "version_0" / "train.jsonl")

@@ -246,9 +246,11 @@ class RLModule(LightningModule):
         trainer = self._attached_trainer()
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
         options = dict(self.hparams.env_kwargs or {})
-        if (device.type == "cpu" and "cpu_threads" not in options
-                and "cpu_threads" in inspect.signature(_env_registry()[self.hparams.env]).parameters):
-            options["cpu_threads"] = cores_per_process(trainer)  # CPU DDP: K processes share the cores
+        threads = inspect.signature(_env_registry()[self.hparams.env]).parameters.get("cpu_threads")
+        if device.type == "cpu" and "cpu_threads" not in options and threads is not None and threads.default is None:
+            # an env whose default is "every core" (GameBoyEnv) gets this process's share: K DDP processes on a
+            # node would otherwise each start one launch thread per core
+            options["cpu_threads"] = cores_per_process(trainer)
         try:
             return make_env(self.hparams.env, num_envs=num_envs, device=device, **options)
         except (ValueError, TypeError, FileNotFoundError) as err:

@@ -77,6 +77,7 @@ progress_refresh: 0
 
 
 def _ddp_fit(cfg: Path, runs: Path, probe: Path, *extra) -> None:
+    """`fit` as a user types it; Lightning's launcher starts rank 1 by running the same command again."""
     probe.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
            "GBX_PROBE_DIR": str(probe)}

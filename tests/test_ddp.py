@@ -208,3 +208,64 @@ def test_game_boy_a2c_under_ddp_with_each_rank_on_its_share_of_the_cores(tmp_pat
     share = max(1, len(os.sched_getaffinity(0)) // 2)
     for rank in (rank0, rank1):
         assert rank["torch_threads"] == share and rank["env_shards"] == min(share, 2)
+
+
+def test_processes_started_by_lightning_take_rank_0s_run(monkeypatch, tmp_path):
+    """Lightning's launcher re-runs the command for ranks 1..K-1 with rank 0's environment: they take its run
+    directory and checkpoint instead of resolving them again (rank 0 may have created version_N by then)."""
+    from gbx_lightning import cli
+
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    cli._share_run(tmp_path / "version_3", "ckpt")  # rank 0, as its command parses
+    shared = json.loads(os.environ[cli._RUN_ENV])
+    assert shared == {"parent": os.getpid(), "run_dir": str(tmp_path / "version_3"), "ckpt_path": "ckpt"}
+    assert cli._run_of_launching_process() is None  # rank 0 itself (no LOCAL_RANK) resolves on its own
+    monkeypatch.setenv(cli._RUN_ENV, json.dumps({**shared, "parent": os.getppid()}))
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert cli._run_of_launching_process() == (tmp_path / "version_3", "ckpt")  # a child of that rank 0
+    monkeypatch.setenv(cli._RUN_ENV, json.dumps({**shared, "parent": os.getppid() + 1}))
+    assert cli._run_of_launching_process() is None  # a stale choice of another process: not ours
+    monkeypatch.delenv(cli._RUN_ENV)
+
+
+def test_ranks_that_chose_different_runs_stop_with_one_line():
+    """torchrun/SLURM start every rank themselves and each resolves the run: a disagreement is an error on all."""
+    from types import SimpleNamespace
+
+    from gbx_lightning.cli import ProcessCheck, RunError
+
+    decisions = []
+    strategy = SimpleNamespace(broadcast=lambda obj, src=0: ("runs/a/version_0", None),
+                               reduce_boolean_decision=lambda ok, all=True: decisions.append(ok) or ok)
+    trainer = SimpleNamespace(world_size=2, global_rank=1, strategy=strategy)
+    ProcessCheck("runs/a/version_0", None, None).setup(trainer, None, "fit")
+    with pytest.raises(RunError, match=r"^the processes chose different runs: rank 1 run directory and checkpoint "
+                                       r"\('runs/a/version_1', None\), rank 0 \('runs/a/version_0', None\)"):
+        ProcessCheck("runs/a/version_1", None, None).setup(trainer, None, "fit")
+    assert decisions == [True, False]
+
+
+def test_interval_stats_are_means_over_every_ranks_steps_and_episodes():
+    """Rank 0: 2 envs x 2 steps, one episode (return 3, success); rank 1: 2 envs x 1 step, two episodes (returns
+    -1 and 0, no success). Over both: 6 env steps, 3 episodes, rewards 4 - 1 = 3 (a mean of the ranks' means
+    would give other numbers)."""
+    import torch
+
+    from gbx_lightning.data import IntervalStats
+
+    def step(stats, rewards, done, returns, success):  # envs report episode values where one ended, else 0
+        n = len(rewards)
+        stats.add(torch.tensor(rewards), torch.tensor(done), torch.zeros(n, dtype=torch.bool),
+                  {"episode_return": torch.tensor(returns), "episode_length": 2 * torch.tensor(done).int(),
+                   "success": torch.tensor(success)})
+
+    rank0, rank1 = IntervalStats(), IntervalStats()
+    step(rank0, [1.0, 0.0], [False, False], [0.0, 0.0], [False, False])
+    step(rank0, [3.0, 0.0], [True, False], [3.0, 0.0], [True, False])
+    step(rank1, [-1.0, 0.0], [True, True], [-1.0, 0.0], [False, False])
+    sent = []
+    rank1.pop(lambda t: sent.append(t.clone()) or t)           # rank 1's part of the all-reduce
+    out = rank0.pop(lambda t: t + sent[0])                      # what the all-reduce gives rank 0
+    assert out["episodes"] == 3 and out["reward_mean"] == pytest.approx(3 / 6)
+    assert out["done_rate"] == pytest.approx(3 / 6) and out["episode_return_mean"] == pytest.approx(2 / 3)
+    assert out["success_rate"] == pytest.approx(1 / 3) and out["episode_length_mean"] == 2

@@ -55,6 +55,10 @@ time_update_s               time/update_s                       training_step (b
 time_other_s                time/other_s                        the rest: Lightning's loop, logging, checkpoints
 ==========================  ==================================  ================================================
 
+Under DDP every rank computes each record at the same optimizer step (statistics and losses summed
+over the ranks, env_steps counting all of them) and rank 0 alone writes it: one JSONL, one set of
+logger curves; ``time_*_s`` are rank 0's.
+
 Loss means leave out non-finite values (explained variance is undefined when the returns did not
 vary); a key with nothing to average is null in the JSONL and absent for the loggers. On CUDA the
 phase times measure launch time unless the work synchronises. TensorBoard also gets the run's

@@ -17,6 +17,10 @@ status 2 (no traceback):
 * ``validate``/``test`` with nothing to evaluate (without ``--ckpt_path`` they evaluate the run's
   last checkpoint, and say so).
 
+DDP (``--trainer.strategy ddp --trainer.devices K``, or torchrun/SLURM): every process runs this CLI;
+rank 0 decides the run directory and checkpoint (``_share_run``; ``ProcessCheck`` stops ranks that
+disagree), writes everything, and the other ranks write nothing. Other strategies are refused.
+
 What the given config says wins over what a checkpoint stored: ``--ckpt_path`` restores run state
 (weights, optimizer, env, RNG, counters), not hyper-parameters (LightningCLI would otherwise parse
 the checkpoint's hyper-parameters over the config: the path is handed to it only after parsing).

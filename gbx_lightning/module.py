@@ -25,6 +25,14 @@ Where things live: the env and the policy are built in ``setup`` (after config v
 the Trainer's device; the env's observation shape sizes the policy). ``env_steps`` (owned by the
 stream) and ``opt_steps`` are stored in every checkpoint under ``checkpoint["gbx"]``; the stream's
 full state (RNG, env, current observation) is stored by Lightning's fit loop.
+
+DDP (``--trainer.strategy ddp --trainer.devices K``): every process builds ``num_envs`` envs of its
+own (per process, as Lightning's batch size is per device) with its seeds offset by its rank, and
+``training_step`` runs unchanged: ``manual_backward`` lets DDP all-reduce (average) the gradients,
+so the weights stay equal on every rank. ``env_steps`` counts all processes' env steps; training
+statistics and evaluation results are summed over the ranks before they are logged
+(``sum_over_ranks``); ``eval_episodes`` is split over the ranks. A checkpoint records the number of
+processes (``checkpoint["gbx"]["world_size"]``): resuming with another is refused.
 """
 
 from __future__ import annotations

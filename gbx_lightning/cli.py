@@ -369,6 +369,10 @@ class GbxCLI(LightningCLI):
             trainer = super().instantiate_trainer(**kwargs)
         except (MisconfigurationException, ValueError, ImportError) as err:  # Lightning's own checks of its options
             raise ConfigError("trainer", f"rejected by Lightning: {_first_line(err)}") from None
+        episodes = self.model.hparams.eval_episodes
+        if episodes < trainer.world_size:  # before any process starts (the module checks again in setup)
+            raise ConfigError("model.eval_episodes", f"must be >= the number of processes ({trainer.world_size}): "
+                              f"the evaluation episodes are split over them, got {episodes}")
         if trainer.world_size > 1:
             # a checkpoint is a collective under DDP (every rank's stream state is gathered); a crash or Ctrl-C
             # reaches the ranks at different points, so there the last scheduled checkpoint stands

@@ -269,3 +269,17 @@ def test_interval_stats_are_means_over_every_ranks_steps_and_episodes():
     assert out["episodes"] == 3 and out["reward_mean"] == pytest.approx(3 / 6)
     assert out["done_rate"] == pytest.approx(3 / 6) and out["episode_return_mean"] == pytest.approx(2 / 3)
     assert out["success_rate"] == pytest.approx(1 / 3) and out["episode_length_mean"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model.init_args.eval_episodes", "1"],
+     "model.eval_episodes must be >= the number of processes (2): the evaluation episodes are split over them, got 1"),
+    (["--trainer.strategy", "deepspeed"], "trainer.strategy must be auto or ddp (or DDPStrategy with options): each "
+     "process steps its own envs and DDP all-reduces the gradients, got 'deepspeed'"),
+])
+def test_what_ddp_refuses_before_any_process_starts(tmp_path, capsys, args, message):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_PPO)
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs"), *args]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"config error: {message}"
+    assert not (tmp_path / "runs").exists()

@@ -62,6 +62,10 @@ time_update_s               time/update_s                       training_step (b
 time_other_s                time/other_s                        the rest: Lightning's loop, logging, checkpoints
 ==========================  ==================================  ================================================
 
+Under DDP every rank computes each record at the same optimizer step (statistics and losses summed
+over the ranks, env_steps counting all of them) and rank 0 alone writes it: one JSONL, one set of
+logger curves; ``time_*_s`` are rank 0's.
+
 Loss means leave out non-finite values (explained variance is undefined when the returns did not
 vary); a key with nothing to average is null in the JSONL and absent for the loggers. On CUDA the
 phase times measure launch time unless the work synchronises. TensorBoard also gets the run's
@@ -204,8 +208,10 @@ class TrainingLog(Callback):
     def _wall_time(self) -> float:
         return self.wall_time_base + (time.perf_counter() - self._t_start if self._t_start else 0.0)
 
-    # ---- output ----------------------------------------------------------------------------------
-    def _write(self, obj: dict[str, Any]) -> None:
+    # ---- output (rank 0 only: under DDP every rank computes the records, reduced over ranks) ------------
+    def _write(self, trainer: Trainer, obj: dict[str, Any]) -> None:
+        if not trainer.is_global_zero:
+            return
         if self._file is None:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             drop_torn_line(self.path)
@@ -215,6 +221,8 @@ class TrainingLog(Callback):
 
     @staticmethod
     def _log(trainer: Trainer, metrics: dict[str, float], step: int) -> None:
+        if not trainer.is_global_zero:  # Lightning's loggers are rank-zero-only; a user's own may not be
+            return
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=step)
 
@@ -223,7 +231,7 @@ class TrainingLog(Callback):
         resumed = trainer.ckpt_path is not None
         env = getattr(pl_module, "env", None)
         seed = os.environ.get("PL_GLOBAL_SEED")
-        self._write({"meta": {
+        self._write(trainer, {"meta": {
             "run_id": self.run_id, "run_name": self.run_name,
             "segment": "resume" if resumed else "start",
             "resumed_from": str(trainer.ckpt_path) if resumed else None,
@@ -234,6 +242,7 @@ class TrainingLog(Callback):
             "versions": package_versions(),
             "rom_sha256": getattr(env, "rom_sha256", None),
             "device": str(trainer.strategy.root_device),
+            "world_size": trainer.world_size,
             "log_every": self.log_every,
             "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "env_state": getattr(pl_module, "restored_env_state", None) if resumed else None,
@@ -264,12 +273,13 @@ class TrainingLog(Callback):
             "env_steps": env_steps, "opt_steps": opt_steps, "wall_time_s": self._wall_time(),
             "sps": (env_steps - self._interval_env_steps) / dt if dt > 0 else None,
         }
-        record.update(pl_module.stream.stats.pop() if pl_module.stream is not None else {})
+        # under DDP both are collectives (every rank is here at the same opt_steps): over all ranks' env steps
+        record.update(pl_module.stream.stats.pop(pl_module.sum_over_ranks) if pl_module.stream is not None else {})
         record.update(pl_module.pop_metrics())
         record.update({"time_act_s": act, "time_env_s": env_t, "time_update_s": upd,
                        "time_other_s": max(0.0, dt - act - env_t - upd)})
         record = {k: _clean(v) for k, v in record.items()}
-        self._write(record)
+        self._write(trainer, record)
         self._log(trainer, logger_metrics(record), env_steps)
         self.last_record = record
         self._interval_start, self._interval_env_steps, self._phase_base = now, env_steps, phases
@@ -281,9 +291,11 @@ class TrainingLog(Callback):
                    if k.startswith(("eval/", "test/"))}
         if not metrics:
             return
-        self._write({"eval": {"stage": stage, "env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps,
-                              **metrics}})
+        self._write(trainer, {"eval": {"stage": stage, "env_steps": pl_module.env_steps,
+                                       "opt_steps": pl_module.opt_steps, **metrics}})
         self.last_eval_opt_steps = pl_module.opt_steps
+        if not trainer.is_global_zero:
+            return
         numbers = logger_metrics(metrics)
         for logger in trainer.loggers:
             if isinstance(logger, TensorBoardLogger) and trainer.state.fn == "fit" and not self._hparams_logged:
@@ -312,10 +324,10 @@ class TrainingLog(Callback):
 
         where = {"env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps, "wall_time_s": self._wall_time()}
         if isinstance(exception, RunStopped):   # asked to stop (SIGTERM, Ctrl-C): not an error
-            self._write({"stop": {"signal": exception.signal_name, **where}})
+            self._write(trainer, {"stop": {"signal": exception.signal_name, **where}})
             return
-        self._write({"error": {"type": type(exception).__name__, "message": str(exception), **where,
-                               **getattr(exception, "record", {})}})
+        self._write(trainer, {"error": {"type": type(exception).__name__, "message": str(exception), **where,
+                                        **getattr(exception, "record", {})}})
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         if self._file is not None:
@@ -377,7 +389,8 @@ class AgentView(Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         stream = pl_module.stream
-        if not self.image_every or pl_module.opt_steps < self._next_image or stream is None or stream.obs is None:
+        if (not self.image_every or not trainer.is_global_zero or pl_module.opt_steps < self._next_image
+                or stream is None or stream.obs is None):
             return
         self._next_image = pl_module.opt_steps + self.image_every
         obs = stream.obs
@@ -391,7 +404,7 @@ class AgentView(Callback):
 
     def on_validation_end(self, trainer, pl_module) -> None:
         clip = getattr(pl_module, "last_eval_clip", None)
-        if clip is None or trainer.sanity_checking:
+        if clip is None or trainer.sanity_checking or not trainer.is_global_zero:
             return
         from gbx_lightning.emu.gif import encode_gif
 

@@ -22,6 +22,10 @@ status 2 (no traceback):
 SIGTERM and Ctrl-C stop ``fit`` between two updates, save and print how to resume (exit status 0);
 a non-finite loss, gradient or parameter stops it with exit status 1 (``gbx_lightning.safety``).
 
+DDP (``--trainer.strategy ddp --trainer.devices K``, or torchrun/SLURM): every process runs this CLI;
+rank 0 decides the run directory and checkpoint (``_share_run``; ``ProcessCheck`` stops ranks that
+disagree), writes everything, and the other ranks write nothing. Other strategies are refused.
+
 What the given config says wins over what a checkpoint stored: ``--ckpt_path`` restores run state
 (weights, optimizer, env, RNG, counters), not hyper-parameters (LightningCLI would otherwise parse
 the checkpoint's hyper-parameters over the config: the path is handed to it only after parsing).
@@ -29,6 +33,7 @@ the checkpoint's hyper-parameters over the config: the path is handed to it only
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -37,14 +42,15 @@ from typing import Any, Optional
 
 from jsonargparse import ArgumentError, Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import number_problem
-from gbx_lightning.module import ConfigError, RLModule
+from gbx_lightning.module import ConfigError, RLModule, world_size_problem
 from gbx_lightning.safety import GracefulStop, NonFiniteError, NonFiniteGuard, RunStopped, resume_command
 
 __all__ = ["GbxCLI", "GbxTrainer", "RunError", "main", "resolve_run_dir"]
@@ -80,15 +86,17 @@ class RunConfig(SaveConfigCallback):
     in, no checkpoint path or version (a fresh ``fit`` of it starts the next version; add
     ``--ckpt_path last`` to resume)."""
 
-    def __init__(self, parser, config, run_name: str = "run", **kwargs):
+    def __init__(self, parser, config, run_name: str = "run", run_dir: str | None = None, **kwargs):
         super().__init__(parser, config, save_to_log_dir=False, **kwargs)
-        self.run_name = run_name
+        self.run_name, self.run_dir = run_name, run_dir
 
     def save_config(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        # called on rank 0 only: the run directory the CLI resolved, not trainer.log_dir (a DDP collective)
+        run_dir = self.run_dir or trainer.log_dir
         config = self.config.clone()
         config.run_name, config.ckpt_path, config.version = self.run_name, None, None
-        os.makedirs(trainer.log_dir, exist_ok=True)
-        self.parser.save(config, os.path.join(trainer.log_dir, self.config_filename), skip_none=False,
+        os.makedirs(run_dir, exist_ok=True)
+        self.parser.save(config, os.path.join(run_dir, self.config_filename), skip_none=False,
                          overwrite=True, multifile=self.multifile)
 
 
@@ -140,15 +148,77 @@ def resolve_run_dir(base: Path, subcommand: str, ckpt_path: str | None, version:
     return base / f"version_{versions[-1] + 1 if versions else 0}", str(ckpt)
 
 
-def _checkpoint_env_steps(path: str) -> int:
-    """env_steps stored in a checkpoint (for TensorBoard's purge_step), read without loading the tensors."""
+def _checkpoint_counters(path: str) -> dict:
+    """A checkpoint's ``gbx`` entry (env_steps, opt_steps, world_size), read without loading the tensors."""
     import torch
 
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception:  # not a zip checkpoint, or a non-tensor object in it: the slow, trusting way
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    return int(ckpt.get("gbx", {}).get("env_steps", 0))
+    return dict(ckpt.get("gbx", {}))
+
+
+# ---- DDP: one run, many processes ---------------------------------------------------------------------------
+_RUN_ENV = "GBX_LIGHTNING_RUN"  # rank 0's run directory and checkpoint, for the processes Lightning starts
+
+
+def _share_run(run_dir: Path, ckpt_path: str | None) -> None:
+    """Rank 0 decides the run (a fresh fit's version_N, the checkpoint of ``last``): Lightning's CPU/GPU DDP
+    launcher starts ranks 1..K-1 by re-running this command with this process's environment, and they take
+    this choice instead of resolving again (rank 0 may have created version_N by then)."""
+    os.environ[_RUN_ENV] = json.dumps({"parent": os.getpid(), "run_dir": str(run_dir), "ckpt_path": ckpt_path})
+
+
+def _run_of_launching_process() -> tuple[Path, str | None] | None:
+    """Rank 0's choice when Lightning's launcher started this process (LOCAL_RANK > 0, rank 0 its parent)."""
+    try:
+        info = json.loads(os.environ.get(_RUN_ENV) or "null")
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    except ValueError:
+        return None
+    if not info or local_rank == 0 or info.get("parent") != os.getppid():
+        return None
+    return Path(info["run_dir"]), info["ckpt_path"]
+
+
+_DDP_STRATEGIES = ("auto", "ddp", "single_device")
+
+
+def _check_strategy(subcommand: str, trainer) -> None:
+    """DDP (one process per device, each stepping its own envs) is how a run scales out; other strategies and
+    launchers are untested here and refused in one line. ``play`` is one process."""
+    strategy = trainer.get("strategy")
+    name = strategy.get("class_path", "") if isinstance(strategy, (dict, Namespace)) else strategy
+    if not (name is None or name in _DDP_STRATEGIES or str(name).endswith("DDPStrategy")):
+        raise ConfigError("trainer.strategy", f"must be auto or ddp (or DDPStrategy with options): each process "
+                          f"steps its own envs and DDP all-reduces the gradients, got {name!r}")
+    if subcommand == "play":
+        for field in ("devices", "num_nodes"):
+            if trainer.get(field) not in (1, "1", "auto", None):
+                raise ConfigError(f"trainer.{field}", f"must be 1 for play (one process), got {trainer.get(field)}")
+
+
+class ProcessCheck(Callback):
+    """Once the DDP processes exist (``setup``): every rank must have chosen rank 0's run directory and
+    checkpoint (with torchrun or SLURM each rank resolves them itself), and ``--torch_threads`` is applied
+    again (Lightning's DDP launcher sets torch's threads to cores // processes after the CLI did)."""
+
+    def __init__(self, run_dir: str, ckpt_path: str | None, torch_threads: int | None):
+        self.choice, self.torch_threads = (run_dir, ckpt_path), torch_threads
+
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if self.torch_threads:
+            import torch
+
+            torch.set_num_threads(self.torch_threads)
+        if trainer.world_size == 1:
+            return
+        rank0 = trainer.strategy.broadcast(self.choice, src=0)
+        if not trainer.strategy.reduce_boolean_decision(rank0 == self.choice, all=True):
+            raise RunError(f"the processes chose different runs: rank {trainer.global_rank} run directory and "
+                           f"checkpoint {self.choice}, rank 0 {rank0}; start every rank in the same directory with "
+                           f"the same arguments (and --version N to name the run)")
 
 
 class GbxCLI(LightningCLI):
@@ -246,10 +316,7 @@ class GbxCLI(LightningCLI):
         if trainer.get("gradient_clip_val") is not None:
             raise ConfigError("trainer.gradient_clip_val", f"must be null (the algorithms clip in training_step: set "
                               f"model.max_grad_norm), got {trainer.gradient_clip_val}")
-        if trainer.get("devices") not in (1, "1", "auto", None) or trainer.get("num_nodes") not in (1, None):
-            field = "devices" if trainer.get("devices") not in (1, "1", "auto", None) else "num_nodes"
-            raise ConfigError(f"trainer.{field}", f"must be 1 (one process steps the envs and trains), got "
-                              f"{trainer.get(field)}")
+        _check_strategy(self.subcommand, trainer)
         bounds = {"checkpoint_every": dict(low=1), "log_every": dict(low=1), "progress_refresh": dict(low=0),
                   "image_every": dict(low=0), "checkpoint_keep": dict(low=-1), "version": dict(low=0, none="null"),
                   "torch_threads": dict(low=1, none="null")}
@@ -278,17 +345,23 @@ class GbxCLI(LightningCLI):
             raise ConfigError("run_name", f"must be a plain directory name (no '/', not '..'), got {name!r}")
         self.run_name = name
         given = cfg.get("ckpt_path")
-        self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
-                                                       cfg.get("version"))
         global _fresh_run_dir
-        _fresh_run_dir = self.run_dir if self.subcommand == "fit" and not self.run_dir.exists() else None
-        if given is None and self.ckpt_path is not None:
+        inherited = _run_of_launching_process()
+        if inherited is not None:  # a DDP process Lightning started: rank 0 has decided (see _share_run)
+            self.run_dir, self.ckpt_path = inherited
+            _fresh_run_dir = None
+        else:
+            self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
+                                                           cfg.get("version"))
+            _share_run(self.run_dir, self.ckpt_path)
+            _fresh_run_dir = self.run_dir if self.subcommand == "fit" and not self.run_dir.exists() else None
+        if given is None and self.ckpt_path is not None and rank_zero_only.rank == 0:
             print(f"{self.subcommand}: no --ckpt_path given: evaluating {self.ckpt_path}", file=sys.stderr, flush=True)
         cfg.ckpt_path = None  # until before_instantiate_classes: LightningCLI's parsing must not read the checkpoint
         if self.subcommand != "fit":
             self.save_config_callback = None  # config.yaml describes the training run; keep it
         else:
-            self.save_config_kwargs = {**self.save_config_kwargs, "run_name": name}
+            self.save_config_kwargs = {**self.save_config_kwargs, "run_name": name, "run_dir": str(self.run_dir)}
 
     # ---- wiring the Trainer ----------------------------------------------------------------------
     def instantiate_trainer(self, **kwargs: Any):
@@ -300,6 +373,7 @@ class GbxCLI(LightningCLI):
         run_dir = self.run_dir
         trainer_cfg = self.config_init[self.subcommand].get("trainer") or {}
         callbacks = list(trainer_cfg.get("callbacks") or [])
+        callbacks.append(ProcessCheck(str(run_dir), self.ckpt_path, cfg.get("torch_threads")))
         self.training_log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
                                         run_name=self.run_name)
         self.model.env_state_max_bytes = int(cfg.env_state_max_mb * (1 << 20))
@@ -326,9 +400,23 @@ class GbxCLI(LightningCLI):
                       default_root_dir=str(run_dir), plugins=plugins + [AtomicCheckpointIO()],
                       enable_progress_bar=show_bar)
         try:
-            return super().instantiate_trainer(**kwargs)
+            trainer = super().instantiate_trainer(**kwargs)
         except (MisconfigurationException, ValueError, TypeError, ImportError) as err:  # Lightning's checks of its options
             raise ConfigError("trainer", f"rejected by Lightning: {_first_line(err)}") from None
+        episodes = self.model.hparams.eval_episodes
+        if episodes < trainer.world_size:  # before any process starts (the module checks again in setup)
+            raise ConfigError("model.eval_episodes", f"must be >= the number of processes ({trainer.world_size}): "
+                              f"the evaluation episodes are split over them, got {episodes}")
+        if trainer.world_size > 1:
+            # a checkpoint is a collective under DDP (every rank's stream state is gathered); a crash or Ctrl-C
+            # reaches the ranks at different points, so there the last scheduled checkpoint stands
+            for callback in trainer.checkpoint_callbacks:
+                callback.save_on_exception = False
+        if self.subcommand == "fit" and self.ckpt_path is not None:
+            saved = int(_checkpoint_counters(self.ckpt_path).get("world_size", 1))
+            if saved != trainer.world_size:  # before any env is built (the module checks again on restore)
+                raise ConfigError("trainer.devices", world_size_problem(saved, trainer.world_size))
+        return trainer
 
     def _loggers(self, user) -> Any:
         """Ours (TensorBoard in the run directory) first, then the config's own (CSV, W&B, MLflow, ...);
@@ -338,7 +426,7 @@ class GbxCLI(LightningCLI):
         purge = None
         if self.subcommand == "fit" and self.ckpt_path is not None:
             # a crashed run may have logged past its last checkpoint: TensorBoard hides those points
-            purge = _checkpoint_env_steps(self.ckpt_path) + 1
+            purge = int(_checkpoint_counters(self.ckpt_path).get("env_steps", 0)) + 1
         ours = TensorBoardLogger(save_dir=str(self.run_dir.parent.parent), name=self.run_dir.parent.name,
                                  version=self.run_dir.name, default_hp_metric=False, purge_step=purge)
         if user is None or user is True:
@@ -347,8 +435,9 @@ class GbxCLI(LightningCLI):
 
     # ---- telling the user where things are ---------------------------------------------------------
     def before_fit(self) -> None:
-        print(f"run directory: {self.run_dir}  (watch: tensorboard --logdir {self.run_dir.parent.parent})",
-              file=sys.stderr, flush=True)
+        if rank_zero_only.rank == 0:
+            print(f"run directory: {self.run_dir}  (watch: tensorboard --logdir {self.run_dir.parent.parent})",
+                  file=sys.stderr, flush=True)
 
     def after_fit(self) -> None:
         trainer, log = self.trainer, self.training_log
@@ -356,7 +445,7 @@ class GbxCLI(LightningCLI):
                 and log.last_eval_opt_steps != self.model.opt_steps):
             trainer.validate(self.model, verbose=False)  # the final evaluation, when no scheduled one fell on the end
         last = self.run_dir / "checkpoints" / "last.ckpt"
-        if last.is_file():
+        if last.is_file() and trainer.is_global_zero:
             print(f"saved {last}; to continue, run the same command with --ckpt_path last "
                   f"(and a larger --trainer.max_steps)", file=sys.stderr, flush=True)
 
@@ -474,6 +563,8 @@ def _forget_fresh_run() -> None:
     """A fresh fit refused before its first checkpoint (a bad env option found by the env itself) leaves
     no version directory behind: the next fit takes the same version, as if nothing had run."""
     run_dir = _fresh_run_dir
+    if rank_zero_only.rank != 0:  # rank 0 owns the run directory
+        return
     if run_dir is not None and run_dir.is_dir() and not (run_dir / "checkpoints").exists():
         import shutil
 
@@ -502,6 +593,8 @@ def main(args: list[str] | None = None) -> int:
         raise SystemExit(2) from None
     except RunStopped as stop:  # SIGTERM / Ctrl-C, between two updates (gbx_lightning.safety)
         _forget_fresh_run()
+        if rank_zero_only.rank != 0:   # DDP: rank 0 says it
+            return 0
         if stop.checkpoint is None:
             print(f"{stop}; no checkpoint to resume from: run the same command to start again", file=sys.stderr)
             return 0
@@ -512,4 +605,6 @@ def main(args: list[str] | None = None) -> int:
     except NonFiniteError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    finally:
+        os.environ.pop(_RUN_ENV, None)  # rank 0's choice is for the processes this command started
     return 0

@@ -31,13 +31,15 @@ parallel.
 The stream is stateful (``state_dict``/``load_state_dict``: counters, sampling RNG, env state,
 current observation). Lightning's fit loop saves the state of every train loader that has these
 methods in each checkpoint (``loops.fit_loop.state_dict["combined_loader"]``) and restores it
-before the first batch of a resumed run.
+before the first batch of a resumed run. Under DDP every rank has a stream of its own envs, and
+Lightning keeps rank 0's loader state only: ``state_dict`` gathers every rank's on rank 0 and each
+rank takes its own back (``RolloutStream.state_dict``).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -106,14 +108,24 @@ class IntervalStats:
         cols = [c.to(device) for c in state["pending"]] if state["pending"] is not None else []
         self._pending = list(zip(*[list(c) for c in cols])) if cols else []
 
-    def pop(self) -> dict[str, float | None]:
-        """Means over the interval since the last pop (None where undefined), with one host read."""
+    def pop(self, sum_over_ranks: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, float | None]:
+        """Means over the interval since the last pop (None where undefined), with one host read.
+
+        ``sum_over_ranks`` (DDP: every process calls ``pop`` at the same step) sums the env-step count and the
+        sums over the processes before the means are taken, so the means are over every rank's env steps and
+        episodes, not rank 0's.
+        """
         self._fold()
         steps, self.env_steps = self.env_steps, 0
         if self.sums is None or steps == 0:
             return {"reward_mean": None, "done_rate": None, "trunc_rate": None, "episodes": 0,
                     "episode_return_mean": None, "episode_length_mean": None, "success_rate": None}
-        vals = self.sums.tolist()
+        vals = self.sums
+        if sum_over_ranks is not None:
+            vals = sum_over_ranks(torch.cat([vals, vals.new_tensor([steps])]))  # a fresh tensor: reduced in place
+        vals = vals.tolist()
+        if sum_over_ranks is not None:
+            steps = int(round(vals.pop()))
         self.sums = None
         reward, done, trunc, ret, length, success = vals[:6]
         episodes = int(round(done))
@@ -153,13 +165,18 @@ class RolloutStream(IterableDataset):
         rollout_steps: T, env steps of all N envs per rollout.
         env_state_max_bytes: env state larger than this is left out of ``state_dict`` (a resume then restarts
             the envs from their reset states, ``env_state_plan`` says so); None: no limit.
+        rank, world_size: this process's global rank and the number of processes (DDP); each process has a
+            stream of its own envs. ``state_dict`` then holds every rank's state (see there).
     """
 
     def __init__(self, env, policy: nn.Module, seed: int, num_batches: int | None = None, rollout_steps: int = 1,
-                 env_state_max_bytes: int | None = None):
+                 env_state_max_bytes: int | None = None, rank: int = 0, world_size: int = 1):
         super().__init__()
         if isinstance(rollout_steps, bool) or not isinstance(rollout_steps, int) or rollout_steps < 1:
             raise ValueError(f"RolloutStream: rollout_steps must be an int >= 1, got {rollout_steps!r}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"RolloutStream: rank must be in [0, world_size={world_size}), got {rank!r}")
+        self.rank, self.world_size = int(rank), int(world_size)
         self.env = env
         self.policy = policy
         self.seed = int(seed)
@@ -207,22 +224,46 @@ class RolloutStream(IterableDataset):
         return callable(getattr(self.env, "observe", None))
 
     def state_dict(self) -> dict[str, Any]:
+        """This stream's counters, RNG, env and observation; under DDP, every rank's, gathered on rank 0.
+
+        Lightning saves the train loader's state as rank 0 has it (only rank 0 writes the checkpoint), so
+        with ``world_size > 1`` this is a collective (Lightning's checkpointing runs on every rank):
+        ``{"world_size": W, "ranks": [state of rank 0, ..., rank W-1]}`` on rank 0, and each rank takes
+        its own entry back in ``load_state_dict``.
+        """
         if self._restored is not None:   # asked again before iteration applied a restore: that state, unchanged
-            return dict(self._restored)
-        plan = self.env_state_plan()
-        keep_obs = plan["saved"] and not self._env_observes() and self.obs is not None
-        return {
-            "env_steps": self.env_steps,
-            "iterations": self.iterations,
-            "generator": self.generator.get_state(),
-            "env": self.env.state_dict() if plan["saved"] else None,
-            "obs": self.obs.detach().cpu() if keep_obs else None,
-            "env_state": plan,
-            "stats": self.stats.state_dict(),
-        }
+            own = dict(self._restored)
+        else:
+            plan = self.env_state_plan()
+            keep_obs = plan["saved"] and not self._env_observes() and self.obs is not None
+            own = {
+                "env_steps": self.env_steps,
+                "iterations": self.iterations,
+                "generator": self.generator.get_state(),
+                "env": self.env.state_dict() if plan["saved"] else None,
+                "obs": self.obs.detach().cpu() if keep_obs else None,
+                "env_state": plan,
+                "stats": self.stats.state_dict(),
+            }
+        if self.world_size == 1:
+            return own
+        import torch.distributed as dist
+        from lightning_utilities import apply_to_collection
+
+        own = apply_to_collection(own, torch.Tensor, lambda t: t.cpu())  # pickled to rank 0: no device tensors
+        states = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(own, states, dst=0)
+        return {"world_size": self.world_size, "ranks": states}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore counters now; env, RNG and observation are applied when iteration starts."""
+        """Restore counters now; env, RNG and observation are applied when iteration starts. A DDP state
+        (``ranks``) must come from as many processes as there are now; each rank takes its own."""
+        saved = int(state.get("world_size", 1))
+        if saved != self.world_size:
+            raise ValueError(f"RolloutStream.load_state_dict: the state was saved by {saved} process(es), this run "
+                             f"has {self.world_size}; resume with the same number of processes")
+        if "ranks" in state:
+            state = state["ranks"][self.rank]
         self.env_steps = int(state["env_steps"])
         self.iterations = int(state["iterations"])
         self._restored = state

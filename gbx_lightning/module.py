@@ -30,12 +30,21 @@ Where things live: the env and the policy are built in ``setup`` (after config v
 the Trainer's device; the env's observation shape sizes the policy). ``env_steps`` (owned by the
 stream) and ``opt_steps`` are stored in every checkpoint under ``checkpoint["gbx"]``; the stream's
 full state (RNG, env, current observation) is stored by Lightning's fit loop.
+
+DDP (``--trainer.strategy ddp --trainer.devices K``): every process builds ``num_envs`` envs of its
+own (per process, as Lightning's batch size is per device) with its seeds offset by its rank, and
+``training_step`` runs unchanged: ``manual_backward`` lets DDP all-reduce (average) the gradients,
+so the weights stay equal on every rank. ``env_steps`` counts all processes' env steps; training
+statistics and evaluation results are summed over the ranks before they are logged
+(``sum_over_ranks``); ``eval_episodes`` is split over the ranks. A checkpoint records the number of
+processes (``checkpoint["gbx"]["world_size"]``): resuming with another is refused.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import os
 import time
 import warnings
 from typing import Any
@@ -54,7 +63,8 @@ __all__ = ["ConfigError", "LinearAnneal", "RLModule", "A2CModule", "PPOModule"]
 # checkpoints taken after the optimizer step are what we want; these Lightning hints do not apply.
 for _msg in (r".*does not have many workers.*", r".*`IterableDataset` has `__len__` defined.*",
              r".*Using ModelCheckpoint with manual optimization and every_n_train_steps.*",
-             r".*isinstance\(treespec, LeafSpec\).*", r".*is smaller than the logging interval.*"):
+             r".*isinstance\(treespec, LeafSpec\).*", r".*is smaller than the logging interval.*",
+             r".*when logging on epoch level in distributed setting.*"):  # eval metrics: reduced by _eval_step
     warnings.filterwarnings("ignore", message=_msg)
 
 
@@ -132,6 +142,21 @@ def _check_option_names(field: str, target, options: dict | None, reserved: tupl
     for key in options or {}:
         if key not in params:
             raise ConfigError(f"{field}.{key}", f"is not an option of {target.__name__}; options: {', '.join(known)}")
+
+
+def cores_per_process(trainer=None) -> int:
+    """CPU cores each training process may use: this process's cores (``os.sched_getaffinity``) over the DDP
+    processes on this node, Lightning's own rule for torch's threads (it sets ``cores // processes`` unless
+    OMP_NUM_THREADS is set); all of them with one process."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    local = getattr(trainer.strategy, "num_processes", 1) if trainer is not None else 1
+    return max(1, cores // max(1, int(local)))
+
+
+def world_size_problem(saved: int, now: int) -> str:
+    """The one-line refusal of a resume with another number of processes than the checkpoint was saved by."""
+    return (f"x trainer.num_nodes must give {saved} process(es) to resume this checkpoint (each saved its own "
+            f"envs and RNG streams), got {now}; resume with the same devices, or start a fresh run")
 
 
 class LinearAnneal:
@@ -253,8 +278,14 @@ class RLModule(LightningModule):
 
         trainer = self._attached_trainer()
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
+        options = dict(self.hparams.env_kwargs or {})
+        threads = inspect.signature(_env_registry()[self.hparams.env]).parameters.get("cpu_threads")
+        if device.type == "cpu" and "cpu_threads" not in options and threads is not None and threads.default is None:
+            # an env whose default is "every core" (GameBoyEnv) gets this process's share: K DDP processes on a
+            # node would otherwise each start one launch thread per core
+            options["cpu_threads"] = cores_per_process(trainer)
         try:
-            return make_env(self.hparams.env, num_envs=num_envs, device=device, **(self.hparams.env_kwargs or {}))
+            return make_env(self.hparams.env, num_envs=num_envs, device=device, **options)
         except _BAD_VALUE as err:
             if not _is_bad_value(err):
                 raise
@@ -280,6 +311,10 @@ class RLModule(LightningModule):
                 self.env = self._make_env(self.hparams.num_envs)
                 self._build_policy(self.env)
             self._check_rollout_memory()
+        _, world = self.ranks()
+        if self.hparams.eval_episodes < world:
+            raise ConfigError("model.eval_episodes", f"must be >= the number of processes ({world}): the "
+                              f"evaluation episodes are split over them, got {self.hparams.eval_episodes}")
         if stage in ("validate", "test") or self.policy is None:
             self._build_policy(self._get_eval_env())
 
@@ -306,13 +341,38 @@ class RLModule(LightningModule):
         except RuntimeError:
             return None
 
+    def ranks(self) -> tuple[int, int]:
+        """(this process's global rank, number of processes); (0, 1) without a Trainer or without DDP."""
+        trainer = self._attached_trainer()
+        return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+
+    def sum_over_ranks(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over the DDP processes (Lightning's ``strategy.reduce``, in place; a collective: every
+        rank calls it at the same point); ``tensor`` itself with one process."""
+        trainer = self._attached_trainer()
+        if trainer is None or trainer.world_size == 1:
+            return tensor
+        return trainer.strategy.reduce(tensor, reduce_op="sum")
+
+    def min_over_ranks(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor``'s elementwise minimum over the DDP processes (a collective); ``tensor`` with one process."""
+        trainer = self._attached_trainer()
+        if trainer is None or trainer.world_size == 1:
+            return tensor
+        return trainer.strategy.reduce(tensor, reduce_op="min")
+
     def _get_eval_env(self):
         if self.eval_env is None:
-            self.eval_env = self._make_env(self.hparams.eval_episodes)
+            # DDP: the eval_episodes are split over the processes (the first eval_episodes % K take one more)
+            rank, world = self.ranks()
+            episodes = self.hparams.eval_episodes // world + (rank < self.hparams.eval_episodes % world)
+            self.eval_env = self._make_env(episodes)
         return self.eval_env
 
     @property
     def process_seed(self) -> int:
+        """The run's seed; DDP rank r seeds its stream with ``process_seed + r`` and its evaluation with
+        ``eval_seed + r``, so the processes play different episodes."""
         return int(self.hparams.seed) if self.hparams.seed is not None else torch.initial_seed() % (1 << 31)
 
     def configure_optimizers(self):
@@ -326,9 +386,11 @@ class RLModule(LightningModule):
         num_batches = UNBOUNDED
         if self.trainer.max_steps > 0:
             num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
-        self.stream = RolloutStream(self.env, self.policy, self.process_seed, num_batches, self.steps_per_rollout(),
-                                    env_state_max_bytes=self.env_state_max_bytes)
-        self.stream.env_steps = self._restored_env_steps
+        rank, world = self.ranks()
+        self.stream = RolloutStream(self.env, self.policy, self.process_seed + rank, num_batches,
+                                    self.steps_per_rollout(), env_state_max_bytes=self.env_state_max_bytes,
+                                    rank=rank, world_size=world)
+        self.stream.env_steps = self._restored_env_steps // world  # this rank's share (its own state, on resume)
         return self.stream  # an iterable is a valid Lightning loader; see gbx_lightning.data
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx: int):
@@ -338,10 +400,15 @@ class RLModule(LightningModule):
     # ---- step counters and checkpoint -----------------------------------------------------------
     @property
     def env_steps(self) -> int:
-        return self.stream.env_steps if self.stream is not None else self._restored_env_steps
+        """Env transitions of the whole run, all processes' envs counted: under DDP every rank steps the same
+        ``num_envs`` envs in lockstep (one rollout per batch), so the sum is its own count times the ranks."""
+        if self.stream is None:
+            return self._restored_env_steps
+        return self.stream.env_steps * self.stream.world_size
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps}
+        checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps,
+                             "world_size": self.ranks()[1]}
         if self.stream is not None:  # the stream's state holds the env's; this says how big it is, and if it is there
             checkpoint["gbx_env_state"] = self.stream.env_state_plan()
         # the log interval in flight, so that a run resumed from any step writes the records it would have written
@@ -354,6 +421,10 @@ class RLModule(LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         counters = checkpoint.get("gbx", {})
+        trainer = self._attached_trainer()
+        saved, world = int(counters.get("world_size", 1)), self.ranks()[1]
+        if trainer is not None and trainer.state.fn == "fit" and saved != world:
+            raise ConfigError("trainer.devices", world_size_problem(saved, world))
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
         self.restored_env_state = checkpoint.get("gbx_env_state")
@@ -459,14 +530,16 @@ class RLModule(LightningModule):
 
     def pop_metrics(self) -> dict[str, float | None]:
         """Means of the tracked losses and grad norms since the last call, plus lr (one host read, which also
-        reads whether anything went non-finite: ``self.nonfinite``)."""
+        reads whether anything went non-finite: ``self.nonfinite``). Under DDP a collective: the means are over
+        every rank's optimizer steps, and a non-finite value on any rank stops every rank."""
         self._fold_metrics()
         out: dict[str, float | None] = {}
         if self._metric_sums is not None:
-            means = self._metric_sums / self._metric_counts
-            vals = torch.cat([means.double(), self._first_nonfinite.double(),
-                              self._params_finite().double()[None]]).tolist()
-            k = len(means)
+            k = self._metric_sums.numel()
+            packed = self.sum_over_ranks(torch.cat([self._metric_sums, self._metric_counts.to(self._metric_sums)]))
+            first = self.min_over_ranks(torch.cat([self._first_nonfinite.double(),
+                                                   self._params_finite().double()[None]]))
+            vals = torch.cat([(packed[:k] / packed[k:]).double(), first]).tolist()
             for name, v in zip(self._metric_names + ["grad_norm"], vals[:k]):
                 out[self._LOG_NAMES.get(name, name)] = v
             self.nonfinite = self._nonfinite_from(vals[k:2 * k], vals[-1])
@@ -482,13 +555,15 @@ class RLModule(LightningModule):
             return None
         params_finite = self._params_finite().double()[None]
         first = self._first_bad()
-        vals = torch.cat([(first if first is not None else params_finite[:0]).double(), params_finite]).tolist()
+        vals = torch.cat([(first if first is not None else params_finite[:0]).double(), params_finite])
+        vals = self.min_over_ranks(vals).tolist()   # DDP: every rank refuses the checkpoint, or none
         return self._nonfinite_from(vals[:-1], vals[-1])
 
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
-        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed,
-                            greedy=self.hparams.eval_greedy, record_clip=True)
+        rank, _ = self.ranks()
+        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed + rank,
+                            greedy=self.hparams.eval_greedy, record_clip=rank == 0)
 
     def val_dataloader(self):
         return self._eval_loader()
@@ -498,21 +573,29 @@ class RLModule(LightningModule):
 
     def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str) -> None:
         """Success rate over all evaluation episodes (one that did not finish counts as a failure), the
-        other means over finished episodes; ``steps_to_success`` over successful ones (NaN if none)."""
+        other means over finished episodes; ``steps_to_success`` over successful ones (NaN if none).
+
+        Under DDP each rank ran its share of the episodes: the sums are added over the ranks (one collective)
+        before dividing, so the means are over all episodes (a mean of per-rank means would weigh them wrongly).
+        """
         self.last_eval_clip = batch.get("clip")
         finished = batch["finished"]
-        count = finished.sum()
-        denom = count.clamp(min=1).float()
         wins = (batch["success"] & finished).float()
-        metrics = {f"{prefix}/episodes": count.float(),
-                   f"{prefix}/return_mean": (batch["episode_return"].float() * finished).sum() / denom,
-                   f"{prefix}/success_rate": wins.mean(),
-                   f"{prefix}/steps_to_success": (batch["episode_length"].float() * wins).sum() / wins.sum(),
-                   f"{prefix}/length_mean": (batch["episode_length"].float() * finished).sum() / denom}
-        for k, v in batch.items():
-            if k not in ("finished", "episode_return", "success", "episode_length", "clip"):
-                metrics[f"{prefix}/{k}_mean"] = (v.float() * finished).sum() / denom
-        # logger=False: the JSONL/logger callback (TrainingLog) records eval results against env_steps
+        extras = [k for k in batch if k not in ("finished", "episode_return", "success", "episode_length", "clip")]
+        sums = torch.stack([finished.float().sum(), finished.new_tensor(finished.shape[0], dtype=torch.float),
+                            (batch["episode_return"].float() * finished).sum(), wins.sum(),
+                            (batch["episode_length"].float() * wins).sum(),
+                            (batch["episode_length"].float() * finished).sum()]
+                           + [(batch[k].float() * finished).sum() for k in extras])
+        ended, total, ret, won, won_length, length, *extra_sums = self.sum_over_ranks(sums)
+        denom = ended.clamp(min=1)
+        metrics = {f"{prefix}/episodes": ended, f"{prefix}/return_mean": ret / denom,
+                   f"{prefix}/success_rate": won / total, f"{prefix}/steps_to_success": won_length / won,
+                   f"{prefix}/length_mean": length / denom}
+        for k, v in zip(extras, extra_sums):
+            metrics[f"{prefix}/{k}_mean"] = v / denom
+        # logger=False: the JSONL/logger callback (TrainingLog) records eval results against env_steps; no
+        # sync_dist: the values are already over all ranks
         self.log_dict(metrics, logger=False, batch_size=int(finished.shape[0]))
 
     def validation_step(self, batch, batch_idx):

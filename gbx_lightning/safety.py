@@ -118,11 +118,21 @@ class GracefulStop(Checkpoint):
         # Lightning put its own SIGTERM notifier in front of ours meanwhile: ours alone decides when to stop
         signal.signal(signal.SIGTERM, self._handle)
         self._start_step = trainer.global_step
-        if self.requested is not None:   # asked to stop before the first update: nothing new to save
+        if self._asked(trainer):   # asked to stop before the first update: nothing new to save
             raise self._stopped(pl_module, trainer)
 
+    def _asked(self, trainer) -> bool:
+        """Whether to stop here. Under DDP a collective (one all-reduce per update): the ranks stop at the same
+        update when any of them got the signal, or the others would wait for it in the next collective."""
+        asked = self.requested is not None
+        if trainer.world_size > 1:
+            asked = bool(trainer.strategy.reduce_boolean_decision(asked, all=False))
+            if asked and self.requested is None:
+                self.requested = "a signal to another process"
+        return asked
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self.requested is not None:
+        if self._asked(trainer):
             raise self._stopped(pl_module, trainer)
 
     def on_train_end(self, trainer, pl_module) -> None:
@@ -142,7 +152,10 @@ class GracefulStop(Checkpoint):
         """Write last.ckpt unless it holds this step already (or nothing was trained); True if written."""
         if self.last_ckpt is None or trainer.global_step <= self._start_step:
             return False
-        if _saved_step(trainer, self.last_ckpt) == trainer.global_step:
+        written = _saved_step(trainer, self.last_ckpt) == trainer.global_step
+        if trainer.world_size > 1:   # only rank 0 writes (and knows); saving is a collective: all ranks or none
+            written = bool(trainer.strategy.broadcast(written, src=0))
+        if written:
             return False
         trainer.save_checkpoint(self.last_ckpt, weights_only=False)
         return True

@@ -65,13 +65,15 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "trainer.max_steps must be set (> 0) with model.anneal_lr: true (the learning rate reaches 0 there), got -1"),
     (A2C, "--trainer.accelerator=gpu",
      f"trainer.accelerator is 'gpu' but torch {torch.__version__} sees no CUDA device (use cpu or auto)"),
-    (A2C, "--trainer.devices=4", "trainer.devices must be 1 (one process steps the envs and trains), got 4"),
+    (A2C, "--trainer.strategy=ddp_spawn", "trainer.strategy must be auto or ddp (or DDPStrategy with options): each "
+     "process steps its own envs and DDP all-reduces the gradients, got 'ddp_spawn'"),
     (A2C, "--trainer.gradient_clip_val=1.0",
      "trainer.gradient_clip_val must be null (the algorithms clip in training_step: set model.max_grad_norm), got 1.0"),
     # Lightning's own refusals, in one line (their wording is Lightning's: only the start is pinned)
     (A2C, "--trainer.val_check_interval=-1", "trainer rejected by Lightning: You have passed invalid value -1 for "
      "val_check_interval..."),
-    (A2C, "--trainer.strategy=fsdp", "trainer rejected by Lightning: The strategy `fsdp` requires a GPU..."),
+    (A2C, "--trainer.strategy=fsdp", "trainer.strategy must be auto or ddp (or DDPStrategy with options): each "
+     "process steps its own envs and DDP all-reduces the gradients, got 'fsdp'"),
     (A2C, "--model.init_args.env_kwargs={rom: orchard, levle: 2}",
      "model.env_kwargs.levle is not an option of GameBoyEnv; options: action_codec, alpha, check_action_range, "
      "cpu_threads, fail, fail_penalty, fail_tau, frames_per_step, goal, goal_bonus, k_consecutive, level, "

@@ -77,7 +77,7 @@ def test_resumed_game_boy_run_equals_the_uninterrupted_one(trained):
     cfg, runs = trained
     ckpt = torch.load(runs / "gb" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
     plan = ckpt["gbx_env_state"]
-    assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12}
+    assert ckpt["gbx"] == {"env_steps": 12 * 2 * 3, "opt_steps": 12, "world_size": 1}
     stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
     env_state = stream["env"]
     assert env_state["rom_sha256"] and env_state["machines"]["wram"].shape == (3, 8192)

@@ -276,11 +276,11 @@ def torn_save(obj, f, *args, **kwargs):
     if where == "checkpoint" and isinstance(obj, dict) and obj.get("global_step") == at:
         f.write(b"PK half a zip"); f.flush(); kill()
     return save(obj, f, *args, **kwargs)
-def torn_write(self, obj):
+def torn_write(self, trainer, obj):
     if where == "jsonl" and obj.get("opt_steps") == at:
         line = json.dumps(obj)
         self._file.write(line[:len(line) // 2]); self._file.flush(); kill()
-    return write(self, obj)
+    return write(self, trainer, obj)
 import json
 torch.save, callbacks.TrainingLog._write = torn_save, torn_write
 sys.exit(main(["fit", "--config", sys.argv[3], "--runs_dir", "runs"]))

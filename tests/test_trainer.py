@@ -202,13 +202,13 @@ def test_fit_then_resume_continues_counters_logs_and_matches_uninterrupted_run(t
     assert _fit(cfg, runs) == 0
     run_dir = runs / "tiny" / "version_0"
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
-    assert ckpt["global_step"] == 4 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 4}
+    assert ckpt["global_step"] == 4 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 4, "world_size": 1}
     stream_state = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
     assert stream_state["env_steps"] == 48 and "generator" in stream_state and "env" in stream_state
 
     assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "8") == 0
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
-    assert ckpt["global_step"] == 8 and ckpt["gbx"] == {"env_steps": 96, "opt_steps": 8}
+    assert ckpt["global_step"] == 8 and ckpt["gbx"] == {"env_steps": 96, "opt_steps": 8, "world_size": 1}
 
     meta, steps, evals = _records(run_dir / "train.jsonl")
     assert [m["meta"]["segment"] for m in meta] == ["start", "resume"]
@@ -291,7 +291,7 @@ def test_a_dying_run_writes_an_error_record_and_a_checkpoint(tmp_path):
     assert lines[-1] == {"error": {"type": "RuntimeError", "message": "env exploded", "env_steps": 12,
                                    "opt_steps": 3, "wall_time_s": lines[-1]["error"]["wall_time_s"]}}
     saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
-    assert saved["gbx"] == {"env_steps": 12, "opt_steps": 3}
+    assert saved["gbx"] == {"env_steps": 12, "opt_steps": 3, "world_size": 1}
 
 
 class _Unpicklable:
@@ -323,7 +323,7 @@ def test_ppo_resume_matches_uninterrupted_run(tmp_path):
     assert _fit(cfg, runs, "--trainer.max_steps", "8") == 0  # 2 rollouts x 4 opt steps
     assert _fit(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "16") == 0
     ckpt = torch.load(runs / "tiny" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
-    assert ckpt["global_step"] == 16 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 16}
+    assert ckpt["global_step"] == 16 and ckpt["gbx"] == {"env_steps": 4 * 3 * 4, "opt_steps": 16, "world_size": 1}
     _, steps, evals = _records(runs / "tiny" / "version_0" / "train.jsonl")
     assert [r["opt_steps"] for r in steps] == list(range(4, 17, 4))  # log_every 1: one record per batch
     assert [e["eval"]["opt_steps"] for e in evals] == [4, 8, 12, 16]  # val_check_interval counts rollouts

@@ -51,7 +51,8 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import number_problem
 from gbx_lightning.module import ConfigError, RLModule, world_size_problem
-from gbx_lightning.safety import GracefulStop, NonFiniteError, NonFiniteGuard, RunStopped, resume_command
+from gbx_lightning.safety import (GracefulStop, NonFiniteError, NonFiniteGuard, RunStopped, StopOnSignal,
+                                  resume_command)
 
 __all__ = ["GbxCLI", "GbxTrainer", "RunError", "main", "resolve_run_dir"]
 
@@ -389,7 +390,7 @@ class GbxCLI(LightningCLI):
                                              enable_version_counter=False))  # last.ckpt is always last.ckpt
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())   # after the log: it acts on what the record's read found
-        callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt" if checkpointing else None))
+        callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt") if checkpointing else StopOnSignal())
         callbacks.append(AgentView(run_dir / "clips", image_every=cfg.image_every))
         show_bar = cfg.progress_refresh > 0 and trainer_cfg.get("enable_progress_bar") is not False
         if show_bar:
@@ -592,7 +593,8 @@ def main(args: list[str] | None = None) -> int:
         print(f"error: {parse_error_line(str(err))}", file=sys.stderr)
         raise SystemExit(2) from None
     except RunStopped as stop:  # SIGTERM / Ctrl-C, between two updates (gbx_lightning.safety)
-        _forget_fresh_run()
+        if stop.opt_steps == 0:   # stopped before training anything: as if it had not started
+            _forget_fresh_run()
         if rank_zero_only.rank != 0:   # DDP: rank 0 says it
             return 0
         if stop.checkpoint is None:

@@ -34,7 +34,7 @@ from typing import Any
 from lightning.pytorch.callbacks import Callback, Checkpoint
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-__all__ = ["GracefulStop", "NonFiniteError", "NonFiniteGuard", "RunStopped", "resume_command"]
+__all__ = ["GracefulStop", "NonFiniteError", "NonFiniteGuard", "RunStopped", "StopOnSignal", "resume_command"]
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -67,12 +67,10 @@ class NonFiniteError(RuntimeError):
         return {"nonfinite": self.what, "nonfinite_opt_step": self.opt_step}
 
 
-class GracefulStop(Checkpoint):
-    """Stops the run at the end of the update in flight on SIGTERM/SIGINT and saves ``last_ckpt`` (module docstring);
-    also when training ends, if ``ModelCheckpoint`` left ``last_ckpt`` behind the last step.
-
-    A ``Checkpoint`` so that Lightning runs it after ``ModelCheckpoint``: its batch-end check comes after the
-    periodic save of that step, and its saves are skipped when that step is on disk already.
+class StopOnSignal(Callback):
+    """Stops the run at the end of the update in flight on SIGTERM/SIGINT (module docstring); saves ``last_ckpt``
+    if one is given (``GracefulStop``, the same with checkpoints on), also when training ends, if
+    ``ModelCheckpoint`` left ``last_ckpt`` behind the last step.
 
     Args:
         last_ckpt: where the stop's checkpoint goes (the run's ``checkpoints/last.ckpt``); None: stop without saving.
@@ -166,6 +164,13 @@ class GracefulStop(Checkpoint):
     def _stopped(self, pl_module, trainer) -> RunStopped:
         self.stop = RunStopped(self.requested, trainer.global_step, int(getattr(pl_module, "env_steps", 0)))
         return self.stop
+
+
+class GracefulStop(StopOnSignal, Checkpoint):
+    """``StopOnSignal`` for runs with checkpoints. A ``Checkpoint`` so that Lightning runs it after
+    ``ModelCheckpoint``: its batch-end check comes after the periodic save of that step, and its saves are
+    skipped when that step is on disk already. (Lightning refuses any ``Checkpoint`` callback when
+    ``enable_checkpointing`` is off: then ``StopOnSignal`` stops without saving.)"""
 
 
 def _saved_step(trainer, path: str) -> int | None:

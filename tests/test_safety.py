@@ -184,6 +184,21 @@ def test_ctrl_c_inside_a_rollout_stops_after_that_update_and_the_resume_is_exact
     _assert_same_run(run_dir, runs / "straight" / "version_0")
 
 
+def test_with_checkpointing_off_a_signal_still_stops_after_the_update_and_nothing_is_written(
+        tmp_path, monkeypatch, capfd, stray_signals):
+    """--trainer.enable_checkpointing false: Lightning refuses Checkpoint callbacks, so the stop comes from a plain
+    callback; SIGTERM after optimizer step 3 stops the run after that step, with no checkpoint and exit status 0."""
+    cfg, runs = _config(tmp_path, TINY_A2C), tmp_path / "runs"
+    _signal_at_opt_step(monkeypatch, 3)
+    assert _fit(cfg, runs, "--trainer.enable_checkpointing", "false") == 0
+    run_dir = runs / "tiny" / "version_0"
+    assert "no checkpoint to resume from" in capfd.readouterr().err
+    assert not (run_dir / "checkpoints").exists()
+    meta, steps, other = _split(run_dir / "train.jsonl")
+    assert [r["opt_steps"] for r in steps] == [1, 2, 3]
+    assert other[-1]["stop"]["signal"] == "SIGTERM" and other[-1]["stop"]["opt_steps"] == 3
+
+
 def test_the_last_steps_reach_last_ckpt_when_max_steps_is_not_a_checkpoint_step(tmp_path):
     """Checkpoints every 2 steps, 5 steps trained: last.ckpt holds step 5, not 4."""
     cfg, runs = _config(tmp_path, TINY_A2C), tmp_path / "runs"

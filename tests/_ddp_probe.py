@@ -48,3 +48,15 @@ class Probe(Callback):
         out = Path(os.environ["GBX_PROBE_DIR"])
         segment = "resume" if trainer.ckpt_path else "start"
         (out / f"{segment}_rank{trainer.global_rank}.json").write_text(json.dumps(self.record))
+
+
+class SignalOneRank(Callback):
+    """Sends SIGTERM to this process on rank ``$GBX_SIGNAL_RANK`` just before its optimizer step
+    ``$GBX_SIGNAL_STEP`` (from 0): a scheduler's signal that reached one rank only, in the middle of an update."""
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+        if (trainer.global_rank == int(os.environ["GBX_SIGNAL_RANK"])
+                and pl_module.opt_steps == int(os.environ["GBX_SIGNAL_STEP"])):
+            import signal
+
+            os.kill(os.getpid(), signal.SIGTERM)

@@ -165,6 +165,27 @@ def test_resume_gives_every_rank_its_own_stream_back(ppo_runs):
     assert split_evals == evals
 
 
+def test_a_signal_to_one_rank_stops_every_rank_after_the_same_update_and_the_resume_is_exact(ppo_runs, tmp_path):
+    """SIGTERM reaches rank 1 alone, before its optimizer step 1 (inside the first PPO update, steps 0-3): both
+    ranks finish that update and stop together (had rank 0 gone on, both would wait forever in the next
+    collective); the stop record is at step 4, last.ckpt holds it, and the resume to 8 equals the straight run."""
+    tmp, cfg, runs = ppo_runs
+    os.environ.update(GBX_SIGNAL_RANK="1", GBX_SIGNAL_STEP="1")
+    try:
+        _ddp_fit(cfg, tmp_path / "runs", tmp_path / "probe", "--trainer.callbacks+=_ddp_probe.SignalOneRank")
+    finally:
+        del os.environ["GBX_SIGNAL_RANK"], os.environ["GBX_SIGNAL_STEP"]
+    run = tmp_path / "runs" / "tiny" / "version_0"
+    stops = [json.loads(line)["stop"] for line in (run / "train.jsonl").read_text().splitlines() if '"stop"' in line]
+    assert [(s["signal"], s["opt_steps"]) for s in stops] == [("a signal to another process", 4)]
+    assert not (tmp_path / "probe" / "start_rank0.json").exists()   # neither rank reached the end of fit
+    _ddp_fit(cfg, tmp_path / "runs", tmp_path / "probe", "--ckpt_path", "last")
+    straight, resumed = _probe(tmp / "straight"), _probe(tmp_path / "probe", "resume")
+    for rank in (0, 1):
+        assert resumed[rank]["steps"] == straight[rank]["steps"][4:]
+        assert resumed[rank]["final_params"] == straight[rank]["final_params"]
+
+
 def test_resuming_with_another_number_of_processes_is_refused(ppo_runs, capsys):
     _, cfg, runs = ppo_runs
     code = main(["fit", "--config", str(cfg), "--runs_dir", str(runs), "--run_name", "split", "--ckpt_path", "last",

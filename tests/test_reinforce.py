@@ -2,6 +2,7 @@
 REINFORCEModule: step counting, accumulation equal to the whole batch, resume equal to the uninterrupted run
 (also from a stop between two accumulated rollouts), config errors in one line, configs/reinforce.yaml."""
 
+import inspect
 import json
 import math
 import os
@@ -424,4 +425,5 @@ def test_shipped_config_trains_the_built_in_task_for_a2cs_env_steps():
         assert m[key] == a[key], key
     env_steps = ours["trainer"]["max_steps"] * m["rollout_steps"] * m["num_envs"] * m.get("accumulate", 1)
     assert env_steps == a2c["trainer"]["max_steps"] * a["update_every"] * a["num_envs"] == 320_000
-    REINFORCEModule.check_config(**m)
+    defaults = {k: p.default for k, p in inspect.signature(REINFORCEModule).parameters.items()}
+    REINFORCEModule.check_config(**{**defaults, **m})   # rollout_steps >= max_steps, and the rest

@@ -238,18 +238,27 @@ def test_opt_steps_count_accumulated_rollouts():
     assert module.opt_steps == 2 and module.env_steps == 2 * 3 * T * 4 and module.stream.iterations == 6
 
 
-def test_accumulated_gradient_equals_the_whole_batchs():
+@pytest.mark.parametrize("bootstrap_truncated", [False, True])
+def test_accumulated_gradient_equals_the_whole_batchs(bootstrap_truncated):
     """Three rollouts backwarded one by one, one optimizer step: the gradient is that of the mean loss over all
-    three rollouts' used samples at once (not the mean of the three rollouts' means: their counts differ)."""
-    module = _module(accumulate=3, max_grad_norm=None, entropy_coef=0.05, normalize_advantages=False)
+    three rollouts' used samples at once (not the mean of the three rollouts' means: their counts differ).
+    With bootstrap_truncated, the truncated returns end in gamma * V(final_obs)."""
+    module = _module(accumulate=3, max_grad_norm=None, entropy_coef=0.05, normalize_advantages=False,
+                     bootstrap_truncated=bootstrap_truncated)
     spy = _GradsBeforeStep()
     _trainer(1, callbacks=[spy]).fit(module)
     assert len(spy.batches) == 3
+    assert any(bool(b["truncated"].any()) for b in spy.batches)   # time limits happen: the option is exercised
 
     policy = make_policy("mlp", module.env.obs_shape, module.env.num_actions, hidden=[16])
     policy.load_state_dict(spy.initial)
-    returns, masks = zip(*(monte_carlo_returns(b["rewards"], b["terminated"], b["truncated"], 0.99)
-                           for b in spy.batches))
+
+    def truncation_values(b):
+        with torch.no_grad():
+            return policy(b["final_obs"].flatten(0, 1))[1].view(T, 4) if bootstrap_truncated else None
+
+    returns, masks = zip(*(monte_carlo_returns(b["rewards"], b["terminated"], b["truncated"], 0.99,
+                                               truncation_values(b)) for b in spy.batches))
     counts = [int(m.sum()) for m in masks]
     assert len(set(counts)) > 1 and sum(counts) < 3 * T * 4   # unequal parts; some tails dropped
     obs = torch.cat([b["obs"].flatten(0, 1) for b in spy.batches])

@@ -3,6 +3,7 @@
 from .a2c import a2c_td0
 from .gae import gae
 from .ppo import ppo_loss
+from .reinforce import monte_carlo_returns, reinforce_loss
 from .stats import explained_variance
 
-__all__ = ["a2c_td0", "explained_variance", "gae", "ppo_loss"]
+__all__ = ["a2c_td0", "explained_variance", "gae", "monte_carlo_returns", "ppo_loss", "reinforce_loss"]

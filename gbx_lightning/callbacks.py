@@ -54,6 +54,7 @@ approx_kl                   losses/approx_kl                    PPO: mean((ratio
 clipfrac                    losses/clipfrac                     PPO: fraction of samples with a clipped ratio
 explained_variance          losses/explained_variance           1 - Var(returns - V) / Var(returns)
 grad_norm                   losses/grad_norm                    mean pre-clip gradient norm
+complete_fraction           losses/complete_fraction            REINFORCE: share of samples whose episode ended
 wall_time_s                 time/wall_s                         training wall time, summed over fit segments
 time_act_s                  time/act_s                          policy forward + sampling (seconds in interval)
 time_env_s                  time/env_s                          env.step
@@ -118,7 +119,8 @@ _LOGGER_NAMES = {
     "loss": "losses/loss", "loss_policy": "losses/policy_loss", "loss_value": "losses/value_loss",
     "entropy": "losses/entropy", "value_mean": "losses/value_mean", "advantage_mean": "losses/advantage_mean",
     "approx_kl": "losses/approx_kl", "clipfrac": "losses/clipfrac", "explained_variance": "losses/explained_variance",
-    "grad_norm": "losses/grad_norm", "wall_time_s": "time/wall_s", "time_act_s": "time/act_s",
+    "grad_norm": "losses/grad_norm", "complete_fraction": "losses/complete_fraction",
+    "wall_time_s": "time/wall_s", "time_act_s": "time/act_s",
     "time_env_s": "time/env_s", "time_update_s": "time/update_s", "time_other_s": "time/other_s",
 }
 

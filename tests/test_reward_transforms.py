@@ -107,7 +107,8 @@ def _pooled_var(values, prior=1e-4):
 
 def test_return_norm_running_variance_against_the_formula_by_hand():
     """2 envs, gamma 0.5, rewards [1, 2], [2, 0], [0, 4]; env 1's episode ends at step 2 (terminated).
-    Accumulators: [1, 2]; [0.5*1 + 2, 0.5*2 + 0] = [2.5, 1], then env 1's is zeroed; [0.5*2.5 + 0, 0 + 4] = [1.25, 4]."""
+    Accumulators: [1, 2]; [0.5*1 + 2, 0.5*2 + 0] = [2.5, 1], then env 1's is zeroed;
+    [0.5*2.5 + 0, 0 + 4] = [1.25, 4]."""
     pipe = _pipeline([{"name": "tests._reward_items.given_reward"}, {"name": "return_norm", "gamma": 0.5}], 2)
     norm = pipe.items[1][1]
     seen = []
@@ -252,7 +253,11 @@ def test_game_boy_env_state_round_trip_continues_the_normalised_rewards():
     assert state["trained_stats"]["running_return"].shape == (3,)
     b = _env(seed=5)
     b.load_state_dict(state)
-    assert b.state_nbytes == a.state_nbytes
+    def nbytes(obj):
+        if isinstance(obj, torch.Tensor):
+            return obj.numel() * obj.element_size()
+        return sum(nbytes(v) for v in obj.values()) if isinstance(obj, dict) else 0
+    assert a.state_nbytes == b.state_nbytes == nbytes(state)   # what a checkpoint's env-state plan reports
     for act in actions[9:]:
         ra, rb = a.step(act), b.step(act)
         assert torch.equal(ra[1], rb[1])
@@ -453,6 +458,10 @@ def _hp(reward=None, **kw):
     ([{"name": "ram", "address": 0x8000}],
      "env_kwargs.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got 32768"),
     ([{"name": "ram", "address": 0xC000, "bits": 12}], "env_kwargs.reward[0].bits must be <= 8 * size = 8, got 12"),
+    ([{"name": "ram", "address": 0xDFFF, "size": 2}],
+     "env_kwargs.reward[0].address + size - 1 must be <= 0xDFFF (WRAM), got 0xDFFF + 2"),
+    ([{"name": "ram", "address": "0xC000"}],
+     "env_kwargs.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got '0xC000'"),
     ([{"name": "ram", "address": 0xC000, "mode": "max"}],
      "env_kwargs.reward[0].mode must be one of ['delta', 'level'], got 'max'"),
     ([{"name": "ram", "address": 0xC000, "size": 2, "signed": "yes"}],

@@ -59,7 +59,8 @@ Your own item, by import path (``name: package.module.Attr``; the module must be
 * or a class, built once as ``Attr(**params)`` (plus ``num_envs=`` and ``device=`` if its
   constructor names them) and called as ``obj(ctx)`` / ``obj(reward, ctx)``. It may define
   ``sync(env)`` (called after every reset and load: read what it remembers from the env),
-  ``reset()``, ``state_dict()`` / ``load_state_dict(state)`` (saved in checkpoints).
+  ``reset()``, ``state_dict()`` / ``load_state_dict(state)`` (saved in checkpoints, with the
+  envs' state).
 
 A term's value is multiplied by ``weight`` (default 1). ``ctx`` is a ``RewardContext``: the env
 (``ctx.env.read_ram(addr, length)``), and bool/float [N] tensors ``terminated``, ``truncated``,
@@ -122,14 +123,18 @@ REQUIRED = object()
 @dataclass(frozen=True)
 class Param:
     """A built-in item's parameter: its default (REQUIRED, a value, or ``env``: the env option of that name,
-    filled in when the env builds the pipeline) and its check (``number_problem`` bounds, or ``choices``)."""
+    filled in when the env builds the pipeline) and its check (``number_problem`` bounds, ``choices``, or a
+    ``problem`` function returning the complaint)."""
     default: Any = REQUIRED
     env: str | None = None
     bounds: dict | None = None
     choices: tuple | None = None
+    problem: Callable[[Any], str | None] | None = None
 
 
 def _param_problem(spec: Param, value) -> str | None:
+    if spec.problem is not None:
+        return spec.problem(value)
     if spec.choices is not None:
         if not any(type(value) is type(c) and value == c for c in spec.choices):
             return f"must be one of {list(spec.choices)}, got {value!r}"
@@ -206,18 +211,16 @@ class RamTerm(RewardItem):
     ``now`` is the little-endian number in ``size`` bytes (1 or 2) from ``address``; ``bits`` (default
     8 * size) is the counter's width, where it wraps.
     """
-    PARAMS = {"address": Param(), "weight": Param(1.0, bounds={}), "mode": Param("delta", choices=("delta", "level")),
-              "size": Param(1, choices=(1, 2)), "bits": Param(None, bounds=dict(low=1, high=16, integer=True,
-                                                                                   none="null")),
+    PARAMS = {"address": Param(problem=_wram_address_problem), "weight": Param(1.0, bounds={}),
+              "mode": Param("delta", choices=("delta", "level")), "size": Param(1, choices=(1, 2)),
+              "bits": Param(None, bounds=dict(low=1, high=16, integer=True, none="null")),
               "signed": Param(False, choices=(False, True))}
 
     @classmethod
     def check(cls, params: dict) -> tuple[str, str] | None:
-        problem = _wram_address_problem(params["address"])
-        if problem is not None:
-            return "address", problem
         if params["address"] + params["size"] - 1 > WRAM[1]:
-            return "address", f"+ size - 1 must be <= 0x{WRAM[1]:X} (WRAM), got 0x{params['address']:X} + {params['size']}"
+            return "address", (f"+ size - 1 must be <= 0x{WRAM[1]:X} (WRAM), got 0x{params['address']:X} + "
+                               f"{params['size']}")
         if params["bits"] is not None and params["bits"] > 8 * params["size"]:
             return "bits", f"must be <= 8 * size = {8 * params['size']}, got {params['bits']}"
         return None
@@ -396,7 +399,8 @@ class UserItem(RewardItem):
             self.fn.reset()
 
     def state_dict(self, per_env: bool = True) -> dict:
-        return self.fn.state_dict() if self._hook("state_dict") else {}
+        # your item's state is saved with the envs (a checkpoint that leaves them out keeps none of it)
+        return self.fn.state_dict() if per_env and self._hook("state_dict") else {}
 
     def load_state_dict(self, state: dict) -> None:
         if self._hook("load_state_dict"):

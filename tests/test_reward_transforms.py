@@ -73,6 +73,33 @@ def test_without_a_transform_the_trained_reward_is_the_game_reward():
     assert not pipe.has_transforms and game is reward and reward.tolist() == [2.5, -2.0]
 
 
+def test_the_presets_sum_their_terms_as_the_env_did_before_lists_bit_for_bit():
+    """The old GameBoyEnv reward, written with the pure functions in its order: goal_reward, + fail_penalty *
+    failed, + seed_reward * seeds (orchard_seeds). The presets must give the same float32 bits (sign of zero
+    included), so shipped configs train on exactly the rewards they did."""
+    from gbx_lightning.envs.rewards import goal_reward, ram_counter_delta
+
+    g = torch.Generator().manual_seed(0)
+    n = 4096
+    dist, prev = torch.rand(n, generator=g), torch.rand(n, generator=g)
+    prev[:64] = dist[:64]                                     # no progress: where a -0.0 could show
+    success, failed = torch.rand(n, generator=g) < 0.1, torch.rand(n, generator=g) < 0.1
+    failed &= ~success
+    before, now = (torch.randint(0, 256, (n,), generator=g, dtype=torch.int32) for _ in range(2))
+    ram = {"now": now}
+    env = SimpleNamespace(read_ram=lambda addr, length: ram["now"].to(torch.uint8)[:, None])
+    defaults = dict(step_cost=-0.01, alpha=1.3, goal_bonus=1.0, fail_penalty=-1.0, seed_reward=0.1)
+    ctx = RewardContext(env, success | failed, torch.zeros(n, dtype=torch.bool), success, failed, dist, prev)
+    old = goal_reward(dist, prev, success, -0.01, 1.3, 1.0) + -1.0 * failed.to(torch.float32)
+    assert torch.equal(_pipeline("goal", n, **defaults)(ctx)[0].view(torch.int32), old.view(torch.int32))
+    seeds = _pipeline("orchard_seeds", n, **defaults)
+    ram["now"] = before
+    seeds.sync(env)                                           # the bytes at the step's start
+    ram["now"] = now
+    want = old + 0.1 * ram_counter_delta(now, before)
+    assert torch.equal(seeds(ctx)[0].view(torch.int32), want.view(torch.int32))
+
+
 # ---------------------------------------------------------------------------------------------- per episode
 def test_success_bonus_and_fail_penalty_land_on_the_step_the_episode_ends():
     """3 envs, 4 steps: env 0 succeeds at step 1, env 1 fails at step 2, env 2 is truncated at step 3 (no bonus:

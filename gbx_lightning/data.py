@@ -31,7 +31,9 @@ parallel.
 The stream is stateful (``state_dict``/``load_state_dict``: counters, sampling RNG, env state,
 current observation). Lightning's fit loop saves the state of every train loader that has these
 methods in each checkpoint (``loops.fit_loop.state_dict["combined_loader"]``) and restores it
-before the first batch of a resumed run. Under DDP every rank has a stream of its own envs, and
+before the first batch of a resumed run. A checkpoint that leaves the env state out (over the size cap)
+still keeps the env's reward statistics (``reward_stats``: e.g. ``return_norm``'s running variance,
+``envs/reward_transforms.py``). Under DDP every rank has a stream of its own envs, and
 Lightning keeps rank 0's loader state only: ``state_dict`` gathers every rank's on rank 0 and each
 rank takes its own back (``RolloutStream.state_dict``).
 """

@@ -31,7 +31,9 @@ parallel.
 The stream is stateful (``state_dict``/``load_state_dict``: counters, sampling RNG, env state,
 current observation). Lightning's fit loop saves the state of every train loader that has these
 methods in each checkpoint (``loops.fit_loop.state_dict["combined_loader"]``) and restores it
-before the first batch of a resumed run. Under DDP every rank has a stream of its own envs, and
+before the first batch of a resumed run. A checkpoint that leaves the env state out (over the size cap)
+still keeps the env's reward statistics (``reward_stats``: e.g. ``return_norm``'s running variance,
+``envs/reward_transforms.py``). Under DDP every rank has a stream of its own envs, and
 Lightning keeps rank 0's loader state only: ``state_dict`` gathers every rank's on rank 0 and each
 rank takes its own back (``RolloutStream.state_dict``).
 """
@@ -50,6 +52,9 @@ from gbx_lightning.models import logprob_entropy, sample_actions
 __all__ = ["RolloutStream", "EvalEpisodes", "IntervalStats", "sample_actions"]
 
 _KNOWN_INFO = {"final_obs", "episode_return", "episode_length", "success"}
+# per-episode extras an evaluation leaves out: the return of the rewards trained on (normalised by the eval env's
+# own running statistic) says nothing about the policy; evaluation reports game returns
+_NOT_EVALUATED = {"trained_return"}
 UNBOUNDED = 1 << 40  # "length" of a stream with no step budget
 
 
@@ -219,6 +224,9 @@ class RolloutStream(IterableDataset):
         return {"saved": bool(saved), "bytes": int(nbytes), "num_envs": int(self.env.num_envs),
                 "max_bytes": self.env_state_max_bytes}
 
+    def _reward_pipeline(self):
+        return getattr(self.env, "reward_pipeline", None)
+
     def _env_observes(self) -> bool:
         # an env with observe() gives the current observation back after load_state_dict: not stored twice
         return callable(getattr(self.env, "observe", None))
@@ -241,6 +249,9 @@ class RolloutStream(IterableDataset):
                 "iterations": self.iterations,
                 "generator": self.generator.get_state(),
                 "env": self.env.state_dict() if plan["saved"] else None,
+                # envs left out: their reward pipeline's running statistics are still kept (envs/reward_transforms.py)
+                "reward_stats": None if plan["saved"] or self._reward_pipeline() is None
+                else self._reward_pipeline().state_dict(per_env=False),
                 "obs": self.obs.detach().cpu() if keep_obs else None,
                 "env_state": plan,
                 "stats": self.stats.state_dict(),
@@ -278,6 +289,8 @@ class RolloutStream(IterableDataset):
             if state["env"] is None:   # left out (over the size cap): the envs restart from their reset states,
                 # seeded by the run seed and the rollouts done, so they do not replay the run's first episodes
                 self.obs = self.env.reset(seed=(self.seed * 1_000_003 + self.iterations) % (1 << 31))
+                if state.get("reward_stats") is not None and self._reward_pipeline() is not None:
+                    self._reward_pipeline().load_state_dict(state["reward_stats"])
             else:
                 self.env.load_state_dict(state["env"])
                 self.obs = state["obs"].to(self.device) if state["obs"] is not None else self.env.observe()
@@ -360,8 +373,8 @@ class EvalEpisodes(IterableDataset):
             ended = (terminated | truncated) & ~finished
             if not results:
                 keys = ["episode_return", "episode_length", "success"] + sorted(
-                    k for k, v in info.items() if k not in _KNOWN_INFO and isinstance(v, torch.Tensor)
-                    and v.shape == (n,))
+                    k for k, v in info.items() if k not in _KNOWN_INFO | _NOT_EVALUATED
+                    and isinstance(v, torch.Tensor) and v.shape == (n,))
                 results = {k: torch.zeros_like(info[k]) for k in keys}
             for k, v in results.items():
                 results[k] = torch.where(ended, info[k], v)

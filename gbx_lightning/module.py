@@ -57,7 +57,9 @@ from lightning.pytorch import LightningModule
 from gbx_lightning.checks import number_problem
 from gbx_lightning.data import UNBOUNDED, EvalEpisodes, RolloutStream
 from gbx_lightning.models import POLICY_REGISTRY, make_policy
-from gbx_lightning.rl import a2c_td0, explained_variance, gae, monte_carlo_returns, ppo_loss, reinforce_loss
+from gbx_lightning.rl import (a2c_td0, apply_sample_transforms, explained_variance, gae, monte_carlo_returns,
+                              ppo_loss, reinforce_loss)
+from gbx_lightning.rl.normalize import sample_transform_problem
 
 __all__ = ["ConfigError", "LinearAnneal", "RLModule", "A2CModule", "PPOModule", "REINFORCEModule"]
 
@@ -267,7 +269,16 @@ class RLModule(LightningModule):
         _require_number("adam_eps", hp.get("adam_eps"), low=0, low_open=True)
         _require_number("seed", hp.get("seed"), integer=True, none="null")
         _require_number("eval_episodes", hp.get("eval_episodes"), low=1, integer=True)
+        transforms = hp.get("sample_transforms")
+        _require(transforms is None or isinstance(transforms, (list, tuple)), "sample_transforms",
+                 "a list of {name: ..., per: batch | env} items or null", transforms)
+        for i, item in enumerate(transforms or ()):
+            problem = sample_transform_problem(item, cls.sample_transform_names)
+            if problem is not None:
+                raise ConfigError(f"sample_transforms[{i}]{problem[0]}", problem[1])
 
+    # what ``sample_transforms`` may name for this learner (rl/normalize.py); A2C's advantage lives inside its loss
+    sample_transform_names: tuple[str, ...] = ("reward_norm",)
     opt_steps_per_batch = 1  # optimizer steps per batch (PPO: epochs x minibatches per rollout)
 
     @classmethod
@@ -620,14 +631,16 @@ class A2CModule(RLModule):
     ``opt_steps = env_steps / (num_envs * update_every)``. Every row keeps its own one-step target
     r + gamma * (1 - terminated) * V(s'), and all rows were acted with the same weights, so this is
     the sum of the T per-step gradients / T: gradient accumulation over T env steps, in one pass
-    (tests/test_trainer.py checks it).
+    (tests/test_trainer.py checks it). ``sample_transforms`` (``reward_norm``, ``rl/normalize.py``) rescales
+    the rollout's rewards before the targets.
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 7e-4,
                  update_every: int = 5, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
                  entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None,
-                 eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003):
+                 eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003,
+                 sample_transforms: list[dict] | None = None):
         self.check_config(**_init_args(locals()))
         super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
                          policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
@@ -652,7 +665,8 @@ class A2CModule(RLModule):
             _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
         # 2. log pi(a|s), H(pi(.|s)), V(s) with gradient; the TD(0) actor-critic loss over all T*N transitions
         logprobs, entropy, values = self.policy.evaluate(batch["obs"].flatten(0, 1), batch["actions"].flatten())
-        out = a2c_td0(logprobs, entropy, values, batch["rewards"].flatten(), next_values,
+        rewards = apply_sample_transforms(hp.get("sample_transforms"), "rewards", batch["rewards"])
+        out = a2c_td0(logprobs, entropy, values, rewards.flatten(), next_values,
                       batch["terminated"].flatten(), gamma=hp.gamma, value_coef=hp.value_coef,
                       entropy_coef=hp.entropy_coef)
         # 3. backward, clip, step
@@ -667,7 +681,9 @@ class PPOModule(RLModule):
     advantages and returns, then runs ``epochs`` passes over the T*N samples in ``minibatches``
     shuffled minibatches, one optimizer step each: one rollout = ``epochs * minibatches`` optimizer
     steps (``trainer.max_steps`` must be a multiple of it). ``anneal_lr`` decays the learning rate
-    linearly to 0 at ``trainer.max_steps`` (``LinearAnneal``).
+    linearly to 0 at ``trainer.max_steps`` (``LinearAnneal``). ``sample_transforms`` (``rl/normalize.py``):
+    ``reward_norm`` before GAE, ``advantage_norm`` after it (per rollout or per env, instead of
+    ``normalize_advantages``' per minibatch); the value targets are GAE's returns either way.
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
@@ -676,7 +692,8 @@ class PPOModule(RLModule):
                  clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
                  anneal_lr: bool = False, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
                  entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None,
-                 eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003):
+                 eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003,
+                 sample_transforms: list[dict] | None = None):
         self.check_config(**_init_args(locals()))
         super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
                          policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
@@ -699,6 +716,12 @@ class PPOModule(RLModule):
             _require_number("clip_coef", hp["clip_coef"], low=0, low_open=True)
         if "value_clip" in hp:
             _require_number("value_clip", hp["value_clip"], low=0, low_open=True, none="null")
+        for i, item in enumerate(hp.get("sample_transforms") or ()):
+            _require(item["name"] != "advantage_norm" or not hp.get("normalize_advantages", True),
+                     f"sample_transforms[{i}]", "used with normalize_advantages: false (that one normalises "
+                     "every minibatch's advantages again; set it false to normalise by this item)", item)
+
+    sample_transform_names = ("reward_norm", "advantage_norm")
 
     @classmethod
     def check_max_steps(cls, max_steps, **hp: Any) -> None:
@@ -731,8 +754,10 @@ class PPOModule(RLModule):
         # 1. bootstrap: V(s') of every step's true next state (through truncations and the rollout's end), then GAE
         with torch.no_grad():
             _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
-            advantages, returns = gae(batch["rewards"], batch["values"], next_values.view(T, N), batch["terminated"],
+            rewards = apply_sample_transforms(hp.get("sample_transforms"), "rewards", batch["rewards"])
+            advantages, returns = gae(rewards, batch["values"], next_values.view(T, N), batch["terminated"],
                                       batch["truncated"], hp.gamma, hp.gae_lambda)
+            advantages = apply_sample_transforms(hp.get("sample_transforms"), "advantages", advantages)
         # 2. flatten the rollout into T*N samples
         b_obs, b_actions = batch["obs"].flatten(0, 1), batch["actions"].flatten()
         b_logprobs, b_values = batch["logprobs"].flatten(), batch["values"].flatten()

@@ -15,7 +15,11 @@ Episodes and rewards. An episode starts from a start state and ends:
 Reward (``reward="goal"``): step_cost + alpha * (prev_dist - dist) + goal_bonus * success
 + fail_penalty * failure. The built-in game also offers ``reward="orchard_seeds"``, a
 game-RAM reward (+seed_reward per seed eaten, read from WRAM) on top of the same terms;
-the policy still sees only pixels.
+the policy still sees only pixels. Those two are presets; ``reward`` also takes a list of
+items (terms, per-episode bonuses, scaling, clipping, return normalisation, your own by import
+path): ``envs/reward_transforms.py``. ``info["episode_return"]`` is the game return (the sum
+of the terms, before any transform); with a transform, ``info["trained_return"]`` is the return
+of the rewards ``step`` returned.
 
 Start states and resets. Start states are made once, at construction, on a one-env
 machine: power-on (or a ``start_state`` file: a PyBoy ``.state`` or a state file written
@@ -57,11 +61,12 @@ from .actions import resolve_codec
 from .base import EpisodeStats, OptionError, check_actions, check_float, check_int, resolve_device
 from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
-from .rewards import consecutive_hits, goal_distance, goal_reward, ram_counter_delta
+from .reward_transforms import PRESETS, RewardContext, RewardSpecError, build_reward_pipeline, check_reward_spec
+from .rewards import consecutive_hits, goal_distance, ram_counter_delta
 
 __all__ = ["GameBoyEnv", "REWARDS"]
 
-REWARDS = ("goal", "orchard_seeds")
+REWARDS = PRESETS   # the reward presets; a list of items is the general form (envs/reward_transforms.py)
 BUILTIN_ROMS = ("orchard",)
 _STATE_VERSION = 1
 _ZIP_MAGIC = b"PK\x03\x04"   # our state files are .npz (zip); PyBoy states start with a version byte
@@ -106,9 +111,11 @@ class GameBoyEnv:
         max_steps: truncation (time limit) in steps.
         goal, fail: goal template PNG paths (``tools/capture_goal.py``); None = the built-in
             game's banners for "orchard", none otherwise ("" switches a built-in one off).
-        reward: "goal" or "orchard_seeds" (built-in game).
+        reward: a preset, "goal" or "orchard_seeds" (built-in game), or a list of reward items
+            (``envs/reward_transforms.py``).
         tau, k_consecutive, step_cost, alpha, goal_bonus: goal-reward settings; None = the
-            goal's meta file (or envs.goal.REWARD_DEFAULTS).
+            goal's meta file (or envs.goal.REWARD_DEFAULTS). step_cost, alpha, goal_bonus and
+            fail_penalty are also the defaults of the reward items of those names.
         fail_penalty: reward added when the fail template matches (<= 0).
         fail_tau: distance under which the fail template matches (None: the fail meta's tau).
         seed_reward: "orchard_seeds": reward per seed eaten.
@@ -234,11 +241,20 @@ class GameBoyEnv:
             resolve_codec(opts["action_codec"])
         except ValueError as err:
             raise OptionError("action_codec", str(err).removeprefix("action_codec ").removeprefix("action_codec: "))
-        if opts["reward"] not in REWARDS:
-            raise OptionError("reward", f"must be one of {REWARDS}, got {opts['reward']!r}")
-        if opts["reward"] == "orchard_seeds" and name != "orchard":
-            raise OptionError("reward", f"'orchard_seeds' reads the built-in game's RAM; rom {name} needs "
-                                        f"reward 'goal'")
+        reward = opts["reward"]
+        if isinstance(reward, str) or not isinstance(reward, (list, tuple)):
+            if reward not in REWARDS:
+                raise OptionError("reward", f"must be one of {REWARDS} or a list of reward items, got {reward!r}")
+            if reward == "orchard_seeds" and name != "orchard":
+                raise OptionError("reward", f"'orchard_seeds' reads the built-in game's RAM; rom {name} needs "
+                                            f"reward 'goal'")
+        else:
+            def has(field):   # a template given, or the built-in game's own (unless switched off with "")
+                return opts[field] != "" and (opts[field] is not None or builtin)
+            try:
+                check_reward_spec(reward, has_goal=has("goal"), has_fail=has("fail"))
+            except RewardSpecError as err:
+                raise OptionError(err.field, err.message) from None
 
     def __init__(self, num_envs: int = 64, rom: str | os.PathLike = "orchard", device: str | torch.device = "cpu",
                  *, seed: int = 0, level: int | None = None,
@@ -289,7 +305,7 @@ class GameBoyEnv:
         self.fail_penalty = float(fail_penalty)
         self.fail_tau = (float(fail_tau) if fail_tau is not None
                          else float(self.fail.reward["tau"]) if self.fail is not None else 0.0)
-        self.reward_kind = reward
+        self.reward_kind = reward if isinstance(reward, str) else "list"
         self.seed_reward = float(seed_reward)
 
         # ---- machines: one VecGameBoy per CPU shard (one launch thread each), one on CUDA ----------
@@ -336,6 +352,11 @@ class GameBoyEnv:
         self._cache_dist = (goal_distance(cache_obs, *self._goal_t) if self._goal_t is not None
                             else torch.zeros(self.num_start_states, device=dev))
 
+        # ---- reward pipeline (envs/reward_transforms.py): a preset or the configured list ---------------
+        self.reward_pipeline = build_reward_pipeline(
+            reward, n, dev, {"step_cost": self.step_cost, "alpha": self.alpha, "goal_bonus": self.goal_bonus,
+                             "fail_penalty": self.fail_penalty, "seed_reward": self.seed_reward})
+
         # ---- episode state --------------------------------------------------------------------------
         self._generator = torch.Generator(device=dev)
         self._stack = torch.zeros((n, *self.obs_shape), dtype=torch.uint8, device=dev)
@@ -345,7 +366,9 @@ class GameBoyEnv:
         self._steps = torch.zeros(n, dtype=torch.int32, device=dev)
         self._seeds_before = torch.zeros(n, dtype=torch.int32, device=dev)
         self._seeds_episode = torch.zeros(n, dtype=torch.int32, device=dev)
-        self._stats = EpisodeStats(n, dev)
+        self._stats = EpisodeStats(n, dev)   # the game return (the terms' sum), what episode_return reports
+        # the return of the rewards trained on, where a transform makes it differ
+        self._trained_stats = EpisodeStats(n, dev) if self.reward_pipeline.has_transforms else None
         self._seed = seed
         self.reset(seed=seed)
 
@@ -368,6 +391,10 @@ class GameBoyEnv:
             self._seeds_before.copy_(self._read_seeds())
             self._seeds_episode.zero_()
             self._stats.reset()
+            if self._trained_stats is not None:
+                self._trained_stats.reset()
+            self.reward_pipeline.reset()
+            self.reward_pipeline.sync(self)
             self._reset_mask.zero_()
         return self._stack
 
@@ -394,9 +421,11 @@ class GameBoyEnv:
         for name in self._machines[0]._arrays:   # torch tensors: checkpoints load with weights_only=True
             machines[name] = torch.from_numpy(np.concatenate([gb._arrays[name].numpy() for gb in self._machines]))
         tensors = {k: getattr(self, "_" + k).cpu().clone() for k in self._STATE_TENSORS}
+        extra = {} if self._trained_stats is None else {"trained_stats": self._trained_stats.state_dict()}
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "rom_sha256": self.rom_sha256,
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
-                "machines": machines, "stats": self._stats.state_dict(), **tensors}
+                "machines": machines, "stats": self._stats.state_dict(), **tensors,
+                "reward_pipeline": self.reward_pipeline.state_dict(), **extra}
 
     @property
     def state_nbytes(self) -> int:
@@ -404,8 +433,9 @@ class GameBoyEnv:
         machines = sum(gb.state_bytes_per_env * gb.num_envs for gb in self._machines)
         tensors = sum(getattr(self, "_" + k).numel() * getattr(self, "_" + k).element_size()
                       for k in self._STATE_TENSORS)
-        stats = sum(t.numel() * t.element_size() for t in (self._stats.running_return, self._stats.running_length))
-        return machines + tensors + stats + self._generator.get_state().numel()
+        stats = [self._stats] + ([self._trained_stats] if self._trained_stats is not None else [])
+        stats = sum(t.numel() * t.element_size() for s in stats for t in (s.running_return, s.running_length))
+        return machines + tensors + stats + self._generator.get_state().numel() + self.reward_pipeline.state_nbytes
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict() of an env built with the same ROM, num_envs and stack_k."""
@@ -437,6 +467,13 @@ class GameBoyEnv:
             setattr(self, "_" + key, src.to(self.device).clone())
         self._generator.set_state(state["generator"])
         self._stats.load_state_dict(state["stats"])
+        if self._trained_stats is not None:
+            if "trained_stats" in state:
+                self._trained_stats.load_state_dict(state["trained_stats"])
+            else:   # saved without a transform in the reward list: returns trained on start with this episode
+                self._trained_stats.reset()
+        self.reward_pipeline.load_state_dict(state.get("reward_pipeline", {}))
+        self.reward_pipeline.sync(self)   # what the items remember of the machines (RAM terms' last values)
         self._seed = state.get("seed", self._seed)
         self._sync()
 
@@ -584,16 +621,17 @@ class GameBoyEnv:
         self._steps += 1
         truncated = (self._steps >= self.max_steps) & ~terminated
 
-        reward = goal_reward(dist, self._prev_dist, success, self.step_cost, self.alpha, self.goal_bonus)
-        reward = reward + self.fail_penalty * failed.to(reward.dtype)
+        # the reward, from this step's screens and RAM (before the ended envs are reset): trained on, and the game's
+        reward, game_reward = self.reward_pipeline(RewardContext(self, terminated, truncated, success, failed, dist,
+                                                                 self._prev_dist))
         seeds = ram_counter_delta(self._read_seeds(), self._seeds_before)
         self._seeds_episode += seeds.to(torch.int32)
-        if self.reward_kind == "orchard_seeds":
-            reward = reward + self.seed_reward * seeds
-        episode_return, episode_length = self._stats.update(reward, terminated, truncated)
+        episode_return, episode_length = self._stats.update(game_reward, terminated, truncated)
         done = terminated | truncated
         info = {"episode_return": episode_return, "episode_length": episode_length, "success": success,
                 "failed": failed}
+        if self._trained_stats is not None:
+            info["trained_return"] = self._trained_stats.update(reward, terminated, truncated)[0]
         if self.rom_name == "orchard":
             info["seeds_eaten"] = torch.where(done, self._seeds_episode, 0)
 
@@ -614,6 +652,7 @@ class GameBoyEnv:
         self._steps = torch.where(done, zero, self._steps)
         self._seeds_episode = torch.where(done, zero, self._seeds_episode)
         self._seeds_before = self._read_seeds()
+        self.reward_pipeline.sync(self)
         self._stack = obs
         info["final_obs"] = final_obs
         return obs, reward, terminated, truncated, info

@@ -1,4 +1,7 @@
-"""Rewards for Game Boy envs, as pure tensor functions (no env, no state; all batched over envs).
+"""Reward formulas as pure tensor functions (no env, no state; all batched over envs, on their device).
+
+Each function is one formula; ``envs/reward_transforms.py`` composes them into a configured
+pipeline (which pieces, in which order, with which running state).
 
 The goal-template reward (the streaming trainer's design) needs no knowledge of the game's
 RAM, so it serves any game: a goal screen is captured once (``tools/capture_goal.py``) and
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["goal_distance", "consecutive_hits", "goal_reward", "ram_counter_delta"]
+__all__ = ["goal_distance", "consecutive_hits", "goal_reward", "progress_reward", "ram_counter_delta", "ram_value",
+           "ram_delta", "ram_level", "scale_reward", "clip_reward", "discounted_return", "update_moments",
+           "normalize_by_return_std"]
 
 SHADE_MAX = 3.0  # DMG shades are 0..3
 
@@ -46,6 +51,12 @@ def goal_reward(dist: torch.Tensor, prev_dist: torch.Tensor, reached: torch.Tens
     return step_cost + alpha * (prev_dist - dist) + goal_bonus * reached.to(dist.dtype)
 
 
+def progress_reward(dist: torch.Tensor, prev_dist: torch.Tensor, alpha: float) -> torch.Tensor:
+    """reward = alpha * (prev_dist - dist): paid for moving the screen toward the goal, taken back for moving away
+    (it telescopes to alpha * (dist_0 - dist_T) over an episode, so oscillating earns nothing)."""
+    return alpha * (prev_dist - dist)
+
+
 def ram_counter_delta(now: torch.Tensor, before: torch.Tensor, bits: int = 8) -> torch.Tensor:
     """How far a wrapping RAM counter advanced: (now - before) mod 2**bits, as float32.
 
@@ -53,3 +64,81 @@ def ram_counter_delta(now: torch.Tensor, before: torch.Tensor, bits: int = 8) ->
     the counter's range counts the wrap as +1, not -255.
     """
     return torch.remainder(now.to(torch.int32) - before.to(torch.int32), 1 << bits).to(torch.float32)
+
+
+def ram_value(raw: torch.Tensor) -> torch.Tensor:
+    """value[n] = sum_i raw[n, i] * 256**i: the little-endian number in RAM bytes uint8 [N, size], as int32
+    (the SM83 stores 16-bit values low byte first)."""
+    value = raw[:, 0].to(torch.int32)
+    for i in range(1, raw.shape[1]):
+        value = value | (raw[:, i].to(torch.int32) << (8 * i))
+    return value
+
+
+def _as_signed(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Two's complement: x in [0, 2**bits) -> x - 2**bits where x >= 2**(bits - 1)."""
+    return torch.where(x >= (1 << (bits - 1)), x - (1 << bits), x)
+
+
+def ram_delta(now: torch.Tensor, before: torch.Tensor, bits: int, signed: bool) -> torch.Tensor:
+    """d = (now - before) mod 2**bits, and d - 2**bits where ``signed`` and d >= 2**(bits - 1); float32.
+
+    Unsigned, a counter that only grows (seeds eaten, score) counts its wrap as progress; signed, a value
+    that moves both ways (health, x position) counts a small step down as negative: -1, not 2**bits - 1.
+    """
+    d = torch.remainder(now.to(torch.int32) - before.to(torch.int32), 1 << bits)
+    return (_as_signed(d, bits) if signed else d).to(torch.float32)
+
+
+def ram_level(value: torch.Tensor, bits: int, signed: bool) -> torch.Tensor:
+    """v = value mod 2**bits (its low ``bits`` bits), read as two's complement where ``signed``; float32."""
+    v = torch.remainder(value.to(torch.int32), 1 << bits)
+    return (_as_signed(v, bits) if signed else v).to(torch.float32)
+
+
+def scale_reward(reward: torch.Tensor, factor: float) -> torch.Tensor:
+    """reward' = factor * reward."""
+    return factor * reward
+
+
+def clip_reward(reward: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """reward' = min(max(reward, low), high)."""
+    return reward.clamp(low, high)
+
+
+def discounted_return(acc: torch.Tensor, reward: torch.Tensor, gamma: float) -> torch.Tensor:
+    """acc' = gamma * acc + reward: each env's discounted return so far (the caller zeroes acc where an episode
+    ended, after using it, so the next episode starts from its own first reward)."""
+    return gamma * acc + reward.to(acc.dtype)
+
+
+def update_moments(mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor,
+                   batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Running mean and (population) variance of every value seen, updated with a batch of B values at once
+    (Chan, Golub and LeVeque's parallel update; 0-dim tensors, no host sync):
+
+        delta  = mean_b - mean                       mean_b, var_b: the batch's mean and population variance
+        count' = count + B
+        mean'  = mean + delta * B / count'
+        var'   = (var * count + var_b * B + delta**2 * count * B / count') / count'
+
+    So (mean', var') are exactly the moments of the pooled values; starting from (0, 1, c) they are those
+    of the values seen plus a pseudo-sample of weight c with mean 0 and variance 1 (c = 1e-4 in
+    ``return_norm``, as gymnasium's and SB3's running statistics: it keeps the first division finite).
+    """
+    b = batch.numel()
+    batch = batch.to(mean.dtype)
+    mean_b = batch.mean()
+    var_b = batch.var(correction=0)
+    delta = mean_b - mean
+    total = count + b
+    new_mean = mean + delta * b / total
+    new_var = (var * count + var_b * b + delta.square() * count * b / total) / total
+    return new_mean, new_var, total
+
+
+def normalize_by_return_std(reward: torch.Tensor, var: torch.Tensor, eps: float) -> torch.Tensor:
+    """reward' = reward / sqrt(var + eps), var the running variance of the discounted returns: rewards on a scale
+    where returns have about unit variance. The mean is not subtracted (that would shift every reward and, with
+    episodes that end, change which policy is best)."""
+    return (reward.to(var.dtype) / torch.sqrt(var + eps)).to(reward.dtype)

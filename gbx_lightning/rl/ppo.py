@@ -6,6 +6,8 @@ import torch
 
 from gbx_lightning.checks import FLOAT, check_number, check_tensor
 
+from .normalize import normalize_advantages as normalized
+
 
 def ppo_loss(
     new_logprobs: torch.Tensor,
@@ -53,7 +55,7 @@ def ppo_loss(
 
     adv = advantages.detach()
     if normalize_advantages:
-        adv = (adv - adv.mean()) / (adv.std(correction=0) + 1e-8)
+        adv = normalized(adv)   # per minibatch (rl/normalize.py)
     log_ratio = new_logprobs - old_logprobs.detach()
     ratio = log_ratio.exp()
     policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef)).mean()

@@ -1,0 +1,625 @@
+"""Reward pipelines: an env's reward as an ordered list of small pieces, configured in YAML.
+
+Game Boy rewards are compositions (a goal-template term, game-RAM terms, a price per step, a
+bonus at the end, clipping or normalisation), and a new term should not need an edit of the
+env. ``GameBoyEnv(reward=...)`` takes a preset name or a list of items, run in list order at
+every step of every env:
+
+    reward:                                         # model.init_args.env_kwargs.reward
+      - {name: step_cost, cost: -0.01}
+      - {name: goal_distance}                      # alpha: the goal's JSON (or the env option alpha)
+      - {name: ram, address: 0xC0A4, weight: 0.1}  # +0.1 per step the byte at $C0A4 counts up
+      - {name: success_bonus, bonus: 1.0}
+      - {name: clip, low: -1.0, high: 1.0}
+      - {name: return_norm, gamma: 0.99}
+      - {name: mypackage.rewards.Curiosity, weight: 0.01}   # your own, by import path
+
+The presets are such lists: ``goal`` = step_cost, goal_distance, success_bonus, fail_penalty
+(their values from the env options ``step_cost``, ``alpha``, ``goal_bonus``, ``fail_penalty``,
+which default to the goal's JSON); ``orchard_seeds`` = ``goal`` + a ``ram`` term on the
+built-in game's seeds-eaten byte (weight ``seed_reward``). In a list, an item that leaves out
+one of those values takes the env option's.
+
+Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula):
+
+* a **term** computes a value per env and adds it to the reward: ``step_cost``,
+  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, and yours (the default kind);
+* a **transform** maps the reward summed so far: ``scale``, ``clip``, ``return_norm``, and
+  yours with ``kind: transform``. A term listed after a transform is added untransformed.
+
+Three stages:
+
+1. *Per step*: every item runs at every step of every env (a step's reward is computed from
+   its last screen and RAM, before the ended envs are reset).
+2. *Per episode*: ``success_bonus`` and ``fail_penalty`` are non-zero only on the step an
+   episode ends by termination (the goal or fail template matched; never on truncation), the
+   step whose reward they belong to. ``return_norm`` zeroes an env's return accumulator on
+   the step its episode ends, terminated or truncated, after that step's update.
+3. *At sampling time*, in the learner: reward or advantage normalisation over a rollout, per
+   batch or per env (``gbx_lightning/rl/normalize.py``, ``model.init_args.sample_transforms``).
+
+Which return is which. The agent trains on the pipeline's output (the reward ``step`` returns).
+``info["episode_return"]`` (the logs' ``episode_return_mean``, evaluation's ``return_mean``) is
+the *game return*: the episode's sum of the terms, each with its weight, before any transform,
+so it does not move when you add clipping or normalisation and compares across runs and papers
+(CleanRL and SB3 record their episode statistics before their reward wrappers too). With a
+transform in the list, ``info["trained_return"]`` (``episode_trained_return_mean``) is the
+episode's sum of the rewards trained on; without one the two are the same and it is left out.
+
+Running state. ``return_norm``'s statistic (mean, variance, count: float64 on the env's device)
+and its per-env accumulators are in the env's ``state_dict``, so in every checkpoint: a resumed
+run normalises exactly as the uninterrupted one. When a checkpoint leaves the env state out
+(over ``--env_state_max_mb``) the statistic is still kept (``RolloutStream``). Under DDP each
+process keeps the statistic of its own envs (per rank, saved per rank), as each has its envs.
+
+Your own item, by import path (``name: package.module.Attr``; the module must be importable):
+
+* a function ``f(ctx, **params) -> float32 [N]`` (a term) or ``f(reward, ctx, **params)``
+  (``kind: transform``); the item's other keys are its ``params``;
+* or a class, built once as ``Attr(**params)`` (plus ``num_envs=`` and ``device=`` if its
+  constructor names them) and called as ``obj(ctx)`` / ``obj(reward, ctx)``. It may define
+  ``sync(env)`` (called after every reset and load: read what it remembers from the env),
+  ``reset()``, ``state_dict()`` / ``load_state_dict(state)`` (saved in checkpoints, with the
+  envs' state).
+
+A term's value is multiplied by ``weight`` (default 1). ``ctx`` is a ``RewardContext``: the env
+(``ctx.env.read_ram(addr, length)``), and bool/float [N] tensors ``terminated``, ``truncated``,
+``done``, ``success``, ``failed``, ``dist``, ``prev_dist``; a per-episode term of your own is
+``torch.where(ctx.done, value, 0.0)``. Every item is checked (names, values, imports, signatures)
+by ``check_reward_spec`` before any env is built, each problem in one line naming the list
+index and field (``reward[2].factor must be a number, got 'x'``).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from gbx_lightning.checks import number_problem
+
+from .rewards import (clip_reward, discounted_return, normalize_by_return_std, progress_reward, ram_delta, ram_level,
+                      ram_value, scale_reward, update_moments)
+
+__all__ = ["BUILTINS", "PRESETS", "RewardContext", "RewardItem", "RewardPipeline", "RewardSpecError",
+           "build_reward_pipeline", "check_reward_spec", "preset_spec"]
+
+PRESETS = ("goal", "orchard_seeds")
+WRAM = (0xC000, 0xDFFF)
+
+
+class RewardSpecError(ValueError):
+    """A bad reward item; ``field`` is e.g. "reward[2].factor", the message reads after it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field} {message}")
+        self.field, self.message = field, message
+
+
+@dataclass
+class RewardContext:
+    """What a step's reward items may read: the env and the step's outcome, all [N] tensors on the env's device.
+    ``dist``/``prev_dist``: the goal-template distance after / before this step (0 without a goal)."""
+    env: Any
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    success: torch.Tensor
+    failed: torch.Tensor
+    dist: torch.Tensor
+    prev_dist: torch.Tensor
+
+    @property
+    def done(self) -> torch.Tensor:
+        return self.terminated | self.truncated
+
+
+# ---------------------------------------------------------------------------------------------- parameters
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """A built-in item's parameter: its default (REQUIRED, a value, or ``env``: the env option of that name,
+    filled in when the env builds the pipeline) and its check (``number_problem`` bounds, ``choices``, or a
+    ``problem`` function returning the complaint)."""
+    default: Any = REQUIRED
+    env: str | None = None
+    bounds: dict | None = None
+    choices: tuple | None = None
+    problem: Callable[[Any], str | None] | None = None
+
+
+def _param_problem(spec: Param, value) -> str | None:
+    if spec.problem is not None:
+        return spec.problem(value)
+    if spec.choices is not None:
+        if not any(type(value) is type(c) and value == c for c in spec.choices):
+            return f"must be one of {list(spec.choices)}, got {value!r}"
+        return None
+    return number_problem(value, **(spec.bounds or {}))
+
+
+# ---------------------------------------------------------------------------------------------- items
+class RewardItem:
+    """A pipeline piece. Terms: ``item(ctx) -> float32 [N]``, added. Transforms: ``item(reward, ctx) -> reward``.
+
+    Built-ins are constructed as ``Item(num_envs=, device=, **params)``. ``needs`` names the templates an item
+    reads ("goal", "fail"). Stateless by default; a stateful item overrides ``state_dict``/``load_state_dict``
+    (``per_env=False``: only what does not belong to particular envs, e.g. a running statistic).
+    """
+    kind = "term"
+    needs: tuple[str, ...] = ()
+    PARAMS: dict[str, Param] = {}
+
+    @classmethod
+    def check(cls, params: dict) -> tuple[str, str] | None:
+        """(parameter, problem) for a problem between parameters (e.g. clip's low > high), else None."""
+        return None
+
+    def sync(self, env) -> None:
+        """After a reset or a load: read what the item remembers from the env as it is now."""
+
+    def reset(self) -> None:
+        """env.reset(): forget per-episode state (not learned statistics)."""
+
+    def state_dict(self, per_env: bool = True) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class StepCost(RewardItem):
+    """term, per step: value = cost (usually < 0: a price per step, be quick)."""
+    PARAMS = {"cost": Param(env="step_cost", bounds={})}
+
+    def __init__(self, cost: float, num_envs: int, device: torch.device):
+        self.cost, self.shape, self.device = float(cost), (num_envs,), device
+
+    def __call__(self, ctx: RewardContext) -> torch.Tensor:
+        return torch.full(self.shape, self.cost, dtype=torch.float32, device=self.device)
+
+
+class GoalDistance(RewardItem):
+    """term, per step: value = alpha * (prev_dist - dist), the goal-template progress term (``rewards.py``)."""
+    needs = ("goal",)
+    PARAMS = {"alpha": Param(env="alpha", bounds={})}
+
+    def __init__(self, alpha: float, num_envs: int, device: torch.device):
+        self.alpha = float(alpha)
+
+    def __call__(self, ctx: RewardContext) -> torch.Tensor:
+        return progress_reward(ctx.dist, ctx.prev_dist, self.alpha)
+
+
+def _wram_address_problem(value) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not WRAM[0] <= value <= WRAM[1]:
+        return f"must be a WRAM address, an int in 0x{WRAM[0]:X}..0x{WRAM[1]:X}, got {value!r}"
+    return None
+
+
+class RamTerm(RewardItem):
+    """term, per step: value = weight * x, x read from the game's WRAM at the step's end (``rewards.py``):
+
+        mode delta: x = ram_delta(now, before, bits, signed)   before = the value at the previous step's end
+                                                               (or the episode's start)
+        mode level: x = ram_level(now, bits, signed)
+
+    ``now`` is the little-endian number in ``size`` bytes (1 or 2) from ``address``; ``bits`` (default
+    8 * size) is the counter's width, where it wraps.
+    """
+    PARAMS = {"address": Param(problem=_wram_address_problem), "weight": Param(1.0, bounds={}),
+              "mode": Param("delta", choices=("delta", "level")), "size": Param(1, choices=(1, 2)),
+              "bits": Param(None, bounds=dict(low=1, high=16, integer=True, none="null")),
+              "signed": Param(False, choices=(False, True))}
+
+    @classmethod
+    def check(cls, params: dict) -> tuple[str, str] | None:
+        if params["address"] + params["size"] - 1 > WRAM[1]:
+            return "address", (f"+ size - 1 must be <= 0x{WRAM[1]:X} (WRAM), got 0x{params['address']:X} + "
+                               f"{params['size']}")
+        if params["bits"] is not None and params["bits"] > 8 * params["size"]:
+            return "bits", f"must be <= 8 * size = {8 * params['size']}, got {params['bits']}"
+        return None
+
+    def __init__(self, address: int, weight: float, mode: str, size: int, bits: int | None, signed: bool,
+                 num_envs: int, device: torch.device):
+        self.address, self.weight, self.mode, self.size = address, float(weight), mode, size
+        self.bits, self.signed = 8 * size if bits is None else bits, bool(signed)
+        self.before = torch.zeros(num_envs, dtype=torch.int32, device=device)
+
+    def _read(self, env) -> torch.Tensor:
+        return ram_value(env.read_ram(self.address, self.size))
+
+    def sync(self, env) -> None:
+        if self.mode == "delta":   # the value every env shows now (after resets): the next step's "before"
+            self.before = self._read(env)
+
+    def __call__(self, ctx: RewardContext) -> torch.Tensor:
+        now = self._read(ctx.env)
+        x = ram_delta(now, self.before, self.bits, self.signed) if self.mode == "delta" else \
+            ram_level(now, self.bits, self.signed)
+        return self.weight * x
+
+
+class SuccessBonus(RewardItem):
+    """term, per episode: value = bonus on the step an episode ends by success (the goal template matched for
+    k_consecutive steps: terminated), else 0."""
+    needs = ("goal",)
+    PARAMS = {"bonus": Param(env="goal_bonus", bounds={})}
+
+    def __init__(self, bonus: float, num_envs: int, device: torch.device):
+        self.bonus = float(bonus)
+
+    def __call__(self, ctx: RewardContext) -> torch.Tensor:
+        return self.bonus * ctx.success.to(torch.float32)
+
+
+class FailPenalty(RewardItem):
+    """term, per episode: value = penalty (<= 0) on the step an episode ends by failure (the fail template
+    matched: terminated), else 0."""
+    needs = ("fail",)
+    PARAMS = {"penalty": Param(env="fail_penalty", bounds=dict(high=0.0))}
+
+    def __init__(self, penalty: float, num_envs: int, device: torch.device):
+        self.penalty = float(penalty)
+
+    def __call__(self, ctx: RewardContext) -> torch.Tensor:
+        return self.penalty * ctx.failed.to(torch.float32)
+
+
+class Scale(RewardItem):
+    """transform: reward' = factor * reward."""
+    kind = "transform"
+    PARAMS = {"factor": Param(bounds={})}
+
+    def __init__(self, factor: float, num_envs: int, device: torch.device):
+        self.factor = float(factor)
+
+    def __call__(self, reward: torch.Tensor, ctx: RewardContext) -> torch.Tensor:
+        return scale_reward(reward, self.factor)
+
+
+class Clip(RewardItem):
+    """transform: reward' = min(max(reward, low), high) (default [-1, 1], as DQN's Atari rewards)."""
+    kind = "transform"
+    PARAMS = {"low": Param(-1.0, bounds={}), "high": Param(1.0, bounds={})}
+
+    @classmethod
+    def check(cls, params: dict) -> tuple[str, str] | None:
+        if params["low"] > params["high"]:
+            return "high", f"must be >= low = {params['low']!r}, got {params['high']!r}"
+        return None
+
+    def __init__(self, low: float, high: float, num_envs: int, device: torch.device):
+        self.low, self.high = float(low), float(high)
+
+    def __call__(self, reward: torch.Tensor, ctx: RewardContext) -> torch.Tensor:
+        return clip_reward(reward, self.low, self.high)
+
+
+class ReturnNorm(RewardItem):
+    """transform, per step with an episode-aware accumulator: reward divided by the running standard deviation
+    of the discounted return (gymnasium's NormalizeReward, SB3's VecNormalize), per env n at each step:
+
+        acc[n]  = gamma * acc[n] + reward[n]                     (rewards.discounted_return)
+        (mean, var, count) updated with the N values acc[:]      (rewards.update_moments; starts at (0, 1, 1e-4))
+        reward' = reward / sqrt(var + eps)                       (rewards.normalize_by_return_std)
+        acc[n]  = 0 where the episode ended at this step (terminated or truncated)
+
+    As SB3 orders it: the ending step's reward is still part of the return it ends. (gymnasium 1.x's vector
+    wrapper instead multiplies acc by (1 - terminated) before adding the reward, so at a terminal step acc is
+    that step's reward alone; with truncations only the two agree.) ``gamma`` should be the learner's.
+    The statistic keeps learning in every env that has the pipeline (also an evaluation env, whose
+    rewards no reported number uses: evaluation reports game returns).
+    """
+    kind = "transform"
+    PARAMS = {"gamma": Param(0.99, bounds=dict(low=0, high=1)), "eps": Param(1e-8, bounds=dict(low=0, low_open=True))}
+    COUNT_PRIOR = 1e-4   # the statistic's starting weight (mean 0, variance 1), as gymnasium's and SB3's
+
+    def __init__(self, gamma: float, eps: float, num_envs: int, device: torch.device):
+        self.gamma, self.eps = float(gamma), float(eps)
+        f64 = dict(dtype=torch.float64, device=device)
+        self.acc = torch.zeros(num_envs, **f64)
+        self.mean, self.var = torch.zeros((), **f64), torch.ones((), **f64)
+        self.count = torch.full((), self.COUNT_PRIOR, **f64)
+
+    def __call__(self, reward: torch.Tensor, ctx: RewardContext) -> torch.Tensor:
+        self.acc = discounted_return(self.acc, reward, self.gamma)
+        self.mean, self.var, self.count = update_moments(self.mean, self.var, self.count, self.acc)
+        out = normalize_by_return_std(reward, self.var, self.eps)
+        self.acc = self.acc.masked_fill(ctx.done, 0.0)
+        return out
+
+    def reset(self) -> None:
+        self.acc = torch.zeros_like(self.acc)
+
+    def state_dict(self, per_env: bool = True) -> dict:
+        keys = ("mean", "var", "count", "acc") if per_env else ("mean", "var", "count")
+        return {k: getattr(self, k).cpu().clone() for k in keys}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("mean", "var", "count", "acc"):
+            mine = getattr(self, key)
+            if key not in state:   # a statistic saved without the envs' accumulators: episodes start afresh
+                setattr(self, key, torch.zeros_like(mine))
+                continue
+            src = torch.as_tensor(state[key])
+            if src.shape != mine.shape:
+                raise ValueError(f"return_norm.load_state_dict: {key} must have shape {list(mine.shape)}, got "
+                                 f"{list(src.shape)}")
+            setattr(self, key, src.to(mine.device, mine.dtype).clone())
+
+
+BUILTINS: dict[str, type[RewardItem]] = {
+    "step_cost": StepCost, "goal_distance": GoalDistance, "ram": RamTerm, "success_bonus": SuccessBonus,
+    "fail_penalty": FailPenalty, "scale": Scale, "clip": Clip, "return_norm": ReturnNorm,
+}
+
+
+class UserItem(RewardItem):
+    """An item of yours, by import path (module docstring): a function called with its params, or a class built
+    once with them. A term's value is checked (shape [N], floating point, device) and multiplied by ``weight``."""
+
+    def __init__(self, label: str, target: Callable, kind: str, weight: float, params: dict, num_envs: int,
+                 device: torch.device):
+        self.label, self.kind, self.weight = label, kind, float(weight)
+        self.shape, self.device = (num_envs,), device
+        if inspect.isclass(target):
+            names = inspect.signature(target).parameters
+            extra = {k: v for k, v in (("num_envs", num_envs), ("device", device)) if k in names}
+            self.fn = target(**params, **extra)
+        else:
+            self.fn = (lambda *args: target(*args, **params)) if params else target
+
+    def __call__(self, *args) -> torch.Tensor:
+        value = self.fn(*args)
+        if (not isinstance(value, torch.Tensor) or tuple(value.shape) != self.shape or not value.is_floating_point()
+                or value.device != self.device):
+            got = (f"{value.dtype} {list(value.shape)} on {value.device}" if isinstance(value, torch.Tensor)
+                   else type(value).__name__)
+            raise ValueError(f"reward item {self.label} must return a floating point tensor of shape "
+                             f"[N]={list(self.shape)} on {self.device}, got {got}")
+        value = value.to(torch.float32)
+        return self.weight * value if self.kind == "term" else value
+
+    def _hook(self, name: str):
+        hook = getattr(self.fn, name, None)
+        return hook if callable(hook) and not inspect.isfunction(self.fn) else None
+
+    def sync(self, env) -> None:
+        if self._hook("sync"):
+            self.fn.sync(env)
+
+    def reset(self) -> None:
+        if self._hook("reset"):
+            self.fn.reset()
+
+    def state_dict(self, per_env: bool = True) -> dict:
+        # your item's state is saved with the envs (a checkpoint that leaves them out keeps none of it)
+        return self.fn.state_dict() if per_env and self._hook("state_dict") else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self._hook("load_state_dict"):
+            self.fn.load_state_dict(state)
+
+
+# ---------------------------------------------------------------------------------------------- specs
+_USER_KEYS = ("name", "kind", "weight")
+
+
+def preset_spec(preset: str, seed_reward: float = 0.1) -> list[dict]:
+    """A preset as the list it stands for; left-out values come from the env options (step_cost, alpha, ...).
+    The order is the sum's order, so the presets give the rewards they gave before lists existed, bit for bit."""
+    goal = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"}, {"name": "fail_penalty"}]
+    if preset == "goal":
+        return goal
+    if preset == "orchard_seeds":
+        from gbx_lightning.roms import orchard
+
+        return goal + [{"name": "ram", "address": orchard.SEEDS_EATEN, "weight": float(seed_reward)}]
+    raise ValueError(f"reward must be one of {PRESETS} or a list of items, got {preset!r}")
+
+
+def _import(path: str):
+    module_name, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def _user_item(i: int, item: dict) -> tuple[Callable, str, float, dict]:
+    """(target, kind, weight, params) of an item naming an import path; RewardSpecError on any problem."""
+    where = f"reward[{i}]"
+    try:
+        target = _import(item["name"])
+    except Exception as err:  # noqa: BLE001 - whatever importing user code raises: one line naming the item
+        raise RewardSpecError(f"{where}.name", f"cannot be imported: {item['name']!r} ({type(err).__name__}: "
+                                               f"{err})") from None
+    if not callable(target):
+        raise RewardSpecError(f"{where}.name", f"must name a function or a class, got {item['name']!r} "
+                                               f"({type(target).__name__})")
+    kind = item.get("kind", "term")
+    if kind not in ("term", "transform"):
+        raise RewardSpecError(f"{where}.kind", f"must be one of ['term', 'transform'], got {kind!r}")
+    weight = item.get("weight", 1.0)
+    if "weight" in item and kind == "transform":
+        raise RewardSpecError(f"{where}.weight", "applies to terms only (this item is a transform); leave it out")
+    problem = number_problem(weight)
+    if problem is not None:
+        raise RewardSpecError(f"{where}.weight", problem)
+    params = {k: v for k, v in item.items() if k not in _USER_KEYS}
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return target, kind, weight, params   # a builtin without a signature: called as is
+    names = sig.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in names.values())
+    if inspect.isclass(target):
+        fixed = ()
+        injected = {k: None for k in ("num_envs", "device") if k in names}
+    else:
+        fixed = (None,) if kind == "term" else (None, None)   # ctx / reward, ctx
+        injected = {}
+    for key in params:
+        if not takes_any and (key not in names or key in ("num_envs", "device") and inspect.isclass(target)):
+            known = [k for k in names if k not in ("num_envs", "device", "ctx", "reward", "self")]
+            raise RewardSpecError(f"{where}.{key}", f"is not a parameter of {item['name']}; parameters: "
+                                                    f"{', '.join(known) or '(none)'}")
+    try:
+        sig.bind(*fixed, **params, **injected)
+    except TypeError as err:
+        call = "(**params)" if inspect.isclass(target) else "(ctx, **params)" if kind == "term" else \
+            "(reward, ctx, **params)"
+        raise RewardSpecError(where, f"does not fit {item['name']}{call}: {err}") from None
+    return target, kind, weight, params
+
+
+def _builtin_params(i: int, item: dict) -> tuple[type[RewardItem], dict]:
+    """The built-in's class and its params with plain defaults filled in (env defaults left as None)."""
+    cls = BUILTINS[item["name"]]
+    where = f"reward[{i}]"
+    for key in item:
+        if key != "name" and key not in cls.PARAMS:
+            raise RewardSpecError(f"{where}.{key}", f"is not a parameter of {item['name']}; parameters: "
+                                                    f"{', '.join(cls.PARAMS) or '(none)'}")
+    params = {}
+    for key, spec in cls.PARAMS.items():
+        if key in item:
+            problem = _param_problem(spec, item[key])
+            if problem is not None:
+                raise RewardSpecError(f"{where}.{key}", problem)
+            params[key] = item[key]
+        elif spec.env is not None:
+            params[key] = None
+        elif spec.default is REQUIRED:
+            raise RewardSpecError(f"{where}.{key}", f"is required by {item['name']} (missing)")
+        else:
+            params[key] = spec.default
+    bad = cls.check(params)
+    if bad is not None:
+        raise RewardSpecError(f"{where}.{bad[0]}", bad[1])
+    return cls, params
+
+
+def _items(spec) -> list:
+    if isinstance(spec, str):
+        raise RewardSpecError("reward", f"must be one of {PRESETS} or a list of items, got {spec!r}")
+    if not isinstance(spec, (list, tuple)):
+        raise RewardSpecError("reward", f"must be one of {PRESETS} or a list of items ({{name: ..., ...}}), got "
+                                        f"{spec!r}")
+    if not spec:
+        raise RewardSpecError("reward", "must list at least one item (an empty list would train on 0)")
+    for i, item in enumerate(spec):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise RewardSpecError(f"reward[{i}]", f"must be a mapping with a name (one of {sorted(BUILTINS)} or an "
+                                                  f"import path package.module.Name), got {item!r}")
+        if item["name"] not in BUILTINS and "." not in item["name"]:
+            raise RewardSpecError(f"reward[{i}].name", f"must be one of {sorted(BUILTINS)} or an import path "
+                                                       f"package.module.Name, got {item['name']!r}")
+    return list(spec)
+
+
+def check_reward_spec(spec, *, has_goal: bool, has_fail: bool) -> None:
+    """Check a ``reward`` list without building anything (user items are imported and their signatures
+    checked). Raises RewardSpecError naming the item and field. ``has_goal``/``has_fail``: whether the env
+    will have a goal / fail template (goal_distance and success_bonus read the goal; fail_penalty the fail)."""
+    templates = {"goal": has_goal, "fail": has_fail}
+    for i, item in enumerate(_items(spec)):
+        if item["name"] in BUILTINS:
+            cls, _ = _builtin_params(i, item)
+            for need in cls.needs:
+                if not templates[need]:
+                    raise RewardSpecError(f"reward[{i}]", f"({item['name']}) needs a {need} template: set the env "
+                                                          f"option {need} (tools/capture_goal.py makes one)")
+        else:
+            _user_item(i, item)
+
+
+def build_reward_pipeline(spec, num_envs: int, device: torch.device, env_defaults: dict) -> "RewardPipeline":
+    """The pipeline of a preset name or a list (checked here too, without the template requirements: the
+    presets include the goal and fail terms whether or not the env has the templates, which then add 0).
+    ``env_defaults``: the env's resolved step_cost, alpha, goal_bonus, fail_penalty."""
+    if isinstance(spec, str):
+        spec = preset_spec(spec, env_defaults.get("seed_reward", 0.1))
+    items = []
+    for i, item in enumerate(_items(spec)):
+        label = f"{i}:{item['name']}"
+        if item["name"] in BUILTINS:
+            cls, params = _builtin_params(i, item)
+            params = {k: env_defaults[cls.PARAMS[k].env] if v is None and cls.PARAMS[k].env else v
+                      for k, v in params.items()}
+            items.append((label, cls(**params, num_envs=num_envs, device=device)))
+        else:
+            target, kind, weight, params = _user_item(i, item)
+            items.append((label, UserItem(label, target, kind, weight, params, num_envs, device)))
+    return RewardPipeline(items, num_envs, device)
+
+
+# ---------------------------------------------------------------------------------------------- the pipeline
+class RewardPipeline:
+    """The items in order; ``pipeline(ctx) -> (reward, game_reward)`` (module docstring: which is which).
+
+    The env calls ``sync(env)`` after every reset (its own and the auto-resets inside ``step``) and after
+    ``load_state_dict``, ``reset()`` from its ``reset``. Tensor ops only: no host sync, no loop over envs.
+    """
+
+    def __init__(self, items: list[tuple[str, RewardItem]], num_envs: int, device: torch.device):
+        self.items = items
+        self.labels = [label for label, _ in items]
+        self.num_envs, self.device = num_envs, device
+        self.has_transforms = any(item.kind == "transform" for _, item in items)
+
+    def __call__(self, ctx: RewardContext) -> tuple[torch.Tensor, torch.Tensor]:
+        """(reward trained on, game reward = the sum of the terms). The same tensor when nothing transforms."""
+        reward = game = None
+        for _, item in self.items:
+            if item.kind == "term":
+                value = item(ctx)
+                # the first term is the sum so far as it is (no 0 + x): presets reproduce the old sums bit for bit
+                reward = value if reward is None else reward + value
+                if self.has_transforms:
+                    game = value if game is None else game + value
+            else:
+                reward = item(self._zeros() if reward is None else reward, ctx)
+        reward = self._zeros() if reward is None else reward
+        if not self.has_transforms:
+            return reward, reward
+        return reward, self._zeros() if game is None else game
+
+    def _zeros(self) -> torch.Tensor:
+        return torch.zeros(self.num_envs, dtype=torch.float32, device=self.device)
+
+    def sync(self, env) -> None:
+        for _, item in self.items:
+            item.sync(env)
+
+    def reset(self) -> None:
+        for _, item in self.items:
+            item.reset()
+
+    def state_dict(self, per_env: bool = True) -> dict[str, dict]:
+        """{label: state} of the stateful items (label "index:name"); ``per_env=False``: only statistics that
+        belong to no particular env (what a checkpoint keeps when it leaves the envs out)."""
+        out = {}
+        for label, item in self.items:
+            state = item.state_dict(per_env)
+            if state:
+                out[label] = state
+        return out
+
+    def load_state_dict(self, state: dict[str, dict]) -> None:
+        """Restore the items' states by label; an item with no saved state (the list changed since the
+        checkpoint) starts fresh, with a warning."""
+        for label, item in self.items:
+            if label in state:
+                item.load_state_dict(state[label])
+            elif item.state_dict():
+                warnings.warn(f"reward item {label}: no state in the checkpoint (the reward list changed?); it "
+                              f"starts fresh", stacklevel=2)
+
+    @property
+    def state_nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for state in self.state_dict().values() for t in state.values()
+                   if isinstance(t, torch.Tensor))

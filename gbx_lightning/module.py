@@ -126,7 +126,7 @@ def _yaml_values(options: dict | None) -> dict | None:
 
     out = {}
     for key, value in options.items():
-        if isinstance(value, str):
+        if isinstance(value, str) and value.strip():   # "" stays "" (e.g. GameBoyEnv's fail: "" = no fail template)
             try:
                 parsed = yaml.safe_load(value)
             except yaml.YAMLError:

@@ -123,3 +123,10 @@ def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
     assert code == 2
     assert _one_line_error(capsys.readouterr().err) == ("config error: model.env_kwargs.rom is not a ROM we can run: "
                                                         "no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)")
+
+
+def test_env_options_given_as_strings_are_read_as_yaml_but_an_empty_string_stays_empty():
+    from gbx_lightning.module import _yaml_values
+
+    got = _yaml_values({"level": "3", "channels": "[8, 16]", "goal": "null", "fail": "", "rom": "game.gb", "x": " "})
+    assert got == {"level": 3, "channels": [8, 16], "goal": None, "fail": "", "rom": "game.gb", "x": " "}

@@ -268,12 +268,15 @@ def describe(best: Best, metric: str) -> list[str]:
 def table_rows(entries: list[dict[str, Any]], metric: str, exists: Callable[[str], bool],
                limit: int = 12) -> tuple[list[dict[str, Any]], int]:
     """(rows to show, by step, each ``{"entry", "best", "kept"}``; how many entries are left out): all of them up to
-    ``limit``, else the best that still have files and the latest three."""
+    ``limit``, else the latest three, the best, and the next best by ``metric`` up to ``limit``."""
     best, _ = choose_best(entries, metric, exists)
     shown = entries
     if len(entries) > limit:
-        top = [e for e in rank(entries, metric) if exists(e["path"])][:max(limit - 3, 1)]
-        keep = {e["global_step"] for e in top + entries[-3:]}
+        keep = {e["global_step"] for e in entries[-3:]} | ({best["global_step"]} if best is not None else set())
+        for e in rank(entries, metric):
+            if len(keep) >= limit:
+                break
+            keep.add(e["global_step"])
         shown = [e for e in entries if e["global_step"] in keep]
     rows = [{"entry": e, "best": e is best, "kept": exists(e["path"])} for e in shown]
     return rows, len(entries) - len(shown)
@@ -290,8 +293,7 @@ def print_registry_table(run_dir: str | os.PathLike, metric: str, file=None) -> 
     if not entries:
         return
     rows, left_out = table_rows(entries, metric, lambda rel: (run_dir / rel).is_file())
-    table = Table(title=f"checkpoint registry ({path}), best by {metric}", title_justify="left",
-                  box=None, pad_edge=False, header_style="bold")
+    table = Table(box=None, pad_edge=False, header_style="bold")
     columns = ["", "step", "env steps", "success", "return"] + ([metric] if metric not in CORE_METRICS[:2] else [])
     for name in columns:
         table.add_column(name, justify="right")
@@ -304,7 +306,8 @@ def print_registry_table(run_dir: str | os.PathLike, metric: str, file=None) -> 
         table.add_row("best" if row["best"] else "", str(e["global_step"]), str(e["env_steps"]), *values,
                       e["path"] if row["kept"] else "(removed)")
     console = Console(file=file or sys.stderr, width=max(100, shutil.get_terminal_size().columns),
-                      highlight=False, soft_wrap=True)
+                      highlight=False, markup=False, emoji=False)
+    console.print(f"checkpoint registry ({path}), best by {metric}", soft_wrap=True)
     console.print(table)
     if left_out:
         console.print(f"({left_out} more evaluation(s) in {path})")

@@ -349,6 +349,25 @@ def test_an_extra_metric_of_the_registry_ranks_and_an_unknown_one_is_refused_bef
     assert not (tmp_path / "fresh").exists()   # refused before anything was built or written
 
 
+def test_the_final_evaluation_after_fit_is_recorded_with_last_ckpt_of_its_step(straight, tmp_path, capsys):
+    """Evaluations every 3 rollouts, 5 rollouts (20 steps): the scheduled one at 12 saves its file, the final one
+    (after training ended, where nothing may be saved) links last.ckpt, written at step 20. Resumed with nothing
+    left to train, the evaluation of step 20 again finds it recorded already."""
+    cfg = straight[0]
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs, "--trainer.val_check_interval", "3", "--trainer.max_steps", "20") == 0
+    run_dir = runs / "tiny" / "version_0"
+    registry = run_dir / "checkpoints" / "registry.jsonl"
+    assert [(e["global_step"], e["linked_from"]) for e in live_entries(read_records(registry))] == \
+        [(12, None), (20, "checkpoints/last.ckpt")]
+    assert torch.load(run_dir / "checkpoints" / "eval" / "step00000020.ckpt", weights_only=False)["global_step"] == 20
+    before = _live(run_dir)
+    capsys.readouterr()
+    assert _fit(cfg, runs, "--trainer.val_check_interval", "3", "--trainer.max_steps", "20", "--ckpt_path", "last") == 0
+    assert _live(run_dir) == before and "not recorded" not in capsys.readouterr().err
+    assert [r["eval"]["opt_steps"] for r in read_training_log(run_dir / "train.jsonl") if "eval" in r] == [12, 20, 20]
+
+
 # ---------------------------------------------------------------- resume
 def test_a_stopped_and_resumed_run_has_the_uninterrupted_runs_registry_and_best(straight, tmp_path):
     cfg, _, run_dir, _, _ = straight
@@ -418,3 +437,37 @@ def test_a_filesystem_without_hard_links_gets_a_copy(tmp_path, monkeypatch):
     registry._link_or_copy(source, target)
     assert target.read_bytes() == b"weights" and not os.path.samefile(source, target)
     assert sorted(p.name for p in target.parent.iterdir()) == ["step00000008.ckpt"]   # no temporary left
+
+
+# ---------------------------------------------------------------- DDP
+def test_under_ddp_the_save_at_an_evaluation_is_every_ranks_and_rank_0_records_it(tmp_path):
+    """2 processes (gloo), an evaluation after each rollout (steps 4, 8), ModelCheckpoint every 8: the file of step 4
+    is a save all ranks make together (it holds both ranks' streams), step 8's a link; one line per evaluation; a
+    resume from step 4's file remakes step 8's entry equal."""
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY_PPO.replace("devices: 1", "devices: 2\n  strategy: ddp").replace("max_steps: 32", "max_steps: 8"))
+    runs = tmp_path / "runs"
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("OMP_NUM_THREADS", None)
+
+    def fit(*extra):
+        proc = subprocess.run([sys.executable, "-m", "gbx_lightning", "fit", "--config", str(cfg), "--runs_dir",
+                               str(runs), *extra], env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    fit()
+    run_dir = runs / "tiny" / "version_0"
+    records = read_records(run_dir / "checkpoints" / "registry.jsonl")
+    assert [(r["checkpoint"]["global_step"], r["checkpoint"]["linked_from"]) for r in records] == \
+        [(4, None), (8, "checkpoints/step00000008.ckpt")]
+    saved = torch.load(run_dir / "checkpoints" / "eval" / "step00000004.ckpt", weights_only=False)
+    assert saved["global_step"] == 4 and saved["gbx"]["world_size"] == 2 and saved["gbx"]["env_steps"] == 2 * 4 * 3
+    before = _live(run_dir)
+    fit("--ckpt_path", str(run_dir / "checkpoints" / "eval" / "step00000004.ckpt"))
+    assert _live(run_dir) == before
+    assert [r.get("segment", {}).get("global_step") for r in read_records(run_dir / "checkpoints" / "registry.jsonl")] \
+        == [None, None, 4, None]

@@ -95,10 +95,22 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError:
             record = None
-        if not isinstance(record, dict):
+        if not _well_formed(record):
             raise RegistryError(f"{path}: line {i + 1} is not a registry record: {line[:80]!r} (fix or delete it)")
         records.append(record)
     return records
+
+
+def _well_formed(record: Any) -> bool:
+    """A segment line with its start step, or a checkpoint line with a path, a step and a metrics dict."""
+    if not isinstance(record, dict):
+        return False
+    step = lambda d: isinstance(d.get("global_step"), int) and not isinstance(d.get("global_step"), bool)  # noqa: E731
+    if isinstance(record.get("segment"), dict):
+        return step(record["segment"])
+    entry = record.get("checkpoint")
+    return (isinstance(entry, dict) and step(entry) and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("metrics"), dict))
 
 
 def live_entries(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

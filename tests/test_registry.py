@@ -117,6 +117,9 @@ def test_a_damaged_line_inside_the_registry_is_one_line_error(tmp_path):
     with pytest.raises(RegistryError) as err:
         best_checkpoint(tmp_path)
     assert str(err.value) == f"{path}: line 2 is not a registry record: 'garbage' (fix or delete it)"
+    path.write_text(json.dumps(_entry(4, 0.5, 1.0)) + "\n" + '{"checkpoint": {"path": "x.ckpt", "global_step": "8"}}\n')
+    with pytest.raises(RegistryError, match="line 2 is not a registry record"):
+        best_checkpoint(tmp_path)
 
 
 def test_a_segment_supersedes_the_entries_beyond_its_start(tmp_path):

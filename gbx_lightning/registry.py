@@ -22,7 +22,8 @@ methods. A hard link is a second name for the same bytes, so the rotation removi
 whole, and a later ``last.ckpt`` (written by rename, a new file) leaves it untouched. Where the
 filesystem has no hard links the file is copied. The registry keeps the ``best_keep`` best files
 (by ``best_metric``, among the entries whose files exist) and deletes its other ones; it never deletes a
-file outside ``checkpoints/eval/``.
+file outside ``checkpoints/eval/``. An evaluation that does not rank among those kept is recorded without
+a file: saving one (up to ``--env_state_max_mb`` of env state) only to delete it at once would be waste.
 
 Resume: the registry continues in the run's directory. Each fit segment that finds a registry first
 appends ``{"segment": {"global_step": S, ...}}``, S = the step it starts from; entries of earlier
@@ -327,8 +328,8 @@ def print_registry_table(run_dir: str | os.PathLike, metric: str, file=None) -> 
 
 # ---- the callback ---------------------------------------------------------------------------------------------
 class CheckpointRegistry(Checkpoint):
-    """Records every evaluation of ``fit`` with a checkpoint file of the evaluated step, and keeps the best files
-    (module docstring). A ``Checkpoint`` so that Lightning runs it after ``ModelCheckpoint``; rank 0 writes, and a
+    """Records every evaluation of ``fit`` with a checkpoint file of the evaluated step where that file is among the
+    best kept, and deletes the others (module docstring). A ``Checkpoint`` so that Lightning runs it after ``ModelCheckpoint``; rank 0 writes, and a
     save it needs is made by every rank together.
 
     Args:
@@ -362,29 +363,46 @@ class CheckpointRegistry(Checkpoint):
         if not metrics:
             return
         step = trainer.global_step
-        target = self.run_dir / eval_checkpoint_name(step)
-        source = self._file_of_step(trainer, step) if trainer.is_global_zero else None
-        if fn == "fit":
-            have = source is not None
-            if trainer.world_size > 1:   # rank 0 alone knows what it wrote; a save is all ranks' or none
-                have = bool(trainer.strategy.broadcast(have, src=0))
-            if not have:
-                trainer.save_checkpoint(target, weights_only=False)
-        elif source is None:   # the final evaluation after fit: nothing may be saved outside training
-            if trainer.is_global_zero and not any(e["global_step"] == step for e in self._entries()):
-                print(f"registry: no checkpoint file holds step {step}; this evaluation is not recorded",
-                      file=sys.stderr, flush=True)
+        entry = {"path": eval_checkpoint_name(step), "global_step": step, "opt_steps": int(pl_module.opt_steps),
+                 "env_steps": int(pl_module.env_steps), "metrics": metrics,
+                 "wall_time_s": getattr(self.training_log, "wall_time_s", None), "written_at": _now(),
+                 "linked_from": None}
+        target = self.run_dir / entry["path"]
+        action, source = None, None
+        if trainer.is_global_zero:
+            source = self._file_of_step(trainer, step)
+            action = self._action(entry, source, can_save=fn == "fit")
+        if fn == "fit" and trainer.world_size > 1:   # rank 0 alone knows; a save is every rank's or none
+            action = trainer.strategy.broadcast(action, src=0)
+        if action == "save":
+            trainer.save_checkpoint(target, weights_only=False)
+        if not trainer.is_global_zero or action is None:
             return
-        if not trainer.is_global_zero:
-            return
-        if source is not None:
+        if action == "link":
             _link_or_copy(Path(source), target)
-        wall = getattr(self.training_log, "wall_time_s", None)
-        append_record(self.path, {"checkpoint": {
-            "path": eval_checkpoint_name(step), "global_step": step, "opt_steps": int(pl_module.opt_steps),
-            "env_steps": int(pl_module.env_steps), "metrics": metrics, "wall_time_s": wall, "written_at": _now(),
-            "linked_from": None if source is None else _relative(source, self.run_dir)}})
+            entry["linked_from"] = _relative(source, self.run_dir)
+        elif action == "skip":
+            target.unlink(missing_ok=True)   # a superseded segment's file of this step must not stand for this entry
+        append_record(self.path, {"checkpoint": entry})
         self._rotate()
+
+    def _action(self, entry: dict[str, Any], source: str | None, can_save: bool) -> str | None:
+        """What the evaluated step's file needs (rank 0): "skip" when it would not be among the ``best_keep`` kept
+        (no write only to delete it: the entry is recorded, without a file), "link" to the file written at this
+        step, "save" one now; None when none can be had (after training: the evaluation is not recorded)."""
+        records = read_records(self.path) if self.path.is_file() else []
+        rel = entry["path"]
+        if rel in files_to_remove(records + [{"checkpoint": entry}], self.best_metric, self.best_keep,
+                                  lambda p: p == rel or (self.run_dir / p).is_file()):
+            return "skip"
+        if source is not None:
+            return "link"
+        if can_save:
+            return "save"
+        if not any(e["global_step"] == entry["global_step"] for e in live_entries(records)):
+            print(f"registry: no checkpoint file holds step {entry['global_step']}; this evaluation is not recorded",
+                  file=sys.stderr, flush=True)
+        return None
 
     def _file_of_step(self, trainer, step: int) -> str | None:
         """A checkpoint this process wrote at ``step`` that is still there (``AtomicCheckpointIO`` records them)."""
@@ -394,9 +412,6 @@ class CheckpointRegistry(Checkpoint):
                  if saved_step == step and os.path.dirname(path) != eval_dir and os.path.isfile(path)]
         found.sort(key=lambda path: os.path.basename(path) == "last.ckpt")   # a step file's name says more
         return found[0] if found else None
-
-    def _entries(self) -> list[dict[str, Any]]:
-        return live_entries(read_records(self.path)) if self.path.is_file() else []
 
     def _rotate(self) -> None:
         records = read_records(self.path)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gbx_lightning.callbacks import read_training_log
+from gbx_lightning.callbacks import AtomicCheckpointIO, read_training_log
 from gbx_lightning.cli import main
 from gbx_lightning.registry import (RegistryError, append_record, best_checkpoint, choose_best, describe,
                                     files_to_remove, live_entries, read_records, table_rows)
@@ -194,8 +194,8 @@ def _ranked_steps(evals: dict[int, dict]) -> list[int]:
     return sorted(evals, key=lambda s: (evals[s]["eval/success_rate"], evals[s]["eval/return_mean"], s), reverse=True)
 
 
-def _live(run_dir: Path) -> list[dict]:
-    return [{k: v for k, v in e.items() if k not in VOLATILE}
+def _live(run_dir: Path, leave_out=()) -> list[dict]:
+    return [{k: v for k, v in e.items() if k not in VOLATILE and k not in leave_out}
             for e in live_entries(read_records(run_dir / "checkpoints" / "registry.jsonl"))]
 
 
@@ -207,10 +207,26 @@ def straight(tmp_path_factory):
     cfg.write_text(TINY_PPO)
     runs = tmp / "runs"
     err = io.StringIO()
-    with contextlib.redirect_stderr(err):
+    with contextlib.redirect_stderr(err), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(AtomicCheckpointIO, "save_checkpoint", _counting_saves(AtomicCheckpointIO.save_checkpoint))
         assert _fit(cfg, runs) == 0
     run_dir = runs / "tiny" / "version_0"
     return cfg, runs, run_dir, _jsonl_evals(run_dir / "train.jsonl"), err.getvalue()
+
+
+SAVED: list[str] = []   # every checkpoint the straight run wrote, in order
+
+
+def _counting_saves(save):
+    def counting(self, checkpoint, path, storage_options=None):
+        SAVED.append(os.fspath(path))
+        return save(self, checkpoint, path, storage_options)
+    return counting
+
+
+def _kept_when_evaluated(evals: dict[int, dict], keep: int = 3) -> list[int]:
+    """The steps whose evaluation ranked among the `keep` best of those made so far (when it was made)."""
+    return [s for s in sorted(evals) if s in _ranked_steps({t: evals[t] for t in evals if t <= s})[:keep]]
 
 
 def test_every_evaluation_is_recorded_with_a_file_of_its_step(straight):
@@ -225,8 +241,15 @@ def test_every_evaluation_is_recorded_with_a_file_of_its_step(straight):
         assert (e["opt_steps"], e["env_steps"]) == (logged["opt_steps"], logged["env_steps"]) == (step, 3 * step)
         assert e["metrics"] == {k.split("/", 1)[1]: v for k, v in logged.items() if k.startswith("eval/")}
         assert e["wall_time_s"] > 0
-        # on ModelCheckpoint's steps the step file is linked; between them the registry saved one itself
-        assert e["linked_from"] == (f"checkpoints/step{step:08d}.ckpt" if step % 8 == 0 else None)
+    # a file only for an evaluation that ranked among the 3 best so far: on ModelCheckpoint's steps (8, 16, ...)
+    # its step file linked, between them one the registry saved itself (and nothing written for the others)
+    kept = _kept_when_evaluated(evals)
+    assert 0 < len(kept) < 8
+    assert [e["linked_from"] for e in entries] == [f"checkpoints/step{s:08d}.ckpt" if s in kept and s % 8 == 0
+                                                   else None for s in sorted(evals)]
+    eval_dir = run_dir / "checkpoints" / "eval"
+    assert [p for p in SAVED if Path(p).parent == eval_dir] == [str(eval_dir / f"step{s:08d}.ckpt") for s in kept if s % 8]
+    assert any(s % 8 for s in kept) and any(s % 8 == 0 for s in kept)   # both ways taken (the run's known outcome)
 
 
 def test_the_evaluated_file_holds_the_weights_of_its_step(straight, tmp_path):
@@ -397,7 +420,7 @@ def test_a_resume_from_an_evaluations_own_checkpoint_is_exact(straight, tmp_path
     assert _fit(cfg, runs, "--best_keep", "-1", "--ckpt_path", str(crashed / "checkpoints" / "eval" /
                                                                    "step00000012.ckpt")) == 0
     assert sorted(p.name for p in (runs / "tiny").iterdir()) == ["version_0"]
-    assert _live(crashed) == _live(run_dir)
+    assert _live(crashed, {"linked_from"}) == _live(run_dir, {"linked_from"})   # (best_keep -1 here: all linked)
     assert _jsonl_evals(crashed / "train.jsonl") == evals
     assert sorted(p.name for p in (crashed / "checkpoints" / "eval").iterdir()) == \
         [f"step{s:08d}.ckpt" for s in range(4, 33, 4)]   # best_keep -1: every evaluated file

@@ -1,7 +1,8 @@
 """Which checkpoint was best? The checkpoint registry of a run, and ``--ckpt_path best``.
 
 Every evaluation during ``fit`` (the scheduled ones and the final one) appends one line to
-``<run>/checkpoints/registry.jsonl`` naming a checkpoint file that holds exactly the evaluated weights:
+``<run>/checkpoints/registry.jsonl`` naming the checkpoint file that holds exactly the evaluated weights
+(there while it ranks among the ``best_keep`` kept):
 
     {"checkpoint": {"path": "checkpoints/eval/step00000008.ckpt", "global_step": 8, "opt_steps": 8,
                     "env_steps": 24, "metrics": {"success_rate": 0.667, "return_mean": 1.5, ...},
@@ -317,7 +318,7 @@ def print_registry_table(run_dir: str | os.PathLike, metric: str, file=None) -> 
         values = [_fmt(m.get("success_rate")), _fmt(m.get("return_mean"))]
         values += [_fmt(m.get(metric))] if len(columns) > 5 else []
         table.add_row("best" if row["best"] else "", str(e["global_step"]), str(e["env_steps"]), *values,
-                      e["path"] if row["kept"] else "(removed)")
+                      e["path"] if row["kept"] else "(not kept)")
     console = Console(file=file or sys.stderr, width=max(100, shutil.get_terminal_size().columns),
                       highlight=False, markup=False, emoji=False)
     console.print(f"checkpoint registry ({path}), best by {metric}", soft_wrap=True)

@@ -301,7 +301,7 @@ def test_fit_ends_with_a_table_of_the_registry_the_best_marked(straight):
     for r in rows:
         step = int(r[-5])
         assert (r[0] == "best") == (step == ranked[0])
-        assert r[-1] == (f"checkpoints/eval/step{step:08d}.ckpt" if step in ranked[:3] else "(removed)")
+        assert r[-1] == (f"checkpoints/eval/step{step:08d}.ckpt" if step in ranked[:3] else "(not kept)")
         assert float(r[-3]) == pytest.approx(evals[step]["eval/success_rate"], abs=1e-4)
 
 

@@ -296,12 +296,12 @@ def test_fit_ends_with_a_table_of_the_registry_the_best_marked(straight):
     head = next(i for i, line in enumerate(lines) if line.startswith("checkpoint registry ("))
     assert lines[head].endswith("best by success_rate")
     assert lines[head + 1].split() == ["step", "env", "steps", "success", "return", "file"]
-    rows = [line.split() for line in lines[head + 2:head + 10]]
+    rows = [line.replace("(not kept)", "(not-kept)").split() for line in lines[head + 2:head + 10]]
     assert [int(r[-5]) for r in rows] == sorted(evals)
     for r in rows:
         step = int(r[-5])
         assert (r[0] == "best") == (step == ranked[0])
-        assert r[-1] == (f"checkpoints/eval/step{step:08d}.ckpt" if step in ranked[:3] else "(not kept)")
+        assert r[-1] == (f"checkpoints/eval/step{step:08d}.ckpt" if step in ranked[:3] else "(not-kept)")
         assert float(r[-3]) == pytest.approx(evals[step]["eval/success_rate"], abs=1e-4)
 
 

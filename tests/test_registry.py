@@ -394,6 +394,44 @@ def test_the_final_evaluation_after_fit_is_recorded_with_last_ckpt_of_its_step(s
     assert [r["eval"]["opt_steps"] for r in read_training_log(run_dir / "train.jsonl") if "eval" in r] == [12, 20, 20]
 
 
+TINY_GB_A2C = """
+seed_everything: 5
+trainer: {max_steps: 6, accelerator: cpu, devices: 1, val_check_interval: 3, check_val_every_n_epoch: null}
+model:
+  class_path: gbx_lightning.module.A2CModule
+  init_args:
+    env: gameboy
+    env_kwargs: {rom: orchard, level: 1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, start_variants: 2,
+                 cpu_threads: 2}
+    num_envs: 3
+    policy: pixel_cnn
+    policy_kwargs: {channels: [4, 8], hidden: 16}
+    update_every: 2
+    lr: 0.001
+    eval_episodes: 2
+checkpoint_every: 100
+log_every: 1
+image_every: 0
+progress_refresh: 0
+"""
+
+
+def test_play_best_on_the_game_boy_writes_the_clip_of_that_file(tmp_path, capsys):
+    cfg = tmp_path / "gb.yaml"
+    cfg.write_text(TINY_GB_A2C)
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs) == 0
+    run_dir = runs / "gb" / "version_0"
+    evals = _jsonl_evals(run_dir / "train.jsonl")
+    assert sorted(evals) == [3, 6]
+    best = run_dir / "checkpoints" / "eval" / f"step{_ranked_steps(evals)[0]:08d}.ckpt"
+    capsys.readouterr()
+    assert _fit(cfg, runs, "--ckpt_path", "best", "--out", str(tmp_path / "best.gif"), sub="play") == 0
+    assert capsys.readouterr().err.strip().endswith(f": {best}")
+    assert _fit(cfg, runs, "--ckpt_path", str(best), "--out", str(tmp_path / "file.gif"), sub="play") == 0
+    assert (tmp_path / "best.gif").read_bytes() == (tmp_path / "file.gif").read_bytes()
+
+
 # ---------------------------------------------------------------- resume
 def test_a_stopped_and_resumed_run_has_the_uninterrupted_runs_registry_and_best(straight, tmp_path):
     cfg, _, run_dir, _, _ = straight

@@ -457,7 +457,8 @@ class GbxCLI(LightningCLI):
                                              save_last=True,  # on a crash, the last good checkpoint stays
                                              enable_version_counter=False))  # last.ckpt is always last.ckpt
             if self.subcommand == "fit":   # every evaluation with its checkpoint file (gbx_lightning.registry)
-                self.checkpoint_registry = CheckpointRegistry(run_dir, cfg.best_metric, cfg.best_keep, self.training_log)
+                self.checkpoint_registry = CheckpointRegistry(run_dir, cfg.best_metric, cfg.best_keep,
+                                                              self.training_log)
                 callbacks.append(self.checkpoint_registry)
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())   # after the log: it acts on what the record's read found

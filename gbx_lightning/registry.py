@@ -330,8 +330,8 @@ def print_registry_table(run_dir: str | os.PathLike, metric: str, file=None) -> 
 # ---- the callback ---------------------------------------------------------------------------------------------
 class CheckpointRegistry(Checkpoint):
     """Records every evaluation of ``fit`` with a checkpoint file of the evaluated step where that file is among the
-    best kept, and deletes the others (module docstring). A ``Checkpoint`` so that Lightning runs it after ``ModelCheckpoint``; rank 0 writes, and a
-    save it needs is made by every rank together.
+    best kept, and deletes the others (module docstring). A ``Checkpoint`` so that Lightning runs it after
+    ``ModelCheckpoint``; rank 0 writes, and a save it needs is made by every rank together.
 
     Args:
         run_dir: the run's version directory.

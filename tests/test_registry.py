@@ -248,7 +248,8 @@ def test_every_evaluation_is_recorded_with_a_file_of_its_step(straight):
     assert [e["linked_from"] for e in entries] == [f"checkpoints/step{s:08d}.ckpt" if s in kept and s % 8 == 0
                                                    else None for s in sorted(evals)]
     eval_dir = run_dir / "checkpoints" / "eval"
-    assert [p for p in SAVED if Path(p).parent == eval_dir] == [str(eval_dir / f"step{s:08d}.ckpt") for s in kept if s % 8]
+    assert [p for p in SAVED if Path(p).parent == eval_dir] == \
+        [str(eval_dir / f"step{s:08d}.ckpt") for s in kept if s % 8]
     assert any(s % 8 for s in kept) and any(s % 8 == 0 for s in kept)   # both ways taken (the run's known outcome)
 
 
@@ -286,7 +287,8 @@ def test_best_is_the_max_of_the_jsonl_evaluations_and_its_file_outlives_rotation
     linked = [s for s in ranked[:3] if s % 8 == 0 and s != 32]
     assert linked, "a kept file whose ModelCheckpoint step file was rotated away"   # (the run's known outcome)
     for s in linked:
-        assert torch.load(run_dir / "checkpoints" / "eval" / f"step{s:08d}.ckpt", weights_only=False)["global_step"] == s
+        saved = torch.load(run_dir / "checkpoints" / "eval" / f"step{s:08d}.ckpt", weights_only=False)
+        assert saved["global_step"] == s
 
 
 def test_fit_ends_with_a_table_of_the_registry_the_best_marked(straight):
@@ -327,7 +329,8 @@ def test_validate_and_test_with_ckpt_path_best_evaluate_that_file(straight, caps
 def test_play_with_ckpt_path_best_plays_that_file(straight, monkeypatch, capsys):
     cfg, runs, run_dir, evals, _ = straight
     played = []
-    monkeypatch.setattr("gbx_lightning.play.play", lambda module, device, ckpt_path, out, **kw: played.append(ckpt_path))
+    monkeypatch.setattr("gbx_lightning.play.play",
+                        lambda module, device, ckpt_path, out, **kw: played.append(ckpt_path))
     assert _fit(cfg, runs, "--ckpt_path", "best", "--out", str(runs / "clip.gif"), sub="play") == 0
     assert played == [str(run_dir / "checkpoints" / "eval" / f"step{_ranked_steps(evals)[0]:08d}.ckpt")]
     assert "play: --ckpt_path best (by success_rate): step" in capsys.readouterr().err
@@ -512,7 +515,8 @@ def test_under_ddp_the_save_at_an_evaluation_is_every_ranks_and_rank_0_records_i
     import sys
 
     cfg = tmp_path / "tiny.yaml"
-    cfg.write_text(TINY_PPO.replace("devices: 1", "devices: 2\n  strategy: ddp").replace("max_steps: 32", "max_steps: 8"))
+    cfg.write_text(TINY_PPO.replace("devices: 1", "devices: 2\n  strategy: ddp")
+                   .replace("max_steps: 32", "max_steps: 8"))
     runs = tmp_path / "runs"
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}

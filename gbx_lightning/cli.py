@@ -416,11 +416,14 @@ class GbxCLI(LightningCLI):
                                                                cfg.get("version"))
             _share_run(self.run_dir, self.ckpt_path)
             _fresh_run_dir = self.run_dir if self.subcommand == "fit" and not self.run_dir.exists() else None
+        registry = registry_path(self.run_dir)
+        # a damaged registry stops fit now, not at its first evaluation (RegistryError names the line)
+        entries = live_entries(read_records(registry)) if registry.is_file() and self.subcommand == "fit" else None
         if cfg.best_metric not in CORE_METRICS:
             # beyond the core metrics only an env's extra counter is a score, and only its registry knows it
-            registry = registry_path(self.run_dir)
-            problem = metric_problem(cfg.best_metric, known_metrics(
-                live_entries(read_records(registry)) if registry.is_file() else ()))
+            if entries is None and registry.is_file():
+                entries = live_entries(read_records(registry))
+            problem = metric_problem(cfg.best_metric, known_metrics(entries or ()))
             if problem is not None:
                 raise ConfigError("best_metric", problem + ("" if registry.is_file() else
                                                             " (other metrics: those in the run's registry)"))

@@ -435,6 +435,18 @@ def test_play_best_on_the_game_boy_writes_the_clip_of_that_file(tmp_path, capsys
     assert (tmp_path / "best.gif").read_bytes() == (tmp_path / "file.gif").read_bytes()
 
 
+def test_a_damaged_registry_stops_a_resume_before_training(straight, tmp_path, capsys):
+    cfg = straight[0]
+    runs = tmp_path / "runs"
+    assert _fit(cfg, runs, "--trainer.max_steps", "8") == 0
+    registry = runs / "tiny" / "version_0" / "checkpoints" / "registry.jsonl"
+    registry.write_text("not json\n" + registry.read_text())
+    assert _fit(cfg, runs, "--ckpt_path", "last") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {registry}: line 1 is not a registry record: 'not json' (fix or delete it)")
+    assert read_training_log(runs / "tiny" / "version_0" / "train.jsonl")[-1]["eval"]["opt_steps"] == 8  # no new segment
+
+
 # ---------------------------------------------------------------- resume
 def test_a_stopped_and_resumed_run_has_the_uninterrupted_runs_registry_and_best(straight, tmp_path):
     cfg, _, run_dir, _, _ = straight

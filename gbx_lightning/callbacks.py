@@ -210,6 +210,11 @@ class TrainingLog(Callback):
     def _wall_time(self) -> float:
         return self.wall_time_base + (time.perf_counter() - self._t_start if self._t_start else 0.0)
 
+    @property
+    def wall_time_s(self) -> float:
+        """Training wall time so far, summed over fit segments (the records' ``wall_time_s``)."""
+        return self._wall_time()
+
     # ---- output (rank 0 only: under DDP every rank computes the records, reduced over ranks) ------------
     def _write(self, trainer: Trainer, obj: dict[str, Any]) -> None:
         if not trainer.is_global_zero:

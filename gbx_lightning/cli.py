@@ -7,6 +7,13 @@ the last ``--config`` file), Lightning's own layout, so runs of a sweep never co
 ``checkpoints/{last.ckpt, stepNNNNNNNN.ckpt}``. ``--ckpt_path last`` takes the newest version
 that has a ``last.ckpt`` (``--version N`` picks one), and the logs continue in place.
 
+Every evaluation of ``fit`` is recorded in ``checkpoints/registry.jsonl`` with a checkpoint file of the
+evaluated step (``checkpoints/eval/``; ``gbx_lightning.registry``), and fit ends with a table of them.
+``validate``/``test``/``play --ckpt_path best`` take the best one by ``--best_metric`` (default
+success_rate, ties by return_mean, then the later step) from the newest version with a registry;
+``--best_keep N`` files of the best are kept. ``fit --ckpt_path best`` is refused: going back to an
+earlier step supersedes the run's later history, so it takes the file's path, named in the message.
+
 Guards, all checked before any env or network is built, each a one-line message and exit
 status 2 (no traceback):
 
@@ -15,7 +22,8 @@ status 2 (no traceback):
   ``trainer.accelerator gpu`` without a CUDA device, anything else Lightning's Trainer rejects;
 * values the parser refuses (a wrong type, an unknown key: ``error: model.init_args.lr: expected float,
   got nan``), a config file that is not UTF-8, a ``run_name`` with a path in it;
-* ``--ckpt_path last`` with no checkpoint to resume (never a silent fresh start);
+* ``--ckpt_path last`` with no checkpoint to resume (never a silent fresh start); ``--ckpt_path best`` with
+  no registry or nothing scored in it, a ``best_metric`` that is not an eval metric, ``best_keep`` 0;
 * ``validate``/``test`` with nothing to evaluate (without ``--ckpt_path`` they evaluate the run's
   last checkpoint, and say so).
 
@@ -51,6 +59,9 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import number_problem
 from gbx_lightning.module import ConfigError, RLModule, world_size_problem
+from gbx_lightning.registry import (CORE_METRICS, Best, CheckpointRegistry, RegistryError, best_checkpoint, describe,
+                                    known_metrics, live_entries, metric_problem, print_registry_table, read_records,
+                                    registry_path)
 from gbx_lightning.safety import (GracefulStop, NonFiniteError, NonFiniteGuard, RunStopped, StopOnSignal,
                                   resume_command)
 
@@ -110,13 +121,18 @@ def _versions(base: Path) -> list[int]:
     return sorted(out)
 
 
-def resolve_run_dir(base: Path, subcommand: str, ckpt_path: str | None, version: int | None) -> tuple[Path, str | None]:
+def resolve_run_dir(base: Path, subcommand: str, ckpt_path: str | None, version: int | None,
+                    best_metric: str = "success_rate") -> tuple[Path, str | None]:
     """(version directory, checkpoint file) for a subcommand; RunError if there is nothing to resume/evaluate.
 
     ``fit`` without a checkpoint: ``version`` or the next free version. ``--ckpt_path last`` (and
     ``validate``/``test`` without one): the checkpoint ``last.ckpt`` of ``version`` or of the newest
-    version holding one. A checkpoint file inside one of this run's versions logs into that version.
+    version holding one. ``--ckpt_path best``: ``find_best``. A checkpoint file inside one of this run's
+    versions (``checkpoints/`` or below) logs into that version.
     """
+    if ckpt_path == "best":
+        best = find_best(base, subcommand, version, best_metric)
+        return best.run_dir, str(best.file)
     versions = _versions(base)
     if ckpt_path is None and subcommand == "fit":
         if version is None:
@@ -143,10 +159,35 @@ def resolve_run_dir(base: Path, subcommand: str, ckpt_path: str | None, version:
     ckpt = Path(ckpt_path)
     if not ckpt.is_file():
         raise RunError(f"--ckpt_path: checkpoint file {ckpt_path} does not exist")
-    run_dir = ckpt.resolve().parent.parent
-    if run_dir.parent == base.resolve() and run_dir.name.startswith("version_"):
-        return base / run_dir.name, str(ckpt)
+    for run_dir in ckpt.resolve().parents:
+        if run_dir.parent == base.resolve() and run_dir.name.startswith("version_"):
+            return base / run_dir.name, str(ckpt)
     return base / f"version_{versions[-1] + 1 if versions else 0}", str(ckpt)
+
+
+def find_best(base: Path, subcommand: str, version: int | None, best_metric: str) -> Best:
+    """``--ckpt_path best``: the best checkpoint in the registry of ``version``, or of the newest version that has
+    a registry (``gbx_lightning.registry``); RunError for ``fit`` and where there is nothing to take."""
+    if subcommand == "fit":
+        try:
+            file = f": --ckpt_path {find_best(base, 'validate', version, best_metric).file}"
+        except (RunError, ConfigError):
+            file = ""
+        raise RunError(f"--ckpt_path best is for validate, test and play: fit goes on from the last checkpoint "
+                       f"(--ckpt_path last); to train on from the best one instead (the run's later records and "
+                       f"registry entries are then superseded), pass its file{file}")
+    candidates = [version] if version is not None else _versions(base)[::-1]
+    run_dir = next((base / f"version_{v}" for v in candidates if registry_path(base / f"version_{v}").is_file()), None)
+    if run_dir is None:
+        where = registry_path(base / (f"version_{version}" if version is not None else "version_*"))
+        raise RunError(f"--ckpt_path best: no checkpoint registry, {where} does not exist (fit writes it at every "
+                       f"evaluation: train the run with evaluations on, or pass --ckpt_path last or a FILE)")
+    try:
+        return best_checkpoint(run_dir, best_metric)
+    except RegistryError as err:
+        if str(err).startswith("best_metric "):
+            raise ConfigError("best_metric", str(err)[len("best_metric "):]) from None
+        raise RunError(str(err)) from None
 
 
 def _checkpoint_counters(path: str) -> dict:
@@ -259,6 +300,14 @@ class GbxCLI(LightningCLI):
                             help="Optimizer steps between step checkpoints (rounded up to whole PPO rollouts).")
         parser.add_argument("--checkpoint_keep", type=int, default=-1,
                             help="Step checkpoints to keep, newest first (-1: all; last.ckpt is always kept).")
+        parser.add_argument("--best_metric", type=str, default="success_rate",
+                            help="Eval metric that ranks the checkpoint registry for --ckpt_path best and for "
+                                 "best_keep: success_rate, return_mean (higher is better), steps_to_success "
+                                 "(lower is better), or an env's extra <counter>_mean; ties go to the higher "
+                                 "return_mean, then the later step.")
+        parser.add_argument("--best_keep", type=int, default=3,
+                            help="Evaluated checkpoints (checkpoints/eval/) kept by fit: the best N by best_metric "
+                                 "(-1: all). Independent of checkpoint_keep.")
         parser.add_argument("--log_every", type=int, default=1, help="Optimizer steps per JSONL/logger record.")
         parser.add_argument("--torch_threads", type=Optional[int], default=None,
                             help="torch intra-op CPU threads (default: torch's choice). 1 is fastest for small "
@@ -330,6 +379,11 @@ class GbxCLI(LightningCLI):
             problem = number_problem(cfg.get(field), integer=True, **bound)
             if problem is not None:
                 raise ConfigError(field, problem)
+        if cfg.get("best_keep") == 0 or number_problem(cfg.get("best_keep"), integer=True, low=-1) is not None:
+            raise ConfigError("best_keep", f"must be -1 (all) or an int >= 1 (the best evaluated checkpoints to keep), "
+                              f"got {cfg.get('best_keep')!r}")
+        if not isinstance(cfg.get("best_metric"), str):
+            raise ConfigError("best_metric", metric_problem(cfg.get("best_metric"), known_metrics()))
 
         root = trainer.get("default_root_dir")
         if root is not None:  # Lightning's name for where logs go: our runs_dir
@@ -352,10 +406,28 @@ class GbxCLI(LightningCLI):
             self.run_dir, self.ckpt_path = inherited
             _fresh_run_dir = None
         else:
-            self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
-                                                           cfg.get("version"))
+            if given == "best":
+                best = find_best(Path(cfg.runs_dir) / name, self.subcommand, cfg.get("version"), cfg.best_metric)
+                self.run_dir, self.ckpt_path = best.run_dir, str(best.file)
+                if rank_zero_only.rank == 0:
+                    for line in describe(best, cfg.best_metric):
+                        print(f"{self.subcommand}: {line}", file=sys.stderr, flush=True)
+            else:
+                self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
+                                                               cfg.get("version"))
             _share_run(self.run_dir, self.ckpt_path)
             _fresh_run_dir = self.run_dir if self.subcommand == "fit" and not self.run_dir.exists() else None
+        registry = registry_path(self.run_dir)
+        # a damaged registry stops fit now, not at its first evaluation (RegistryError names the line)
+        entries = live_entries(read_records(registry)) if registry.is_file() and self.subcommand == "fit" else None
+        if cfg.best_metric not in CORE_METRICS:
+            # beyond the core metrics only an env's extra counter is a score, and only its registry knows it
+            if entries is None and registry.is_file():
+                entries = live_entries(read_records(registry))
+            problem = metric_problem(cfg.best_metric, known_metrics(entries or ()))
+            if problem is not None:
+                raise ConfigError("best_metric", problem + ("" if registry.is_file() else
+                                                            " (other metrics: those in the run's registry)"))
         if given is None and self.ckpt_path is not None and rank_zero_only.rank == 0:
             print(f"{self.subcommand}: no --ckpt_path given: evaluating {self.ckpt_path}", file=sys.stderr, flush=True)
         cfg.ckpt_path = None  # until before_instantiate_classes: LightningCLI's parsing must not read the checkpoint
@@ -388,6 +460,10 @@ class GbxCLI(LightningCLI):
                                              monitor="step", mode="max", save_top_k=cfg.checkpoint_keep,
                                              save_last=True,  # on a crash, the last good checkpoint stays
                                              enable_version_counter=False))  # last.ckpt is always last.ckpt
+            if self.subcommand == "fit":   # every evaluation with its checkpoint file (gbx_lightning.registry)
+                self.checkpoint_registry = CheckpointRegistry(run_dir, cfg.best_metric, cfg.best_keep,
+                                                              self.training_log)
+                callbacks.append(self.checkpoint_registry)
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())   # after the log: it acts on what the record's read found
         callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt") if checkpointing else StopOnSignal())
@@ -445,6 +521,8 @@ class GbxCLI(LightningCLI):
         if (not trainer.interrupted and trainer.limit_val_batches != 0
                 and log.last_eval_opt_steps != self.model.opt_steps):
             trainer.validate(self.model, verbose=False)  # the final evaluation, when no scheduled one fell on the end
+        if trainer.is_global_zero and getattr(self, "checkpoint_registry", None) is not None:
+            print_registry_table(self.run_dir, self.checkpoint_registry.best_metric)
         last = self.run_dir / "checkpoints" / "last.ckpt"
         if last.is_file() and trainer.is_global_zero:
             print(f"saved {last}; to continue, run the same command with --ckpt_path last "
@@ -579,7 +657,7 @@ def main(args: list[str] | None = None) -> int:
     try:
         _quiet_startup()
         GbxCLI(args=args)
-    except (ConfigError, RunError) as err:
+    except (ConfigError, RunError, RegistryError) as err:
         _forget_fresh_run()
         kind = "config error" if isinstance(err, ConfigError) else "error"
         print(f"{kind}: {err}", file=sys.stderr)

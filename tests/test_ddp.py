@@ -143,7 +143,7 @@ def test_one_log_one_run_directory_one_meta_line_per_segment(ppo_runs):
     meta, steps, evals = _records(runs / "split" / "version_0" / "train.jsonl")
     assert [(m["meta"]["segment"], m["meta"]["world_size"]) for m in meta] == [("start", 2), ("resume", 2)]
     assert [r["opt_steps"] for r in steps] == [4, 8] and [e["eval"]["opt_steps"] for e in evals] == [4, 8]
-    ckpts = sorted(p.name for p in (runs / "split" / "version_0" / "checkpoints").iterdir())
+    ckpts = sorted(p.name for p in (runs / "split" / "version_0" / "checkpoints").glob("*.ckpt"))
     assert ckpts == ["last.ckpt", "step00000004.ckpt", "step00000008.ckpt"]
 
 

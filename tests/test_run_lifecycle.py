@@ -146,10 +146,10 @@ def test_a_csv_logger_gets_the_scalars_tensorboard_gets(cfg, tmp_path):
 def test_step_checkpoints_are_kept_as_asked(cfg, tmp_path):
     runs = tmp_path / "runs"
     assert _run(cfg, runs, "--trainer.max_steps", "16") == 0  # every 4 steps: all kept by default
-    names = sorted(p.name for p in (runs / "tiny" / "version_0" / "checkpoints").iterdir())
+    names = sorted(p.name for p in (runs / "tiny" / "version_0" / "checkpoints").glob("*.ckpt"))
     assert names == ["last.ckpt"] + [f"step{s:08d}.ckpt" for s in (4, 8, 12, 16)]
     assert _run(cfg, runs, "--trainer.max_steps", "16", "--checkpoint_keep", "2", "--checkpoint_every", "6") == 0
-    names = sorted(p.name for p in (runs / "tiny" / "version_1" / "checkpoints").iterdir())
+    names = sorted(p.name for p in (runs / "tiny" / "version_1" / "checkpoints").glob("*.ckpt"))
     assert names == ["last.ckpt", "step00000008.ckpt", "step00000016.ckpt"]  # every 6 -> 8 (whole rollouts), newest 2
 
 

@@ -205,7 +205,7 @@ def test_the_last_steps_reach_last_ckpt_when_max_steps_is_not_a_checkpoint_step(
     assert _fit(cfg, runs, "--trainer.max_steps", "5") == 0
     checkpoints = runs / "tiny" / "version_0" / "checkpoints"
     assert _ckpt(checkpoints / "last.ckpt")["global_step"] == 5
-    assert sorted(p.name for p in checkpoints.iterdir()) == ["last.ckpt", "step00000002.ckpt", "step00000004.ckpt"]
+    assert sorted(p.name for p in checkpoints.glob("*.ckpt")) == ["last.ckpt", "step00000002.ckpt", "step00000004.ckpt"]
 
 
 def _python(code: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:

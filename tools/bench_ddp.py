@@ -19,6 +19,7 @@ benchmark) used during it: a run that shared its cores with others measured some
                                                         # (configs/foraging_a2c.yaml), 1 vs 2 processes
     python tools/bench_ddp.py --envs gameboy --procs 1 2 4 --repeats 3
     python tools/bench_ddp.py --one_core                # also 1 process emulating on one core
+    python tools/bench_ddp.py --independent             # also K independent processes at once: DDP's ceiling
 """
 
 from __future__ import annotations
@@ -86,30 +87,38 @@ class OtherUsers:
         self.cores = sum(last - first for first, last in self.seen.values()) / (time.perf_counter() - self._t0)
 
 
-def run_fit(env_name: str, procs: int, extra: list[str], args, runs: Path) -> dict:
-    """One `fit`; returns env steps/s over the steady state and rank 0's seconds per phase per 1000 local steps."""
-    name = f"{env_name}_{procs}p_{time.monotonic_ns()}"
-    cmd = [sys.executable, "-m", "gbx_lightning", "fit", "--config", str(CONFIGS[env_name]),
-           "--runs_dir", str(runs), "--run_name", name, "--trainer.accelerator", args.accelerator,
-           "--trainer.devices", str(procs), "--trainer.strategy", "ddp" if procs > 1 else "auto",
-           "--trainer.max_steps", str(args.warmup + args.steps), "--trainer.limit_val_batches", "0",
-           "--trainer.enable_checkpointing", "false", "--image_every", "0", "--progress_refresh", "0",
-           "--log_every", str(args.log_every), *extra]
+def run_fit(env_name: str, procs: int, extra: list[str], args, runs: Path, copies: int = 1) -> dict:
+    """One `fit` (or ``copies`` independent one-process fits at once, their env steps/s summed); returns env
+    steps/s over the steady state and rank 0's (copy 0's) seconds per phase per 1000 local steps."""
+    names = [f"{env_name}_{procs}p_{time.monotonic_ns()}_{i}" for i in range(copies)]
+    cmds = [[sys.executable, "-m", "gbx_lightning", "fit", "--config", str(CONFIGS[env_name]),
+             "--runs_dir", str(runs), "--run_name", name, "--trainer.accelerator", args.accelerator,
+             "--trainer.devices", str(procs), "--trainer.strategy", "ddp" if procs > 1 else "auto",
+             "--trainer.max_steps", str(args.warmup + args.steps), "--trainer.limit_val_batches", "0",
+             "--trainer.enable_checkpointing", "false", "--image_every", "0", "--progress_refresh", "0",
+             "--log_every", str(args.log_every), *extra] for name in names]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     load = os.getloadavg()[0]
     with OtherUsers() as others:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"fit failed ({' '.join(cmd)}):\n{proc.stderr[-3000:]}")
-    records = [json.loads(line) for line in (runs / name / "version_0" / "train.jsonl").read_text().splitlines()]
-    steps = [r for r in records if "opt_steps" in r and "meta" not in r and "eval" not in r]
-    start = next(r for r in steps if r["opt_steps"] >= args.warmup)
-    timed = [r for r in steps if r["opt_steps"] > start["opt_steps"]]
-    end = timed[-1]
-    env_steps = end["env_steps"] - start["env_steps"]
-    per_k = 1000 * procs / env_steps  # per 1000 env steps of one process (rank 0's share)
-    return {"sps": env_steps / (end["wall_time_s"] - start["wall_time_s"]), "load": load, "others": others.cores,
-            "phases": {k: sum(r[k] for r in timed) * per_k for k in PHASES}}
+        running = [subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                   for cmd in cmds]
+        errors = [proc.communicate()[1] for proc in running]
+    for cmd, proc, err in zip(cmds, running, errors):
+        if proc.returncode != 0:
+            raise SystemExit(f"fit failed ({' '.join(cmd)}):\n{err[-3000:]}")
+    sps, phases = 0.0, None
+    for name in names:
+        records = [json.loads(line) for line in (runs / name / "version_0" / "train.jsonl").read_text().splitlines()]
+        steps = [r for r in records if "opt_steps" in r and "meta" not in r and "eval" not in r]
+        start = next(r for r in steps if r["opt_steps"] >= args.warmup)
+        timed = [r for r in steps if r["opt_steps"] > start["opt_steps"]]
+        end = timed[-1]
+        env_steps = end["env_steps"] - start["env_steps"]
+        sps += env_steps / (end["wall_time_s"] - start["wall_time_s"])
+        if phases is None:
+            per_k = 1000 * procs / env_steps  # per 1000 env steps of one process (rank 0's share)
+            phases = {k: sum(r[k] for r in timed) * per_k for k in PHASES}
+    return {"sps": sps, "load": load, "others": others.cores, "phases": phases}
 
 
 def main() -> None:
@@ -126,6 +135,10 @@ def main() -> None:
     p.add_argument("--one_core", action="store_true",
                    help="also 1 process with the Game Boy's emulation on one core (cpu_threads 1): the baseline "
                         "for scaling efficiency (one process by default already emulates on every core)")
+    p.add_argument("--independent", action="store_true",
+                   help="also K independent one-process fits at once (K = the largest --procs; each emulating on "
+                        "one core), their env steps/s summed: what K processes give with no gradient all-reduce "
+                        "and no lockstep, the ceiling for DDP on this machine")
     args = p.parse_args()
     print(f"cores available: {len(os.sched_getaffinity(0))}; procs {args.procs}; load average at start "
           f"{os.getloadavg()[0]:.2f}", flush=True)
@@ -140,10 +153,17 @@ def main() -> None:
             if args.one_core and env_name == "gameboy":
                 variants.insert(1, ("1 process, emulation on 1 core", 1,
                                     ["--model.init_args.env_kwargs.cpu_threads", "1"]))
+            copies = {}
+            if args.independent:
+                k = max(args.procs)
+                label = f"{k} independent processes"
+                variants.append((label, 1, ["--model.init_args.env_kwargs.cpu_threads", "1"]
+                                 if env_name == "gameboy" else []))
+                copies[label] = k
             results: dict[str, list[dict]] = {label: [] for label, _, _ in variants}
             for r in range(args.repeats):
                 for label, k, extra in (variants if r % 2 == 0 else variants[::-1]):
-                    res = run_fit(env_name, k, extra, args, Path(tmp))
+                    res = run_fit(env_name, k, extra, args, Path(tmp), copies.get(label, 1))
                     results[label].append(res)
                     print(f"{env_name} repeat {r} {label}: {res['sps']:8.0f} env steps/s  (load average before: "
                           f"{res['load']:.2f}; other processes used {res['others']:.2f} cores during it)", flush=True)

@@ -143,7 +143,21 @@ def _check_pixels(name: str, obs_shape: tuple[int, ...], min_hw: int) -> None:
                          f"(uint8 pixel stack, e.g. [4, 72, 80]), got {list(obs_shape)}")
 
 
-class PixelCNNPolicy(ActorCritic):
+class _PixelPolicy(ActorCritic):
+    """What the pixel CNNs share: ``self.convs`` (set by the subclass), one dense layer on its flattened
+    output, the heads; shades 0..3 scaled to [0, 1]."""
+
+    def _dense_and_heads(self, hidden: int) -> None:
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, *self.obs_shape)).shape[1]
+        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())
+        self._heads(int(hidden))
+
+    def torso(self, obs):
+        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+
+
+class PixelCNNPolicy(_PixelPolicy):
     """A small CNN for Game Boy pixel stacks: 8x8/4 and 4x4/2 convolutions, one dense layer.
 
     The Nature CNN's first two layers with half the channels and without its third
@@ -154,7 +168,7 @@ class PixelCNNPolicy(ActorCritic):
     def __init__(self, obs_shape, num_actions, channels: tuple[int, int] | list[int] = (16, 32), hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
-        k, h, w = self.obs_shape
+        k = self.obs_shape[0]
         c1, c2 = (int(c) for c in channels)
         g = math.sqrt(2)
         self.convs = nn.Sequential(
@@ -162,22 +176,16 @@ class PixelCNNPolicy(ActorCritic):
             _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
             nn.Flatten(),
         )
-        with torch.no_grad():
-            flat = self.convs(torch.zeros(1, k, h, w)).shape[1]
-        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), g), nn.ReLU())
-        self._heads(int(hidden))
-
-    def torso(self, obs):
-        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+        self._dense_and_heads(hidden)
 
 
-class NatureCNNPolicy(ActorCritic):
+class NatureCNNPolicy(_PixelPolicy):
     """The DQN "Nature" CNN (Mnih et al. 2015): 8x8/4, 4x4/2, 3x3/1 convolutions, 512 dense units."""
 
     def __init__(self, obs_shape, num_actions, hidden: int = 512):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
-        k, h, w = self.obs_shape
+        k = self.obs_shape[0]
         g = math.sqrt(2)
         self.convs = nn.Sequential(
             _init(nn.Conv2d(k, 32, 8, stride=4), g), nn.ReLU(),
@@ -185,13 +193,7 @@ class NatureCNNPolicy(ActorCritic):
             _init(nn.Conv2d(64, 64, 3, stride=1), g), nn.ReLU(),
             nn.Flatten(),
         )
-        with torch.no_grad():
-            flat = self.convs(torch.zeros(1, k, h, w)).shape[1]
-        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), g), nn.ReLU())
-        self._heads(int(hidden))
-
-    def torso(self, obs):
-        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+        self._dense_and_heads(hidden)
 
 
 class _ResidualBlock(nn.Module):
@@ -204,14 +206,14 @@ class _ResidualBlock(nn.Module):
         return x + self.conv1(torch.relu(self.conv0(torch.relu(x))))
 
 
-class ImpalaCNNPolicy(ActorCritic):
+class ImpalaCNNPolicy(_PixelPolicy):
     """IMPALA's residual CNN (Espeholt et al. 2018): per stage conv 3x3, max-pool 3x3/2, two residual blocks."""
 
     def __init__(self, obs_shape, num_actions, channels: tuple[int, ...] | list[int] = (16, 32, 32),
                  hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)
-        k, h, w = self.obs_shape
+        k = self.obs_shape[0]
         stages: list[nn.Module] = []
         c_in = k
         for c in channels:
@@ -221,13 +223,7 @@ class ImpalaCNNPolicy(ActorCritic):
         # convolutions keep PyTorch's default init: orthogonal sqrt(2) gains compound through the
         # residual sums and blow up the features (and the initial logits)
         self.convs = nn.Sequential(*stages, nn.ReLU(), nn.Flatten())
-        with torch.no_grad():
-            flat = self.convs(torch.zeros(1, k, h, w)).shape[1]
-        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())
-        self._heads(int(hidden))
-
-    def torso(self, obs):
-        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+        self._dense_and_heads(hidden)
 
 
 POLICY_REGISTRY: dict[str, Callable[..., ActorCritic]] = {

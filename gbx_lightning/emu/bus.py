@@ -123,13 +123,7 @@ def sleep_until(ms: MachinePtr, env: int, t: wp.int64, t_end: wp.int64, wake_on_
             now = wp.max(now, stop)
             going = 0
         else:
-            if m.r64[env, T_TIMER_EVENT] <= at:
-                timer_sync(ms, env, at)
-            if m.r64[env, T_PPU_EVENT] <= at:
-                ppu_sync(ms, env, at)
-            if m.r64[env, T_SERIAL_END] <= at:
-                serial_sync(ms, env, at)
-            reschedule(ms, env)
+            events_sync(ms, env, at)
             boundary = t + (wp.max(at - t, wp.int64(0)) + wp.int64(3)) // wp.int64(4) * wp.int64(4)
             if wake_on_irq != 0 and (int(m.hram[env, 127]) & int(m.io[env, 0x0F]) & 0x1F) != 0:
                 going = 0

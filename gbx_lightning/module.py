@@ -195,6 +195,9 @@ class RLModule(LightningModule):
         env_kwargs: env options (e.g. GameBoyEnv ``level``, ForagingEnv ``obs_mode``); ``num_envs`` and
             ``device`` are set by the module.
         num_envs: envs stepped in parallel for training.
+        env_device: where the envs run. ``None``: on the Trainer's device (a GPU run emulates on the GPU).
+            ``"cpu"``: hybrid mode, the envs on the CPU's cores and the policy on the Trainer's device, the
+            observations sent over through pinned buffers (``envs/bridge.py``; README, "GPU").
         policy: registered policy name (``gbx_lightning.models.POLICY_REGISTRY``).
         policy_kwargs: policy options (e.g. ``hidden``).
         gamma, lr, max_grad_norm, value_coef, entropy_coef, adam_eps: the usual.
@@ -205,6 +208,7 @@ class RLModule(LightningModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 env_device: str | None = None,
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 1e-3,
                  max_grad_norm: float | None = 0.5, value_coef: float = 0.5, entropy_coef: float = 0.01,
                  adam_eps: float = 1e-5, seed: int | None = None, eval_episodes: int = 32,
@@ -263,6 +267,8 @@ class RLModule(LightningModule):
         _require_number("gamma", hp.get("gamma"), low=0, high=1, low_open=True)
         _require_number("lr", hp.get("lr"), low=0, low_open=True)
         _require_number("num_envs", hp.get("num_envs"), low=1, integer=True)
+        _require(hp.get("env_device") in (None, "cpu"), "env_device", "null (the Trainer's device) or \"cpu\" "
+                 "(hybrid mode: envs on the CPU's cores, the policy on the Trainer's device)", hp.get("env_device"))
         _require_number("max_grad_norm", hp.get("max_grad_norm"), low=0, low_open=True, none="null")
         for name in ("value_coef", "entropy_coef"):
             _require_number(name, hp.get(name), low=0)
@@ -291,6 +297,9 @@ class RLModule(LightningModule):
 
         trainer = self._attached_trainer()
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
+        learner = device
+        if self.hparams.get("env_device") is not None:
+            device = torch.device(self.hparams.env_device)
         options = dict(self.hparams.env_kwargs or {})
         threads = inspect.signature(_env_registry()[self.hparams.env]).parameters.get("cpu_threads")
         if device.type == "cpu" and "cpu_threads" not in options and threads is not None and threads.default is None:
@@ -298,12 +307,17 @@ class RLModule(LightningModule):
             # node would otherwise each start one launch thread per core
             options["cpu_threads"] = cores_per_process(trainer)
         try:
-            return make_env(self.hparams.env, num_envs=num_envs, device=device, **options)
+            env = make_env(self.hparams.env, num_envs=num_envs, device=device, **options)
         except _BAD_VALUE as err:
             if not _is_bad_value(err):
                 raise
             # a bad option value or file: one line naming the config field, not a traceback from inside fit
             raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {_one_line(err)}") from err
+        if self.hparams.get("env_device") is None:
+            return env
+        from gbx_lightning.envs.bridge import DeviceBridge
+
+        return DeviceBridge(env, learner)   # hybrid mode (also CPU to CPU: the same copies, same results)
 
     def _build_policy(self, env) -> None:
         if self.policy is None:
@@ -636,14 +650,15 @@ class A2CModule(RLModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 env_device: str | None = None,
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 7e-4,
                  update_every: int = 5, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
                  entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None,
                  eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003,
                  sample_transforms: list[dict] | None = None):
         self.check_config(**_init_args(locals()))
-        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
-                         policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
+        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, env_device=env_device,
+                         policy=policy, policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
                          value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
                          eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
 
@@ -687,6 +702,7 @@ class PPOModule(RLModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 env_device: str | None = None,
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 2.5e-4,
                  rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
                  clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
@@ -695,8 +711,8 @@ class PPOModule(RLModule):
                  eval_episodes: int = 32, eval_greedy: bool = False, eval_seed: int = 1_000_003,
                  sample_transforms: list[dict] | None = None):
         self.check_config(**_init_args(locals()))
-        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
-                         policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
+        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, env_device=env_device,
+                         policy=policy, policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
                          value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
                          eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
         self.opt_steps_per_batch = epochs * minibatches
@@ -828,6 +844,7 @@ class REINFORCEModule(RLModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
+                 env_device: str | None = None,
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 1e-3,
                  rollout_steps: int = 200, accumulate: int = 1, baseline: bool = True,
                  normalize_advantages: bool = True, bootstrap_truncated: bool = False,
@@ -835,8 +852,8 @@ class REINFORCEModule(RLModule):
                  adam_eps: float = 1e-5, seed: int | None = None, eval_episodes: int = 32, eval_greedy: bool = False,
                  eval_seed: int = 1_000_003):
         self.check_config(**_init_args(locals()))
-        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, policy=policy,
-                         policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
+        super().__init__(env=env, env_kwargs=env_kwargs, num_envs=num_envs, env_device=env_device,
+                         policy=policy, policy_kwargs=policy_kwargs, gamma=gamma, lr=lr, max_grad_norm=max_grad_norm,
                          value_coef=value_coef, entropy_coef=entropy_coef, adam_eps=adam_eps, seed=seed,
                          eval_episodes=eval_episodes, eval_greedy=eval_greedy, eval_seed=eval_seed)
         self._parts = 0                                   # rollouts backwarded since the last optimizer step

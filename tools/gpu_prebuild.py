@@ -1,0 +1,50 @@
+"""Compile every Warp module of the package ahead of time into a kernel cache folder, for CUDA
+(sm_90 cubin) and the CPU, so a lent GPU machine spends no minutes compiling.
+
+    python tools/gpu_prebuild.py [--cache .gpu_kcache] [--arch 90] [--no-cpu]
+
+The folder is laid out as Warp's kernel cache (one `wp_<module>_<hash>/` folder per module), so the
+device run only points Warp at it (WARP_CACHE_PATH=.gpu_kcache, see tools/gpu_check.sh) and loads.
+Cubin, not PTX: the device's driver may be older than Warp's bundled NVRTC and refuse its PTX.
+Modules are hashed by their source and options, so the cache matches only this exact tree.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MODULES = ["gbx_lightning.emu.cpu", "gbx_lightning.emu.machine", "gbx_lightning.emu.mbc",
+           "gbx_lightning.emu.savestate", "gbx_lightning.envs.foraging", "gbx_lightning.envs.pixels"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", default=str(REPO / ".gpu_kcache"))
+    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--no-cpu", action="store_true", help="CUDA only (the CPU build is per host)")
+    args = ap.parse_args(argv)
+    os.environ["WARP_CACHE_PATH"] = str(Path(args.cache).resolve())
+    sys.path.insert(0, str(REPO))
+    import warp as wp
+
+    wp.config.quiet = True
+    wp.init()
+    for name in MODULES:
+        importlib.import_module(name)
+        t0 = time.perf_counter()
+        paths = wp.compile_aot_module(name, arch=args.arch, use_ptx=False)
+        t1 = time.perf_counter()
+        if not args.no_cpu:
+            wp.load_module(name, device="cpu")
+        t2 = time.perf_counter()
+        print(f"{name:32s} cuda {t1 - t0:6.1f} s  cpu {t2 - t1:6.1f} s  {[p.name for p in paths]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The device check for a lent GPU machine: every part under its own timeout, results under $OUT
+# (gpu_check.log, bench.jsonl, one log per part). Prepared and rehearsed on the CPU first
+# (GPU_CHECK_DEVICE=cpu bash tools/gpu_check.sh runs the same parts small on Warp's CPU device).
+#
+# Here, before the device calls (docs/gpu.md):
+#   bash ../shared/gpu/pack.sh && python tools/gpu_prebuild.py       # .gpu1/ .gpu2/ and .gpu_kcache/ (cubins)
+# Device call 1, carry [".gpu1"]:
+#   mkdir -p /root/gpu && cp .gpu1/* /root/gpu/
+# Device call 2 at once (within 30 s), carry [".gpu2", ".gpu_kcache"]:
+#   bash tools/gpu_check.sh
+# The kernel cache travels compiled (cubin for sm_90: the device's driver may refuse PTX from a newer NVRTC),
+# so no device minute goes to compiling the CUDA kernels; the CPU kernels compile there (~15 s).
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu_check_out}
+mkdir -p "$OUT"
+DEV=${GPU_CHECK_DEVICE:-cuda}
+LOG="$OUT/gpu_check.log"
+JSON="$OUT/bench.jsonl"
+say() { echo "[$(date +%T)] $*" | tee -a "$LOG"; }
+
+if [ "$DEV" = cuda ] && ! python3 -c "import warp, jsonargparse" 2>/dev/null; then
+    say "unpacking warp-lang and jsonargparse"
+    cat /root/gpu/part.00 .gpu2/part.01 | xz -d | tar -x -C /tmp \
+        && python3 -m pip install -q --no-index --no-deps --target /tmp/site /root/gpu/*.whl >> "$LOG" 2>&1
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+[ "$DEV" = cuda ] && [ -d .gpu_kcache ] && export WARP_CACHE_PATH=$PWD/.gpu_kcache
+export PYTHONDONTWRITEBYTECODE=1
+
+part() {   # part NAME SECONDS COMMAND...: one part, its own log, its exit status in the main log
+    local name=$1 secs=$2; shift 2
+    local t0=$SECONDS
+    say "== $name (timeout ${secs}s): $*"
+    timeout -k 5 "$secs" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    tail -n 25 "$OUT/$name.log" >> "$LOG"
+    say "== $name rc=$rc in $((SECONDS - t0))s"
+    echo "{\"part\": \"status\", \"name\": \"$name\", \"rc\": $rc, \"seconds\": $((SECONDS - t0))}" >> "$JSON"
+}
+
+if [ "$DEV" = cuda ]; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >> "$LOG" 2>&1
+    lscpu | grep -E "Model name|^CPU\(s\)" >> "$LOG" 2>&1
+    part env 60 python3 -c "import warp as wp, torch; wp.init(); print(wp.__version__, torch.__version__, torch.cuda.get_device_name(), wp.get_device('cuda').arch)"
+    part tests 150 python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_gameboy_env.py tests/test_foraging.py tests/test_bridge.py
+    part parity 60 python3 tools/bench_gpu.py parity --frames 120 --out "$JSON"
+    part emu 100 python3 tools/bench_gpu.py emu --seconds 2 --out "$JSON"
+    part fit_gpu 90 python3 tools/bench_gpu.py fit --runs cuda:4096 cuda:16384 --out "$JSON"
+    part fit_hybrid 120 python3 tools/bench_gpu.py fit --runs cpu:4096:1 cpu:4096:16 cpu:16384:16 --out "$JSON"
+    part cpu_cores 45 python3 tools/bench_env.py --envs 1024 --shards 1 16 --steps 10 --repeats 1
+else   # rehearsal: the same parts, small, on the CPU device
+    part tests 600 python3 -m pytest -q -p no:cacheprovider tests/test_bridge.py tests/test_cuda_codegen.py
+    part parity 120 python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload orchard --out "$JSON"
+    part emu 120 python3 tools/bench_gpu.py emu --device cpu --envs 16 64 --seconds 0.5 --out "$JSON"
+    part fit_gpu 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cuda:16 --rollout_steps 4 --out "$JSON"
+    part fit_hybrid 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cpu:16:1 cpu:16:2 --rollout_steps 4 --out "$JSON"
+    part cpu_cores 120 python3 tools/bench_env.py --envs 32 --shards 1 2 --steps 10 --repeats 1
+fi
+say "done"

@@ -157,6 +157,25 @@ def cores_per_process(trainer=None) -> int:
     return max(1, cores // max(1, int(local)))
 
 
+ENV_DEVICES = ("auto", "cpu", "gpu")
+# env_device "auto" emulates on the GPU from this many envs per CPU core of the process. Measured on an H100 with 16
+# cores (docs/gpu.md): one step of the GPU emulator takes ~0.17 s whatever the env count below saturation (a GPU
+# thread runs one Game Boy ~25x slower than a CPU core), so it needs thousands of envs to pay; PPO fit on the built-in
+# game: GPU emulator 23.5k env steps/s at 4,096 envs and 70k at 16,384, hybrid mode on 16 cores 40k at both.
+GPU_ENVS_PER_CORE = 512
+
+
+def pick_env_device(setting: str, learner: torch.device, num_envs: int, cores: int) -> torch.device:
+    """Where ``num_envs`` envs run for a learner on ``learner`` (see ``RLModule``'s ``env_device``)."""
+    if learner.type == "cpu" or setting == "cpu":
+        if setting == "gpu":
+            raise ConfigError("model.env_device", "is gpu, but the Trainer runs on the CPU (trainer.accelerator)")
+        return torch.device("cpu")
+    if setting == "gpu" or num_envs >= GPU_ENVS_PER_CORE * cores:
+        return learner
+    return torch.device("cpu")
+
+
 def world_size_problem(saved: int, now: int) -> str:
     """The one-line refusal of a resume with another number of processes than the checkpoint was saved by."""
     return (f"x trainer.num_nodes must give {saved} process(es) to resume this checkpoint (each saved its own "
@@ -195,9 +214,10 @@ class RLModule(LightningModule):
         env_kwargs: env options (e.g. GameBoyEnv ``level``, ForagingEnv ``obs_mode``); ``num_envs`` and
             ``device`` are set by the module.
         num_envs: envs stepped in parallel for training.
-        env_device: where the envs run. ``None``: on the Trainer's device (a GPU run emulates on the GPU).
-            ``"cpu"``: hybrid mode, the envs on the CPU's cores and the policy on the Trainer's device, the
-            observations sent over through pinned buffers (``envs/bridge.py``; README, "GPU").
+        env_device: where the envs run. ``"gpu"``: on the Trainer's GPU. ``"cpu"``: on the CPU's cores; with a
+            GPU Trainer that is hybrid mode, the policy on the GPU and the observations sent over through pinned
+            buffers (``envs/bridge.py``). ``"auto"``: the CPU when the Trainer is on the CPU, else the GPU only
+            for ``num_envs >= GPU_ENVS_PER_CORE`` x this process's cores (``pick_env_device``; README, "GPU").
         policy: registered policy name (``gbx_lightning.models.POLICY_REGISTRY``).
         policy_kwargs: policy options (e.g. ``hidden``).
         gamma, lr, max_grad_norm, value_coef, entropy_coef, adam_eps: the usual.
@@ -208,7 +228,7 @@ class RLModule(LightningModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
-                 env_device: str | None = None,
+                 env_device: str = "auto",
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 1e-3,
                  max_grad_norm: float | None = 0.5, value_coef: float = 0.5, entropy_coef: float = 0.01,
                  adam_eps: float = 1e-5, seed: int | None = None, eval_episodes: int = 32,
@@ -267,8 +287,8 @@ class RLModule(LightningModule):
         _require_number("gamma", hp.get("gamma"), low=0, high=1, low_open=True)
         _require_number("lr", hp.get("lr"), low=0, low_open=True)
         _require_number("num_envs", hp.get("num_envs"), low=1, integer=True)
-        _require(hp.get("env_device") in (None, "cpu"), "env_device", "null (the Trainer's device) or \"cpu\" "
-                 "(hybrid mode: envs on the CPU's cores, the policy on the Trainer's device)", hp.get("env_device"))
+        _require(hp.get("env_device", "auto") in ENV_DEVICES, "env_device", f"one of {', '.join(ENV_DEVICES)}",
+                 hp.get("env_device"))
         _require_number("max_grad_norm", hp.get("max_grad_norm"), low=0, low_open=True, none="null")
         for name in ("value_coef", "entropy_coef"):
             _require_number(name, hp.get(name), low=0)
@@ -298,8 +318,7 @@ class RLModule(LightningModule):
         trainer = self._attached_trainer()
         device = trainer.strategy.root_device if trainer is not None else torch.device("cpu")
         learner = device
-        if self.hparams.get("env_device") is not None:
-            device = torch.device(self.hparams.env_device)
+        device = pick_env_device(self.hparams.get("env_device", "auto"), learner, num_envs, cores_per_process(trainer))
         options = dict(self.hparams.env_kwargs or {})
         threads = inspect.signature(_env_registry()[self.hparams.env]).parameters.get("cpu_threads")
         if device.type == "cpu" and "cpu_threads" not in options and threads is not None and threads.default is None:
@@ -313,11 +332,12 @@ class RLModule(LightningModule):
                 raise
             # a bad option value or file: one line naming the config field, not a traceback from inside fit
             raise ConfigError("model.env_kwargs", f"rejected by {self.hparams.env}: {_one_line(err)}") from err
-        if self.hparams.get("env_device") is None:
+        if device == learner and self.hparams.get("env_device", "auto") != "cpu":
             return env
         from gbx_lightning.envs.bridge import DeviceBridge
 
-        return DeviceBridge(env, learner)   # hybrid mode (also CPU to CPU: the same copies, same results)
+        # hybrid mode; env_device "cpu" on a CPU Trainer also goes through it (the same copies, same results)
+        return DeviceBridge(env, learner)
 
     def _build_policy(self, env) -> None:
         if self.policy is None:
@@ -650,7 +670,7 @@ class A2CModule(RLModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
-                 env_device: str | None = None,
+                 env_device: str = "auto",
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 7e-4,
                  update_every: int = 5, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
                  entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None,
@@ -702,7 +722,7 @@ class PPOModule(RLModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
-                 env_device: str | None = None,
+                 env_device: str = "auto",
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 2.5e-4,
                  rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
                  clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
@@ -844,7 +864,7 @@ class REINFORCEModule(RLModule):
     """
 
     def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
-                 env_device: str | None = None,
+                 env_device: str = "auto",
                  policy: str = "cnn", policy_kwargs: dict | None = None, gamma: float = 0.99, lr: float = 1e-3,
                  rollout_steps: int = 200, accumulate: int = 1, baseline: bool = True,
                  normalize_advantages: bool = True, bootstrap_truncated: bool = False,

@@ -91,11 +91,18 @@ def test_the_bridge_returns_fresh_tensors_on_its_device_and_checks_actions():
         env.step(torch.zeros(3, dtype=torch.int64))
 
 
-def test_env_device_other_than_cpu_is_a_config_error():
-    from gbx_lightning.module import ConfigError, PPOModule
+def test_env_device_is_checked_and_auto_emulates_on_the_gpu_only_with_enough_envs_per_core():
+    from gbx_lightning.module import GPU_ENVS_PER_CORE, ConfigError, PPOModule, pick_env_device
 
-    with pytest.raises(ConfigError, match="env_device.*got 'cuda'"):
+    with pytest.raises(ConfigError, match="env_device must be one of auto, cpu, gpu, got 'cuda'"):
         PPOModule(env="gameboy", env_device="cuda")
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    with pytest.raises(ConfigError, match="env_device.*Trainer runs on the CPU"):
+        pick_env_device("gpu", cpu, 4096, 2)
+    assert pick_env_device("auto", cpu, 10**6, 2) == cpu and pick_env_device("cpu", gpu, 10**6, 2) == cpu
+    assert pick_env_device("gpu", gpu, 1, 16) == gpu
+    edge = GPU_ENVS_PER_CORE * 16
+    assert pick_env_device("auto", gpu, edge - 1, 16) == cpu and pick_env_device("auto", gpu, edge, 16) == gpu
 
 
 @pytest.mark.cuda

@@ -2,7 +2,7 @@
 
     python tools/bench_gpu.py parity [--device cuda] [--frames 300]           # CUDA == CPU, every test ROM
     python tools/bench_gpu.py emu    [--device cuda] [--envs 1024 4096 16384 65536] [--roms orchard workload]
-    python tools/bench_gpu.py fit    [--accelerator gpu] [--runs cuda:4096 cpu:4096:16 ...]
+    python tools/bench_gpu.py fit    [--accelerator gpu] [--runs gpu:4096 cpu:4096:16 ...]
     ... --out results.jsonl   (default: print only)
 
 parity: every ROM of tests/roms (assembled) and orchard, 64 envs each with their own random buttons per
@@ -18,8 +18,9 @@ workload ROM (tests/roms/workload.asm, if present, else idiom_memcpy) keeps the 
 does; orchard is the built-in game.
 
 fit: PPO as `fit` runs it (PPOModule, RolloutStream, Lightning Trainer) on the built-in task with the
-pixel CNN, one process; env steps/s over the timed rollouts after one warm-up rollout. --env_device cuda
-emulates on the GPU; cpu is hybrid mode (model.env_device cpu) with --shards CPU launch threads.
+pixel CNN, one process; env steps/s over the timed rollouts after one warm-up rollout. Each of --runs is
+env_device:num_envs[:shards]: gpu emulates on the GPU, cpu is hybrid mode (model.env_device cpu) with that
+many CPU launch threads.
 No assertion here: it measures. Numbers from one run compare; runs on other machines do not.
 """
 from __future__ import annotations
@@ -49,6 +50,12 @@ def _emit(out, record: dict) -> None:
 def _rom(name: str) -> bytes:
     from bench_emu import load_rom
 
+    if name == "ppu_stat_log":   # a template: tests/test_ppu_stat_timing.py sets these two (here: every source, LYC 10)
+        from gbx_lightning.roms.asm import assemble
+
+        src = ROM_DIR / f"{name}.asm"
+        return assemble("STAT_SOURCES EQU $78\nLYC_VALUE EQU 10\n" + src.read_text(), origin_file=str(src),
+                        include_dirs=(str(ROM_DIR),))
     return load_rom(name)[0]
 
 
@@ -183,7 +190,7 @@ def fit(args) -> int:
         module = PPOModule(env="gameboy", env_kwargs=kw, num_envs=n, policy="pixel_cnn", seed=0,
                            rollout_steps=args.rollout_steps, epochs=args.epochs,
                            minibatches=args.minibatches, lr=2.5e-4,
-                           env_device=None if env_device != "cpu" else "cpu")
+                           env_device=env_device)
         clock = Clock()
         trainer = Trainer(max_steps=cycle * (args.warmup_rollouts + args.rollouts),
                           accelerator=args.accelerator, devices=1, logger=False, callbacks=[clock],
@@ -223,9 +230,9 @@ def main(argv=None) -> int:
     ap.add_argument("--parity_envs", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=3.0, help="emu: about this long per size")
     ap.add_argument("--max_steps", type=int, default=200, help="emu: at most this many timed steps per size")
-    ap.add_argument("--runs", nargs="+", default=["cuda:4096", "cuda:16384", "cpu:4096:1", "cpu:4096:16",
+    ap.add_argument("--runs", nargs="+", default=["gpu:4096", "gpu:16384", "cpu:4096:1", "cpu:4096:16",
                                                   "cpu:16384:16"],
-                    help="fit: env_device:num_envs[:cpu shards] (cuda = emulate on the GPU; cpu = hybrid mode)")
+                    help="fit: env_device:num_envs[:cpu shards] (gpu = emulate on the GPU; cpu = on the CPU, hybrid mode with a GPU)")
     ap.add_argument("--rollout_steps", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--minibatches", type=int, default=4)

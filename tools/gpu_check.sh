@@ -49,14 +49,14 @@ if [ "$DEV" = cuda ]; then
     part tests 150 python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_gameboy_env.py tests/test_foraging.py tests/test_bridge.py
     part parity 60 python3 tools/bench_gpu.py parity --frames 120 --out "$JSON"
     part emu 100 python3 tools/bench_gpu.py emu --seconds 2 --out "$JSON"
-    part fit_gpu 90 python3 tools/bench_gpu.py fit --runs cuda:4096 cuda:16384 --out "$JSON"
+    part fit_gpu 90 python3 tools/bench_gpu.py fit --runs gpu:4096 gpu:16384 --out "$JSON"
     part fit_hybrid 120 python3 tools/bench_gpu.py fit --runs cpu:4096:1 cpu:4096:16 cpu:16384:16 --out "$JSON"
     part cpu_cores 45 python3 tools/bench_env.py --envs 1024 --shards 1 16 --steps 10 --repeats 1
 else   # rehearsal: the same parts, small, on the CPU device
     part tests 600 python3 -m pytest -q -p no:cacheprovider tests/test_bridge.py tests/test_cuda_codegen.py
     part parity 120 python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload orchard --out "$JSON"
     part emu 120 python3 tools/bench_gpu.py emu --device cpu --envs 16 64 --seconds 0.5 --out "$JSON"
-    part fit_gpu 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cuda:16 --rollout_steps 4 --out "$JSON"
+    part fit_gpu 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cpu:16 --rollout_steps 4 --out "$JSON"
     part fit_hybrid 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cpu:16:1 cpu:16:2 --rollout_steps 4 --out "$JSON"
     part cpu_cores 120 python3 tools/bench_env.py --envs 32 --shards 1 2 --steps 10 --repeats 1
 fi

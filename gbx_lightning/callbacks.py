@@ -144,7 +144,7 @@ def _image_summary(tag: str, encoded: bytes, height: int, width: int):
     """An encoded PNG or GIF as a TensorBoard image summary (an animated GIF plays in the Images tab).
 
     Built as the proto directly: SummaryWriter.add_image would re-encode arrays with an imaging library,
-    and add_video needs moviepy; the bytes here come from emu/png.py / emu/gif.py.
+    and add_video needs moviepy; the bytes here come from media.py.
     """
     from tensorboard.compat.proto.summary_pb2 import Summary
 
@@ -403,7 +403,7 @@ class AgentView(Callback):
         obs = stream.obs
         if obs.dtype != torch.uint8 or obs.dim() != 4:
             return
-        from gbx_lightning.emu.png import encode_png
+        from gbx_lightning.media import encode_png
 
         grid = observation_grid(obs, self.envs)
         self._write(trainer, "agent/observations", encode_png(grid, self.scale), grid.shape[0] * self.scale,
@@ -413,7 +413,7 @@ class AgentView(Callback):
         clip = getattr(pl_module, "last_eval_clip", None)
         if clip is None or trainer.sanity_checking or not trainer.is_global_zero:
             return
-        from gbx_lightning.emu.gif import encode_gif
+        from gbx_lightning.media import encode_gif
 
         frames = clip.detach().cpu().numpy()
         data = encode_gif(frames, self.scale, self.delay_cs)

@@ -12,7 +12,7 @@ import sys
 import torch
 
 from gbx_lightning.data import EvalEpisodes
-from gbx_lightning.emu.gif import save_gif
+from gbx_lightning.media import save_gif
 from gbx_lightning.envs import make_env
 
 __all__ = ["play"]

@@ -297,7 +297,7 @@ def test_bad_arguments():
 
 def test_cli_run_prints_serial_and_writes_png(tmp_path, capsys):
     from gbx_lightning.emu.__main__ import main
-    from gbx_lightning.emu.png import decode_png_grey
+    from gbx_lightning.media import decode_png_grey
 
     rom = tmp_path / "hello.gb"
     rom.write_bytes(make_rom({0x100: send(ord("O")) + send(ord("K")) + LOOP}))

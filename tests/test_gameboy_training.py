@@ -56,6 +56,16 @@ def _tensors(obj):
             yield from _tensors(v)
 
 
+def _screens_shown(gif, ms_per_screen):
+    """A GIF clip's playing time in screens (a run of identical screens is one GIF frame)."""
+    total = 0
+    for i in range(gif.n_frames):
+        gif.seek(i)
+        total += gif.info["duration"]
+    assert total % ms_per_screen == 0, total
+    return total // ms_per_screen
+
+
 def _fit(cfg, runs, *extra):
     return main(["fit", "--config", str(cfg), "--runs_dir", str(runs), *extra])
 
@@ -117,7 +127,8 @@ def test_tensorboard_gets_the_agent_view_and_eval_clips(trained):
     assert [c.name for c in clips] == [f"eval_step{s:08d}.gif" for s in (3, 6, 9, 12)]
     Image = pytest.importorskip("PIL.Image")
     im = Image.open(io.BytesIO(clips[-1].read_bytes()))
-    assert im.size == (160, 144) and im.n_frames >= 2      # 72x80 screens drawn 2x
+    assert im.size == (160, 144)                            # 72x80 screens drawn 2x
+    assert _screens_shown(im, 120) >= 2                     # the start and at least one step, 12/100 s each
 
 
 def test_validate_reports_success_and_steps_to_success(trained, capsys):
@@ -137,6 +148,8 @@ def test_play_writes_a_clip_of_the_checkpoint_policy(trained, capsys):
     assert "play: episode 1:" in printed and "play: episode 2:" in printed and f"play: wrote {out}" in printed
     Image = pytest.importorskip("PIL.Image")
     im = Image.open(out)
-    assert im.n_frames >= 4                             # two episodes of at least one step, plus their starts
+    screens = int(printed.split(f"play: wrote {out} (")[1].split(" frames)")[0])
+    assert screens >= 4                                 # two episodes of at least one step, plus their starts
+    assert _screens_shown(im, 120) == screens           # every screen recorded, 12/100 s each
     assert main(["play", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last", "--out", str(out),
                  "--episodes", "0"]) == 2

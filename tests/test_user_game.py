@@ -13,7 +13,7 @@ import pytest
 
 from gbx_lightning.cli import main
 from gbx_lightning.emu import VecGameBoy
-from gbx_lightning.emu.png import encode_png
+from gbx_lightning.media import encode_png
 from gbx_lightning.envs import GameBoyEnv
 from gbx_lightning.envs.goal import capture_goal, load_goal, save_goal
 from gbx_lightning.roms import build_rom, orchard

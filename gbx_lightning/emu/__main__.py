@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(gb.serial_output(0).decode("latin-1"))
         sys.stdout.flush()
     if args.screenshot:
-        from gbx_lightning.emu.png import save_png
+        from gbx_lightning.media import save_png
 
         save_png(args.screenshot, gb.frame()[0], scale=args.scale)
         print(f"wrote {args.screenshot}", file=sys.stderr)

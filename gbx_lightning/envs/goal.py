@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gbx_lightning.emu.png import decode_png_grey, encode_png, grey_to_shades
+from gbx_lightning.media import decode_png_grey, encode_png, grey_to_shades
 
 __all__ = ["GoalTemplate", "GoalError", "load_goal", "save_goal", "goal_meta_path", "OBS_SHAPE",
            "REWARD_DEFAULTS"]

@@ -1,7 +1,7 @@
 """Serial port, internal clock only (no link partner).
 
 Writing SC with bits 7 and 0 set latches SB into the env's output ring at that moment
-(DESIGN.md contract) and starts a transfer. Bits shift on falling edges of system-counter
+(docs/design.md contract) and starts a transfer. Bits shift on falling edges of system-counter
 bit 8 (8192 Hz, 512 T-cycles: the clock is divided from the counter DIV shows, so the
 first bit waits for the counter, not for the write; mooneye-gb boot_sclk_align); the
 transfer completes at the 8th such edge after the write. A DIV write resets the counter:

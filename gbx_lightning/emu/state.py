@@ -29,7 +29,7 @@ R_HALTED = wp.constant(12)       # 1: in HALT; 2: woken with no extra M-cycle du
 R_LOCKED = wp.constant(13)       # illegal opcode executed: CPU hung until reset
 R_STOPPED = wp.constant(14)      # STOP low-power state, left on a joypad press
 R_HALT_BUG = wp.constant(15)     # next opcode fetch does not increment PC
-R_BUTTONS = wp.constant(16)      # pressed buttons, DESIGN.md bit order
+R_BUTTONS = wp.constant(16)      # pressed buttons, docs/design.md bit order
 R_JOYP_LINES = wp.constant(17)   # last P1 low nibble (for press edge -> IF bit 4)
 R_SERIAL_COUNT = wp.constant(18) # bytes ever latched (ring index = count % SERIAL_CAP)
 R_LY = wp.constant(19)

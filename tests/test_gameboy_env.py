@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from gbx_lightning.emu import VecGameBoy
-from gbx_lightning.envs import GameBoyEnv
-from gbx_lightning.envs.base import OptionError
+from gbx_lightning.envs import ForagingEnv, GameBoyEnv, VecEnv
+from gbx_lightning.envs.base import OptionError, VecEnvExtras
 from gbx_lightning.envs.goal import save_goal
 from gbx_lightning.roms import build_rom
 
@@ -43,6 +43,9 @@ def _hash(t: torch.Tensor) -> str:
 
 def test_observation_is_a_stack_of_step_end_screens_newest_last(rom_path):
     env = _env(rom_path, n=3, stack_k=3, max_steps=1000)
+    # the protocol, and the optional members the trainer probes (ForagingEnv has observe only)
+    assert isinstance(env, VecEnv) and isinstance(env, VecEnvExtras) and env.state_nbytes > 0
+    assert not isinstance(ForagingEnv(2), VecEnvExtras) and callable(ForagingEnv(2).observe)
     obs = env.reset(seed=0)
     assert obs.shape == (3, 3, 72, 80) and obs.dtype == torch.uint8 and env.obs_shape == (3, 72, 80)
     assert int(obs.max()) <= 3

@@ -412,15 +412,14 @@ def check_task(task: Task, cart, rom_name: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the old layout
-# GameBoyEnv options of the old layout, now Task fields: old name -> where it lives in a task mapping
+# GameBoyEnv options of the old layout, now Task fields: old name -> where it lives in a task mapping. Only to name
+# the new spelling in the refusal; this section goes when configs stop passing env options as env_kwargs.
 _MOVED = {"start_state": ("start", "state"), "start_frames": ("start", "frames"), "start_inputs": ("start", "inputs"),
           "start_variants": ("start", "variants"), "variant_frames": ("start", "variant_frames"),
           "goal": ("goal", "path"), "tau": ("goal", "tau"), "k_consecutive": ("goal", "k_consecutive"),
           "fail": ("fail", "path"), "fail_tau": ("fail", "tau"), "reward": ("reward",), "step_cost": ("step_cost",),
           "alpha": ("alpha",), "goal_bonus": ("goal_bonus",), "fail_penalty": ("fail_penalty",),
           "seed_reward": ("reward",), "level": ()}
-ORCHARD_SEEDS = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"}, {"name": "fail_penalty"},
-                 {"name": "ram", "address": 0xC10F}]   # the former reward preset orchard_seeds (0xC10F: seeds eaten)
 
 
 def moved_options(options: Mapping) -> tuple[str, str] | None:
@@ -440,8 +439,11 @@ def moved_options(options: Mapping) -> tuple[str, str] | None:
         if key == "level":
             continue
         if key == "reward" and value == "orchard_seeds" or key == "seed_reward":
-            value = [dict(item) for item in ORCHARD_SEEDS]
-            value[-1]["weight"] = options.get("seed_reward", 0.1)
+            # the former preset: the goal terms and a RAM term on the byte orchard's tasks count as seeds_eaten
+            seeds = next(c for c in load_task("orchard/level1").counters if c.name == "seeds_eaten")
+            value = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"},
+                     {"name": "fail_penalty"}, {"name": "ram", "address": seeds.address,
+                                                "weight": options.get("seed_reward", 0.1)}]
         if key in ("goal", "fail") and value == "":
             value = None                    # "" switched a built-in template off; null does now
         *parents, leaf = _MOVED[key]

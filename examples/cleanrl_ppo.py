@@ -176,7 +176,7 @@ def main() -> None:
     wp.config.quiet = True
     torch.set_num_threads(1)
     envs = gym.make_vec("gbx_lightning/GameBoy-v0", num_envs=a.num_envs, vectorization_mode="vector_entry_point",
-                        rom="orchard", level=a.level, stack_k=1, action_codec="dpad_noop", max_steps=50)
+                        task=f"orchard/level{a.level}", stack_k=1, action_codec="dpad_noop", max_steps=50)
     run(envs, Args(total_steps=a.total_steps, seed=a.seed))
 
 

@@ -44,7 +44,7 @@ class Probe(Callback):
             final_params=digest(pl_module.policy.parameters()), env_steps=pl_module.env_steps,
             stream_env_steps=stream.env_steps, obs=digest([stream.obs]),
             generator=digest([stream.generator.get_state()]), torch_threads=torch.get_num_threads(),
-            env_shards=len(getattr(env, "_machines", [env])))  # GameBoyEnv: one VecGameBoy per CPU shard
+            env_shards=len(getattr(env, "machines", [env])))  # GameBoyEnv: one VecGameBoy per CPU shard
         out = Path(os.environ["GBX_PROBE_DIR"])
         segment = "resume" if trainer.ckpt_path else "start"
         (out / f"{segment}_rank{trainer.global_rank}.json").write_text(json.dumps(self.record))

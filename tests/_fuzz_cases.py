@@ -101,9 +101,8 @@ def run_rom(path: Path, rng: random.Random) -> str:
         GameBoyEnv.check_options(rom=str(path))
     except OptionError as err:
         return f"refused {_one_line(err)}"
-    env = GameBoyEnv(num_envs=2, rom=str(path), start_variants=1, frames_per_step=6, release_after_frames=2, max_steps=2,
-                     cpu_threads=1,
-                     action_codec="dpad_ab_start")
+    env = GameBoyEnv(num_envs=2, rom=str(path), task={"start": {"variants": 1}}, frames_per_step=6,
+                     release_after_frames=2, max_steps=2, cpu_threads=1, action_codec="dpad_ab_start")
     for _ in range(4):
         env.step(torch.tensor([rng.randrange(7), rng.randrange(7)], dtype=torch.int32))
     return "ran 24 frames"
@@ -250,8 +249,8 @@ def run_savestate(path: Path, rng: random.Random) -> str:
     from gbx_lightning.envs import GameBoyEnv
     from gbx_lightning.envs.base import OptionError
 
-    options = dict(rom="orchard", start_state=str(path), start_variants=1, frames_per_step=6, release_after_frames=2,
-                   max_steps=2)
+    options = dict(rom="orchard", task={"start": {"state": str(path), "variants": 1}}, frames_per_step=6,
+                   release_after_frames=2, max_steps=2)
     try:
         GameBoyEnv.check_options(**options)
     except OptionError as err:
@@ -302,8 +301,8 @@ model:
   class_path: gbx_lightning.module.PPOModule
   init_args:
     env: gameboy
-    env_kwargs: {rom: orchard, level: 1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, start_variants: 2,
-                 frames_per_step: 24, release_after_frames: 8, cpu_threads: 1}
+    env_kwargs: {rom: orchard, task: orchard/level1, seed: 0, stack_k: 2, action_codec: dpad_noop, max_steps: 6,
+               frames_per_step: 24, release_after_frames: 8, cpu_threads: 1}
     num_envs: 2
     policy: pixel_cnn
     policy_kwargs: {channels: [4, 8], hidden: 16}

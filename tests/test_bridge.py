@@ -24,7 +24,7 @@ model:
   class_path: gbx_lightning.module.PPOModule
   init_args:
     env: gameboy
-    env_kwargs: {rom: orchard, level: 1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, cpu_threads: 2}
+    env_kwargs: {task: orchard/level1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, cpu_threads: 2}
     num_envs: 4
     policy: pixel_cnn
     rollout_steps: 4
@@ -76,7 +76,7 @@ def test_hybrid_fit_equals_the_all_cpu_fit_bit_for_bit_and_resumes_exactly(tmp_p
 
 
 def test_the_bridge_returns_fresh_tensors_on_its_device_and_checks_actions():
-    env = DeviceBridge(GameBoyEnv(3, rom="orchard", level=1, action_codec="dpad_noop", max_steps=4), "cpu")
+    env = DeviceBridge(GameBoyEnv(3, task="orchard/level1", action_codec="dpad_noop", max_steps=4), "cpu")
     assert env.device == torch.device("cpu") and env.num_envs == 3 and env.rom_sha256   # forwarded attribute
     obs = env.reset(seed=0)
     kept, truncs = [obs], []                      # held, as a rollout holds them: new ones must not share their memory
@@ -95,7 +95,7 @@ def test_env_device_is_checked_and_auto_emulates_on_the_gpu_only_with_enough_env
     from gbx_lightning.module import GPU_ENVS_PER_CORE, ConfigError, PPOModule, pick_env_device
 
     with pytest.raises(ConfigError, match="env_device must be one of auto, cpu, gpu, got 'cuda'"):
-        PPOModule(env="gameboy", env_device="cuda")
+        PPOModule(env="gameboy", env_kwargs={"task": "orchard/level1"}, env_device="cuda")
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
     with pytest.raises(ConfigError, match="env_device.*Trainer runs on the CPU"):
         pick_env_device("gpu", cpu, 4096, 2)
@@ -108,7 +108,7 @@ def test_env_device_is_checked_and_auto_emulates_on_the_gpu_only_with_enough_env
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device")
 def test_a_bridge_to_the_gpu_returns_what_the_cpu_env_returns():
-    kw = dict(rom="orchard", level=1, stack_k=2, action_codec="dpad_noop", max_steps=7)
+    kw = dict(task="orchard/level1", stack_k=2, action_codec="dpad_noop", max_steps=7)
     cpu, bridged = GameBoyEnv(8, **kw), DeviceBridge(GameBoyEnv(8, **kw), "cuda")
     assert torch.equal(cpu.reset(seed=3), bridged.reset(seed=3).cpu())
     gen = torch.Generator().manual_seed(0)

@@ -75,20 +75,26 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     (A2C, "--trainer.strategy=fsdp", "trainer.strategy must be auto or ddp (or DDPStrategy with options): each "
      "process steps its own envs and DDP all-reduces the gradients, got 'fsdp'"),
     (A2C, "--model.init_args.env_kwargs={rom: orchard, levle: 2}",
-     "model.env_kwargs.levle is not an option of GameBoyEnv; options: action_codec, alpha, check_action_range, "
-     "cpu_threads, fail, fail_penalty, fail_tau, frames_per_step, goal, goal_bonus, k_consecutive, level, "
-     "max_steps, release_after_frames, reward, rom, seed, seed_reward, stack_k, start_frames, start_inputs, "
-     "start_state, start_variants, step_cost, tau, variant_frames"),
+     "model.env_kwargs.levle is not an option of GameBoyEnv; options: action_codec, check_action_range, cpu_threads, "
+     "frames_per_step, max_steps, release_after_frames, rom, seed, stack_k, task"),
     (PPO, "--model.init_args.policy_kwargs={chanels: [8, 16]}",
      "model.policy_kwargs.chanels is not an option of PixelCNNPolicy; options: channels, hidden"),
-    (A2C, "--model.init_args.env_kwargs.goal=/no/such/goal.png",
-     "model.env_kwargs.goal cannot be loaded: goal template /no/such/goal.png does not exist (write one with "
+    (A2C, "--model.init_args.env_kwargs.task={base: orchard/level1, goal: /no/such/goal.png}",
+     "model.env_kwargs.task.goal cannot be loaded: goal template /no/such/goal.png does not exist (write one with "
      "tools/capture_goal.py)"),
     (A2C, "--model.init_args.env_kwargs.rom=/no/such/game.gb",
      "model.env_kwargs.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
-    (PPO, "--model.init_args.env_kwargs.level=9", "model.env_kwargs.level must be an int in 1..7 (ladder level), got 9"),
+    (PPO, "--model.init_args.env_kwargs.task=orchard/level9",
+     "model.env_kwargs.task is neither a built-in task (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
+     "orchard/level5, orchard/level6, orchard/level7) nor a task file: no file at 'orchard/level9'"),
+    (PPO, "--model.init_args.env_kwargs={task: {base: orchard/level1, start: {state: /no/such.state}}}",
+     "model.env_kwargs.task.start.state does not exist: no savestate file at '/no/such.state'"),
+    # the old layout (the game's options beside the engine's): refused, naming the task they spell now
+    (PPO, "--model.init_args.env_kwargs.level=9", "model.env_kwargs.level moved into the task: GameBoyEnv names no "
+     "game now; use task: orchard/level9 (gbx_lightning/envs/task.py)"),
     (PPO, "--model.init_args.env_kwargs={rom: orchard, start_state: /no/such.state}",
-     "model.env_kwargs.start_state does not exist: no savestate file at '/no/such.state'"),
+     "model.env_kwargs.start_state moved into the task: GameBoyEnv names no game now; use task: {base: orchard/level1, "
+     "start: {state: /no/such.state, inputs: null, frames: 0}} (gbx_lightning/envs/task.py)"),
 ])
 def test_config_errors_name_the_field(tmp_path, capsys, config, override, message):
     code = main(["fit", "--config", config, override, "--runs_dir", str(tmp_path)])

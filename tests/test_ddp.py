@@ -64,7 +64,7 @@ model:
   class_path: gbx_lightning.module.A2CModule
   init_args:
     env: gameboy
-    env_kwargs: {rom: orchard, level: 1, stack_k: 1, action_codec: dpad_noop, max_steps: 50}
+    env_kwargs: {task: orchard/level1, stack_k: 1, action_codec: dpad_noop, max_steps: 50}
     num_envs: 2
     policy: pixel_cnn
     policy_kwargs: {channels: [4, 8], hidden: 16}

@@ -22,7 +22,7 @@ SEED = 15
 COUNTS = {"rom": 1000, "savestate": 880, "config": 240}
 # what a refusal names, per kind: the env option (as GameBoyEnv.check_options words it) or the config field
 REFUSAL = {"rom": ("rom is not a ROM we can run: ",),
-           "savestate": ("start_state cannot be loaded: ",),
+           "savestate": ("task.start.state cannot be loaded: ",),
            "config": ("config error: ", "error: ")}
 
 

@@ -15,8 +15,8 @@ from gbx_lightning.envs import ForagingEnv  # noqa: E402
 from gbx_lightning.envs.gym import GymVectorEnv  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-OPTIONS = dict(rom="orchard", level=1, stack_k=2, action_codec="dpad_noop", max_steps=4, start_variants=2,
-               cpu_threads=1)
+OPTIONS = dict(task={"base": "orchard/level1", "start": {"variants": 2}}, stack_k=2, action_codec="dpad_noop",
+               max_steps=4, cpu_threads=1)
 
 
 def test_vector_api_reset_step_and_same_step_autoreset():
@@ -57,7 +57,7 @@ def test_the_cleanrl_style_example_improves_return_on_the_built_in_task():
     from cleanrl_ppo import Args, run
 
     envs = gym.make_vec("gbx_lightning/GameBoy-v0", num_envs=16, vectorization_mode="vector_entry_point",
-                        rom="orchard", level=1, stack_k=1, action_codec="dpad_noop", max_steps=50)
+                        task="orchard/level1", stack_k=1, action_codec="dpad_noop", max_steps=50)
     torch.set_num_threads(1)
     hist = run(envs, Args(total_steps=24_576, seed=0, learning_rate=5e-4), log=None)   # 48 iterations of 512
 

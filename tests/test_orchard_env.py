@@ -1,4 +1,4 @@
-"""The built-in task: GameBoyEnv(rom="orchard", level=L). Its LEVEL CLEAR / GAME OVER templates against the
+"""The built-in tasks: GameBoyEnv(task="orchard/levelL"). Their LEVEL CLEAR / GAME OVER templates against the
 game's RAM flags on recorded random play, a scripted clear of level 1 with its known return, a death, and
 the shipped templates against a fresh capture."""
 
@@ -11,7 +11,8 @@ import torch
 from gbx_lightning.emu import VecGameBoy
 from gbx_lightning.emu.buttons import read_trace, trace_segments
 from gbx_lightning.envs import GameBoyEnv
-from gbx_lightning.envs.goal import capture_goal, load_goal
+from gbx_lightning.envs.capture import capture_goal
+from gbx_lightning.envs.goal import load_goal
 from gbx_lightning.envs.rewards import goal_distance
 from gbx_lightning.roms import ROM_DIR, build_rom, orchard
 
@@ -21,7 +22,7 @@ NOOP, R, L, U, D = range(5)   # the dpad_noop codec
 
 
 def _ram(gb: VecGameBoy, addr: int) -> np.ndarray:
-    return gb._arrays["wram"].numpy()[:, addr - 0xC000].copy()
+    return gb.state_array("wram").numpy()[:, addr - 0xC000].copy()
 
 
 @pytest.mark.parametrize("level, flag, template", [(1, orchard.LEVEL_CLEAR, "orchard_clear.png"),
@@ -59,9 +60,11 @@ def test_banner_template_agrees_with_the_ram_flag_on_random_play(level, flag, te
         assert matches[ti:ti + 3, ei].any(), f"env {ei}: flag up at step {ti}, no banner within 2 steps"
 
 
-def _route_env(**kw):
-    options = dict(level=1, action_codec="dpad_noop", start_variants=1, stack_k=2, max_steps=50, cpu_threads=1)
-    return GameBoyEnv(2, rom="orchard", **{**options, **kw})
+def _route_env(level=1, start=None, task=None, **kw):
+    """Two envs on orchard level `level` from one start state; ``start``/``task``: fields over the level's."""
+    options = dict(action_codec="dpad_noop", stack_k=2, max_steps=50, cpu_threads=1)
+    task = {"base": f"orchard/level{level}", "start": {"variants": 1, **(start or {})}, **(task or {})}
+    return GameBoyEnv(2, task=task, **{**options, **kw})
 
 
 def test_scripted_clear_of_level_1_has_its_known_return():
@@ -85,8 +88,10 @@ def test_scripted_clear_of_level_1_has_its_known_return():
     assert total == pytest.approx(want, abs=1e-5) and float(info["episode_return"][0]) == pytest.approx(want, abs=1e-5)
     assert not term[1] and int(info["episode_length"][1]) == 0            # env 1 idled on
     assert torch.equal(obs[0], env._cache_stack[0])                       # env 0 starts over
-    # the game-RAM reward adds seed_reward per seed on top
-    env = _route_env(reward="orchard_seeds", seed_reward=0.25)
+    # a game-RAM term on the seeds-eaten byte adds its weight per seed on top
+    seeds = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"}, {"name": "fail_penalty"},
+             {"name": "ram", "address": orchard.SEEDS_EATEN, "weight": 0.25}]
+    env = _route_env(task={"reward": seeds})
     env.reset(seed=0)
     returns = [float(env.step(torch.tensor([a, NOOP], dtype=torch.int32))[4]["episode_return"][0]) for a in route]
     assert returns[-1] == pytest.approx(want + 4 * 0.25, abs=1e-5)
@@ -101,8 +106,8 @@ def test_touching_the_beetle_fails_the_episode():
     codec = {0: NOOP, 1: R, 2: L, 4: U, 8: D}
     moves = [codec[m] for f, m in trace if f >= first]
     assert [f for f, _ in trace if f >= first] == list(range(first, first + 8 * len(moves), 8))
-    env = _route_env(level=3, start_frames=first, frames_per_step=8, release_after_frames=8, fail_penalty=-2.0,
-                     max_steps=100)
+    env = _route_env(level=3, start={"frames": first}, task={"fail_penalty": -2.0}, frames_per_step=8,
+                     release_after_frames=8, max_steps=100)
     env.reset(seed=0)
     for t, a in enumerate(moves + [NOOP] * 12):
         prev = float(env._prev_dist[0])
@@ -124,7 +129,7 @@ def test_shipped_templates_are_what_the_capture_tool_makes_now():
                                    region={"rows": [24, 40], "cols": [0, 80]}, random_from=random_from,
                                    random_envs=8, random_steps=10)
         assert np.array_equal(image, shipped.image), f"{name}.png is stale: recapture it"
-        assert meta["rom_sha256"] == shipped.rom_sha256 == GameBoyEnv(1, cpu_threads=1).rom_sha256
+        assert meta["rom_sha256"] == shipped.rom_sha256 == GameBoyEnv(1, rom="orchard", cpu_threads=1).rom_sha256
         assert json.loads((ROM_DIR / f"{name}.json").read_text())["region"] == {"rows": [24, 40], "cols": [0, 80]}
     clear, over = (load_goal(ROM_DIR / f"{n}.png") for n in ("orchard_clear", "orchard_gameover"))
     # the two banners are told apart: each template's tau is far below their distance
@@ -135,12 +140,13 @@ def test_shipped_templates_are_what_the_capture_tool_makes_now():
 
 def test_level_start_states():
     for level in (1, 2, 3):
-        env = GameBoyEnv(3, rom="orchard", level=level, start_variants=3, cpu_threads=1)
+        env = GameBoyEnv(3, task={"base": f"orchard/level{level}", "start": {"variants": 3}}, cpu_threads=1)
         gb = env.machines[0]
-        assert env.level == level and env.num_start_states == 3
+        assert env.task.name == f"orchard/level{level} with start" and env.num_start_states == 3
         assert (_ram(gb, orchard.LADDER_LEVEL) == level).all() and (_ram(gb, orchard.GAME_STATE) == 0).all()
         assert (_ram(gb, orchard.SEEDS_LEFT) == orchard.LEVELS[level].seeds).all()
         # the start screen shows the player (black sprite pixels inside the maze area)
         assert (env.reset(seed=0)[:, -1, :64] == 3).sum() > 0
-    with pytest.raises(ValueError, match=r"level must be an int in 1..7"):
-        GameBoyEnv(1, rom="orchard", level=8)
+    with pytest.raises(ValueError, match=r"^level moved into the task: GameBoyEnv names no game now; use task: "
+                                         r"orchard/level8 \(gbx_lightning/envs/task.py\)$"):
+        GameBoyEnv(1, rom="orchard", level=8)     # the old spelling

@@ -360,14 +360,14 @@ def test_cart_state_matches_pyboy_at_save_point(cart):
         assert gb.read_memory(1, addr, len(want)) == want, hex(addr)
     window = gb.read_memory(1, 0xA000, 0x2000)
     assert (window == b"\xff" * 0x2000) != cart["ram_on"]      # RAM enable state carried over
-    cart_ram = gb._arrays["cart_ram"].numpy()
+    cart_ram = gb.state_array("cart_ram").numpy()
     # every RAM bank, not only the mapped one
     assert bytes(cart_ram[1]) == our_cart_ram(cart["name"], at_save["ram_banks"])
     assert cart_ram[1].any() and not cart_ram[0].any()    # env 0 was not in the mask
     if "rtc" in st.cart:                  # MBC3 clock: live and latched = PyBoy's counters
         rtc = st.cart["rtc"]
         assert (rtc["s"], rtc["m"], rtc["h"], rtc["dl"], rtc["dh"]) == (1, 0, 0, 0, 0)
-        regs = gb._arrays["mbc"].numpy()[1]
+        regs = gb.state_array("mbc").numpy()[1]
         assert list(regs[REG_RTC_S:REG_RTC_S + 5]) == [1, 0, 0, 0, 0]
         assert list(regs[REG_RTC_LATCHED:REG_RTC_LATCHED + 5]) == [1, 0, 0, 0, 0]
         assert regs[REG_RTC_SUBSEC] == rtc["cycles"] > 0
@@ -401,7 +401,7 @@ def test_cart_continues_like_pyboy(cart):
         assert gb.read_memory(0, 0xC000, 0x20) == want, n
         assert gb.read_memory(1, 0xC000, 0x20) == want, n
         assert gb.registers(0)["cycles"] - (line0 + (n + 1) * 70224) in vblank, n
-    cart_ram = gb._arrays["cart_ram"].numpy()
+    cart_ram = gb.state_array("cart_ram").numpy()
     assert bytes(cart_ram[0]) == our_cart_ram(cart["name"], pyboy_ram_banks(run, cart["name"]))
 
 
@@ -513,10 +513,10 @@ def test_oam_dma_in_progress_is_completed(cart):
     data[dma_at + 4:dma_at + 12] = (st.cpu["cycles"] - 4 * 2).to_bytes(8, "little")
     gb = VecGameBoy(cart["rom"], 1)
     gb.load_pyboy_state(bytes(data))
-    oam = gb._arrays["oam"].numpy()[0]
+    oam = gb.state_array("oam").numpy()[0]
     assert bytes(oam[:2]) == bytes(st.oam[:2])
     assert bytes(oam[2:]) == bytes(st.wram[2:0xA0]) != bytes(st.oam[2:])
-    r64 = gb._arrays["r64"].numpy()[0]
+    r64 = gb.state_array("r64").numpy()[0]
     t = st.cpu["cycles"]
     assert (r64[S.T_DMA_START], r64[S.T_DMA_END]) == (t - 8, t - 8 + 640)
     assert gb.read_memory(0, 0xFF46, 1) == b"\xc0"
@@ -534,6 +534,6 @@ def test_tima_reload_in_progress(cart):
     data[timer_at + 4:timer_at + 9] = bytes([2, 0, 0x40, 0x05, 1])   # countdown, TMA, TAC, state
     gb.load_pyboy_state(bytes(data))
     t = st.cpu["cycles"]
-    r64 = gb._arrays["r64"].numpy()[0]
+    r64 = gb.state_array("r64").numpy()[0]
     assert r64[S.T_TIMA_OVERFLOW] == t - 2 and r64[S.T_TIMER_EVENT] == t + 2
-    assert list(gb._arrays["io"].numpy()[0][5:8]) == [0, 0x40, 0x05]   # TIMA reads 0 now
+    assert list(gb.state_array("io").numpy()[0][5:8]) == [0, 0x40, 0x05]   # TIMA reads 0 now

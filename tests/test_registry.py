@@ -404,8 +404,8 @@ model:
   class_path: gbx_lightning.module.A2CModule
   init_args:
     env: gameboy
-    env_kwargs: {rom: orchard, level: 1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, start_variants: 2,
-                 cpu_threads: 2}
+    env_kwargs: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
+                 max_steps: 6, cpu_threads: 2}
     num_envs: 3
     policy: pixel_cnn
     policy_kwargs: {channels: [4, 8], hidden: 16}

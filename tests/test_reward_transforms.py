@@ -75,8 +75,9 @@ def test_without_a_transform_the_trained_reward_is_the_game_reward():
 
 def test_the_presets_sum_their_terms_as_the_env_did_before_lists_bit_for_bit():
     """The old GameBoyEnv reward, written with the pure functions in its order: goal_reward, + fail_penalty *
-    failed, + seed_reward * seeds (orchard_seeds). The presets must give the same float32 bits (sign of zero
-    included), so shipped configs train on exactly the rewards they did."""
+    failed, + seed_reward * seeds (the former preset orchard_seeds, now a list in orchard's task files). The preset
+    and the list must give the same float32 bits (sign of zero included), so shipped configs train on exactly the
+    rewards they did."""
     from gbx_lightning.envs.rewards import goal_reward, ram_counter_delta
 
     g = torch.Generator().manual_seed(0)
@@ -88,11 +89,13 @@ def test_the_presets_sum_their_terms_as_the_env_did_before_lists_bit_for_bit():
     before, now = (torch.randint(0, 256, (n,), generator=g, dtype=torch.int32) for _ in range(2))
     ram = {"now": now}
     env = SimpleNamespace(read_ram=lambda addr, length: ram["now"].to(torch.uint8)[:, None])
-    defaults = dict(step_cost=-0.01, alpha=1.3, goal_bonus=1.0, fail_penalty=-1.0, seed_reward=0.1)
+    defaults = dict(step_cost=-0.01, alpha=1.3, goal_bonus=1.0, fail_penalty=-1.0)
     ctx = RewardContext(env, success | failed, torch.zeros(n, dtype=torch.bool), success, failed, dist, prev)
     old = goal_reward(dist, prev, success, -0.01, 1.3, 1.0) + -1.0 * failed.to(torch.float32)
     assert torch.equal(_pipeline("goal", n, **defaults)(ctx)[0].view(torch.int32), old.view(torch.int32))
-    seeds = _pipeline("orchard_seeds", n, **defaults)
+    seeds = _pipeline([{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"},
+                       {"name": "fail_penalty"}, {"name": "ram", "address": orchard.SEEDS_EATEN, "weight": 0.1}], n,
+                      **defaults)
     ram["now"] = before
     seeds.sync(env)                                           # the bytes at the step's start
     ram["now"] = now
@@ -112,8 +115,9 @@ def test_success_bonus_and_fail_penalty_land_on_the_step_the_episode_ends():
 
 def test_success_bonus_on_a_real_game_boy_lands_on_the_clearing_step():
     """The level 1 route: LEVEL CLEAR at step 9, and nowhere else (env 1 idles)."""
-    env = GameBoyEnv(2, rom="orchard", level=1, action_codec="dpad_noop", start_variants=1, stack_k=1, max_steps=50,
-                     cpu_threads=1, reward=[{"name": "success_bonus", "bonus": 5.0}])
+    env = GameBoyEnv(2, task={"base": "orchard/level1", "start": {"variants": 1},
+                              "reward": [{"name": "success_bonus", "bonus": 5.0}]},
+                     action_codec="dpad_noop", stack_k=1, max_steps=50, cpu_threads=1)
     env.reset(seed=0)
     rewards = []
     for a in LEVEL1_ROUTE:
@@ -240,11 +244,11 @@ def test_ram_terms_on_a_real_game_boy_read_the_seeds_eaten_byte():
     seed on the step it is eaten, summing to 2.0; a level term pays the byte's value, which ends at 4 more than
     it started; both agree with the env's own seeds count."""
     spec = [{"name": "ram", "address": orchard.SEEDS_EATEN, "weight": 0.5}]
-    delta = GameBoyEnv(2, rom="orchard", level=1, action_codec="dpad_noop", start_variants=1, stack_k=1,
-                       max_steps=50, cpu_threads=1, reward=spec)
-    level = GameBoyEnv(2, rom="orchard", level=1, action_codec="dpad_noop", start_variants=1, stack_k=1,
-                       max_steps=50, cpu_threads=1, reward=[{"name": "ram", "address": orchard.SEEDS_EATEN,
-                                                             "mode": "level"}])
+    options = dict(action_codec="dpad_noop", stack_k=1, max_steps=50, cpu_threads=1)
+    task = {"base": "orchard/level1", "start": {"variants": 1}}
+    delta = GameBoyEnv(2, task={**task, "reward": spec}, **options)
+    level = GameBoyEnv(2, task={**task, "reward": [{"name": "ram", "address": orchard.SEEDS_EATEN, "mode": "level"}]},
+                       **options)
     delta.reset(seed=0)
     level.reset(seed=0)
     start = int(level.read_ram(orchard.SEEDS_EATEN)[0, 0])
@@ -261,11 +265,11 @@ def test_ram_terms_on_a_real_game_boy_read_the_seeds_eaten_byte():
 
 # ---------------------------------------------------------------------------------------------- env state
 def _env(**kw):
-    options = dict(rom="orchard", level=1, action_codec="dpad_noop", start_variants=2, stack_k=1, max_steps=7,
-                   cpu_threads=1, reward=[{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"},
-                                          {"name": "clip", "low": -0.05, "high": 0.5},
-                                          {"name": "return_norm", "gamma": 0.9}])
-    return GameBoyEnv(3, **{**options, **kw})
+    options = dict(action_codec="dpad_noop", stack_k=1, max_steps=7, cpu_threads=1)
+    task = {"base": "orchard/level1", "start": {"variants": 2},
+            "reward": [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"},
+                       {"name": "clip", "low": -0.05, "high": 0.5}, {"name": "return_norm", "gamma": 0.9}]}
+    return GameBoyEnv(3, task=task, **{**options, **kw})
 
 
 def test_game_boy_env_state_round_trip_continues_the_normalised_rewards():
@@ -379,19 +383,19 @@ model:
   init_args:
     env: gameboy
     env_kwargs:
-      rom: orchard
-      level: 1
+      task:
+        base: orchard/level1
+        start: {variants: 2}
+        reward:
+          - {name: step_cost}
+          - {name: goal_distance}
+          - {name: success_bonus}
+          - {name: clip, low: -0.05, high: 0.5}
+          - {name: return_norm, gamma: 0.9}
       stack_k: 1
       action_codec: dpad_noop
       max_steps: 6
-      start_variants: 2
       cpu_threads: 2
-      reward:
-        - {name: step_cost}
-        - {name: goal_distance}
-        - {name: success_bonus}
-        - {name: clip, low: -0.05, high: 0.5}
-        - {name: return_norm, gamma: 0.9}
     num_envs: 3
     policy: pixel_cnn
     policy_kwargs: {channels: [4, 8], hidden: 16}
@@ -464,52 +468,54 @@ def test_the_statistic_survives_a_checkpoint_that_leaves_the_envs_out():
 
 # ---------------------------------------------------------------------------------------------- config errors
 def _hp(reward=None, **kw):
-    env_kwargs = {"rom": "orchard", "level": 1, "action_codec": "dpad_noop"}
+    env_kwargs = {"task": {"base": "orchard/level1"}, "action_codec": "dpad_noop"}
     if reward is not None:
-        env_kwargs["reward"] = reward
+        env_kwargs["task"]["reward"] = reward
     return dict(env="gameboy", env_kwargs=env_kwargs, num_envs=2, policy="pixel_cnn", gamma=0.99, lr=1e-3,
                 max_grad_norm=0.5, value_coef=0.5, entropy_coef=0.01, adam_eps=1e-5, seed=0, eval_episodes=2, **kw)
 
 
 @pytest.mark.parametrize("reward, message", [
     ([{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "scale", "factor": "x"}],
-     "env_kwargs.reward[2].factor must be a number, got 'x'"),
+     "env_kwargs.task.reward[2].factor must be a number, got 'x'"),
     ([{"name": "sclae", "factor": 2}],
-     "env_kwargs.reward[0].name must be one of ['clip', 'fail_penalty', 'goal_distance', 'ram', 'return_norm', "
+     "env_kwargs.task.reward[0].name must be one of ['clip', 'fail_penalty', 'goal_distance', 'ram', 'return_norm', "
      "'scale', 'step_cost', 'success_bonus'] or an import path package.module.Name, got 'sclae'"),
-    ([{"name": "scale", "facter": 2}], "env_kwargs.reward[0].facter is not a parameter of scale; parameters: factor"),
-    ([{"name": "scale"}], "env_kwargs.reward[0].factor is required by scale (missing)"),
-    ([{"name": "clip", "low": 1.0, "high": -1.0}], "env_kwargs.reward[0].high must be >= low = 1.0, got -1.0"),
-    ([{"name": "return_norm", "gamma": 1.5}], "env_kwargs.reward[0].gamma must be a number in [0, 1], got 1.5"),
-    ([{"name": "fail_penalty", "penalty": 1}], "env_kwargs.reward[0].penalty must be a number <= 0.0, got 1"),
+    ([{"name": "scale", "facter": 2}],
+     "env_kwargs.task.reward[0].facter is not a parameter of scale; parameters: factor"),
+    ([{"name": "scale"}], "env_kwargs.task.reward[0].factor is required by scale (missing)"),
+    ([{"name": "clip", "low": 1.0, "high": -1.0}], "env_kwargs.task.reward[0].high must be >= low = 1.0, got -1.0"),
+    ([{"name": "return_norm", "gamma": 1.5}], "env_kwargs.task.reward[0].gamma must be a number in [0, 1], got 1.5"),
+    ([{"name": "fail_penalty", "penalty": 1}], "env_kwargs.task.reward[0].penalty must be a number <= 0.0, got 1"),
     ([{"name": "ram", "address": 0x8000}],
-     "env_kwargs.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got 32768"),
-    ([{"name": "ram", "address": 0xC000, "bits": 12}], "env_kwargs.reward[0].bits must be <= 8 * size = 8, got 12"),
+     "env_kwargs.task.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got 32768"),
+    ([{"name": "ram", "address": 0xC000, "bits": 12}],
+     "env_kwargs.task.reward[0].bits must be <= 8 * size = 8, got 12"),
     ([{"name": "ram", "address": 0xDFFF, "size": 2}],
-     "env_kwargs.reward[0].address + size - 1 must be <= 0xDFFF (WRAM), got 0xDFFF + 2"),
+     "env_kwargs.task.reward[0].address + size - 1 must be <= 0xDFFF (WRAM), got 0xDFFF + 2"),
     ([{"name": "ram", "address": "0xC000"}],
-     "env_kwargs.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got '0xC000'"),
+     "env_kwargs.task.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got '0xC000'"),
     ([{"name": "ram", "address": 0xC000, "mode": "max"}],
-     "env_kwargs.reward[0].mode must be one of ['delta', 'level'], got 'max'"),
+     "env_kwargs.task.reward[0].mode must be one of ['delta', 'level'], got 'max'"),
     ([{"name": "ram", "address": 0xC000, "size": 2, "signed": "yes"}],
-     "env_kwargs.reward[0].signed must be one of [False, True], got 'yes'"),
+     "env_kwargs.task.reward[0].signed must be one of [False, True], got 'yes'"),
     ([{"name": "tests._reward_items.nope"}],
-     "env_kwargs.reward[0].name cannot be imported: 'tests._reward_items.nope' (AttributeError: module "
+     "env_kwargs.task.reward[0].name cannot be imported: 'tests._reward_items.nope' (AttributeError: module "
      "'tests._reward_items' has no attribute 'nope')"),
     ([{"name": "tests._reward_items.NOT_CALLABLE"}],
-     "env_kwargs.reward[0].name must name a function or a class, got 'tests._reward_items.NOT_CALLABLE' (int)"),
+     "env_kwargs.task.reward[0].name must name a function or a class, got 'tests._reward_items.NOT_CALLABLE' (int)"),
     ([{"name": "tests._reward_items.given_reward", "colum": "x"}],
-     "env_kwargs.reward[0].colum is not a parameter of tests._reward_items.given_reward; parameters: column"),
+     "env_kwargs.task.reward[0].colum is not a parameter of tests._reward_items.given_reward; parameters: column"),
     ([{"name": "tests._reward_items.negate", "kind": "transform", "weight": 2}],
-     "env_kwargs.reward[0].weight applies to terms only (this item is a transform); leave it out"),
+     "env_kwargs.task.reward[0].weight applies to terms only (this item is a transform); leave it out"),
     ([{"name": "tests._reward_items.negate"}],
-     "env_kwargs.reward[0] does not fit tests._reward_items.negate(ctx, **params): missing a required argument: "
+     "env_kwargs.task.reward[0] does not fit tests._reward_items.negate(ctx, **params): missing a required argument: "
      "'ctx'"),
-    ([], "env_kwargs.reward must list at least one item (an empty list would train on 0)"),
-    (["scale"], "env_kwargs.reward[0] must be a mapping with a name (one of ['clip', 'fail_penalty', "
+    ([], "env_kwargs.task.reward must list at least one item (an empty list would train on 0)"),
+    (["scale"], "env_kwargs.task.reward[0] must be a mapping with a name (one of ['clip', 'fail_penalty', "
                 "'goal_distance', 'ram', 'return_norm', 'scale', 'step_cost', 'success_bonus'] or an import path "
                 "package.module.Name), got 'scale'"),
-    ("shaped", "env_kwargs.reward must be one of ('goal', 'orchard_seeds') or a list of reward items, got 'shaped'"),
+    ("shaped", "env_kwargs.task.reward must be one of ('goal',) or a list of reward items, got 'shaped'"),
 ])
 def test_bad_reward_items_are_one_line_config_errors(reward, message):
     from gbx_lightning.module import A2CModule, ConfigError
@@ -527,10 +533,10 @@ def test_a_goal_term_without_a_goal_template_is_refused(tmp_path):
     rom = tmp_path / "game.gb"
     rom.write_bytes(build_rom("orchard"))
     hp = _hp([{"name": "step_cost"}, {"name": "success_bonus"}])
-    hp["env_kwargs"] = {"rom": str(rom), "reward": hp["env_kwargs"]["reward"]}
+    hp["env_kwargs"] = {"rom": str(rom), "task": {"reward": hp["env_kwargs"]["task"]["reward"]}}
     with pytest.raises(ConfigError) as err:
         A2CModule.check_config(**hp)
-    assert str(err.value) == ("env_kwargs.reward[1] (success_bonus) needs a goal template: set the env option goal "
+    assert str(err.value) == ("env_kwargs.task.reward[1] (success_bonus) needs a goal template: set the task's goal "
                               "(tools/capture_goal.py makes one)")
     with pytest.raises(RewardSpecError, match=r"^reward\[0\] \(fail_penalty\) needs a fail template"):
         check_reward_spec([{"name": "fail_penalty"}], has_goal=True, has_fail=False)
@@ -562,7 +568,8 @@ def test_the_cli_prints_the_reward_error_in_one_line_before_building_anything(tm
     cfg = tmp_path / "gb.yaml"
     cfg.write_text(TINY)
     code = main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs"), "--model.init_args.env_kwargs",
-                 '{rom: orchard, reward: [{name: step_cost}, {name: goal_distance}, {name: scale, factor: x}]}'])
+                 '{task: {base: orchard/level1, reward: [{name: step_cost}, {name: goal_distance}, '
+                 '{name: scale, factor: x}]}}'])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err == ["config error: model.env_kwargs.reward[2].factor must be a number, got 'x'"]
+    assert code == 2 and err == ["config error: model.env_kwargs.task.reward[2].factor must be a number, got 'x'"]
     assert not (tmp_path / "runs").exists()

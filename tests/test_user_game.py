@@ -15,7 +15,8 @@ from gbx_lightning.cli import main
 from gbx_lightning.emu import VecGameBoy
 from gbx_lightning.media import encode_png
 from gbx_lightning.envs import GameBoyEnv
-from gbx_lightning.envs.goal import capture_goal, load_goal, save_goal
+from gbx_lightning.envs.capture import capture_goal
+from gbx_lightning.envs.goal import load_goal, save_goal
 from gbx_lightning.roms import build_rom, orchard
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
@@ -82,7 +83,8 @@ def test_capture_goal_from_savestates_and_fit_from_one_yaml(game, tmp_path):
     assert 0.05 < loaded.reward["tau"] < 0.4 and loaded.rom_sha256 == meta["rom_sha256"]
     assert json.loads(goal.with_suffix(".json").read_text())["source"]["state"] == str(game / "goal.state")
     # the env from the start state: the route reaches the captured goal
-    env = GameBoyEnv(2, rom=str(game / "game.gb"), start_state=str(game / "start.state"), goal=str(goal),
+    env = GameBoyEnv(2, rom=str(game / "game.gb"),
+                     task={"start": {"state": str(game / "start.state")}, "goal": str(goal)},
                      action_codec="dpad_noop", max_steps=20, cpu_threads=1)
     env.reset(seed=0)
     codes = {"up": 3, "down": 4, "left": 2, "right": 1}
@@ -99,7 +101,7 @@ model:
   class_path: gbx_lightning.module.A2CModule
   init_args:
     env: gameboy
-    env_kwargs: {{rom: {game / 'game.gb'}, start_state: {game / 'start.state'}, goal: {goal},
+    env_kwargs: {{rom: {game / 'game.gb'}, task: {{start: {{state: {game / 'start.state'}}}, goal: {goal}}},
                  action_codec: dpad_noop, stack_k: 2, max_steps: 10, cpu_threads: 1}}
     num_envs: 2
     policy: pixel_cnn
@@ -113,8 +115,10 @@ progress_refresh: 0
     assert record["meta"]["rom_sha256"] == meta["rom_sha256"]
 
 
-def _config_error(capsys, tmp_path, **env_kwargs) -> str:
-    options = ", ".join(f"{k}: {v}" for k, v in env_kwargs.items())
+def _config_error(capsys, tmp_path, start_state=None, goal=None, **env_kwargs) -> str:
+    task = ", ".join(([f"start: {{state: {start_state}}}"] if start_state else []) +
+                     ([f"goal: {goal}"] if goal else []))
+    options = ", ".join([f"{k}: {v}" for k, v in env_kwargs.items()] + ([f"task: {{{task}}}"] if task else []))
     code = main(["fit", "--config", str(Path(__file__).resolve().parents[1] / "configs" / "a2c.yaml"),
                  "--runs_dir", str(tmp_path / "runs"), f"--model.init_args.env_kwargs={{{options}}}"])
     err = [ln for ln in capsys.readouterr().err.strip().splitlines() if not ln.startswith("Seed set")]
@@ -127,17 +131,17 @@ def test_each_missing_or_mismatched_file_is_one_line(game, tmp_path, capsys):
     assert _config_error(capsys, tmp_path, rom=tmp_path / "nope.gb").startswith(
         "config error: model.env_kwargs.rom is not a ROM we can run: no ROM file at")
     assert _config_error(capsys, tmp_path, rom=rom, start_state=tmp_path / "nope.state") == (
-        f"config error: model.env_kwargs.start_state does not exist: no savestate file at "
+        f"config error: model.env_kwargs.task.start.state does not exist: no savestate file at "
         f"'{tmp_path / 'nope.state'}'")
     small = tmp_path / "small.png"
     small.write_bytes(encode_png(np.zeros((10, 12), np.uint8)))
     assert _config_error(capsys, tmp_path, rom=rom, start_state=start, goal=small) == (
-        f"config error: model.env_kwargs.goal cannot be loaded: goal template {small}: expected a 80x72 image "
+        f"config error: model.env_kwargs.task.goal cannot be loaded: goal template {small}: expected a 80x72 image "
         f"(the 72x80 observation), got 12x10")
     other = tmp_path / "other.png"
     save_goal(other, np.zeros((72, 80), np.uint8), {"rom_sha256": "ab" * 32})
     assert _config_error(capsys, tmp_path, rom=rom, goal=other).startswith(
-        f"config error: model.env_kwargs.goal was captured from another ROM: {other} has ROM sha256 abababababab")
+        f"config error: model.env_kwargs.task.goal was captured from another ROM: {other} has ROM sha256 abababababab")
     # a state file of ours knows its ROM: one saved for another game is refused
     other_rom = tmp_path / "other.gb"
     data = bytearray(build_rom("orchard"))
@@ -146,10 +150,10 @@ def test_each_missing_or_mismatched_file_is_one_line(game, tmp_path, capsys):
     gb = VecGameBoy(str(other_rom), 1)
     gb.save_state(tmp_path / "theirs.npz")
     assert _config_error(capsys, tmp_path, rom=rom, start_state=tmp_path / "theirs.npz").startswith(
-        f"config error: model.env_kwargs.start_state cannot be loaded: {tmp_path / 'theirs.npz'} was saved for "
+        f"config error: model.env_kwargs.task.start.state cannot be loaded: {tmp_path / 'theirs.npz'} was saved for "
         f"another ROM")
     # a PyBoy state whose cartridge layout does not fit the ROM (an MBC1 cartridge's state for a ROM-only one)
     garbage = tmp_path / "garbage.state"
     garbage.write_bytes(io.BytesIO(b"\x1d" + b"\x00" * 100).getvalue())
     assert _config_error(capsys, tmp_path, rom=rom, start_state=garbage).startswith(
-        "config error: model.env_kwargs.start_state cannot be loaded:")
+        "config error: model.env_kwargs.task.start.state cannot be loaded:")

@@ -236,7 +236,7 @@ def counters(args, mask: int) -> None:
         buttons = np.full(1, mask, np.uint8)
         gb.run_frames(frames // 4, buttons=buttons, render="none")
         # (the counters are machine state: r64 words the counter build adds to)
-        r64 = gb._arrays["r64"]
+        r64 = gb.state_array("r64")
         before = r64.numpy()[0].copy()
         gb.run_frames(frames, buttons=buttons, render="full")
         after = r64.numpy()[0]

@@ -44,9 +44,9 @@ def main(argv=None) -> int:
 
     for n in args.envs:
         if args.rom is None:
-            options = dict(rom="orchard", level=args.level, action_codec="dpad_noop", stack_k=1, max_steps=50)
+            options = dict(task=f"orchard/level{args.level}", action_codec="dpad_noop", stack_k=1, max_steps=50)
         else:
-            options = dict(rom=args.rom, start_state=args.start_state, goal=args.goal,
+            options = dict(rom=args.rom, task={"start": {"state": args.start_state}, "goal": args.goal},
                            action_codec="dpad_ab_start_noop", stack_k=4, max_steps=2048)
         envs = {k: GameBoyEnv(n, cpu_threads=k, **options) for k in args.shards}
         gen = torch.Generator().manual_seed(0)

@@ -93,9 +93,9 @@ def parity(args) -> int:
             buttons = rng.integers(0, 256, n, dtype=np.uint8)
             for m in ms.values():
                 m.run_frames(STEP_FRAMES, buttons, release_after=RELEASE, render="full")
-            a, b = (ms[d]._arrays for d in ("cpu", args.device))
-            for key in a:
-                x, y = a[key].numpy(), b[key].numpy()
+            a, b = (ms[d] for d in ("cpu", args.device))
+            for key in a.state_names:
+                x, y = a.state_array(key).numpy(), b.state_array(key).numpy()
                 if not np.array_equal(x, y):
                     envs = np.nonzero((x != y).reshape(n, -1).any(axis=1))[0]
                     first_diff = {"step": step, "array": key, "envs": envs[:8].tolist(), "num_envs": int(len(envs))}
@@ -183,7 +183,7 @@ def fit(args) -> int:
     for run in args.runs:
         env_device, n, shards = run.split(":") + [None] * (3 - len(run.split(":")))
         n, shards = int(n), (int(shards) if shards else None)
-        kw = {"rom": "orchard", "level": 1, "stack_k": 1, "action_codec": "dpad_noop", "max_steps": 50}
+        kw = {"task": "orchard/level1", "stack_k": 1, "action_codec": "dpad_noop", "max_steps": 50}
         if shards is not None:
             kw["cpu_threads"] = shards
         torch.manual_seed(0)

@@ -59,7 +59,7 @@ from gbx_lightning.rl import a2c_td0, explained_variance, gae, ppo_loss  # noqa:
 
 # env -> (env kwargs, policy, policy kwargs, num_envs a2c/ppo, update_every, rollout_steps), as in configs/
 SETUPS = {
-    "gameboy": ({"rom": "orchard", "level": 1, "stack_k": 1, "action_codec": "dpad_noop", "max_steps": 50},
+    "gameboy": ({"task": "orchard/level1", "stack_k": 1, "action_codec": "dpad_noop", "max_steps": 50},
                 "pixel_cnn", {}, (32, 32), 5, 32),
     "foraging": ({"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99},
                  "mlp", {"hidden": [64, 64]}, (256, 32), 2, 64),

@@ -183,7 +183,7 @@ def main(argv=None) -> int:
 
     def ours():
         return gym.make_vec("gbx_lightning/GameBoy-v0", num_envs=args.envs, vectorization_mode="vector_entry_point",
-                            rom="orchard", level=1, stack_k=1, action_codec="dpad_noop", max_steps=50)
+                            task="orchard/level1", stack_k=1, action_codec="dpad_noop", max_steps=50)
 
     def pyboy():
         return _EpisodeInfo(AsyncVectorEnv([_pyboy_env_factory(rom_path)] * args.pyboy_envs,

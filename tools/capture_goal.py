@@ -10,14 +10,15 @@ trace's last line is the capture frame). --region keeps only part of the screen 
 rows and columns, end exclusive): what must match, e.g. a banner, not a score.
 
 The usual way with a game of your own: play it in PyBoy, save a state where an episode should
-start (your env's start_state) and one where the goal screen shows, then
+start (your task's start.state) and one where the goal screen shows, then
 ``capture_goal.py game.gb --state at_goal.state --start start.state --region ... --out goal.png``.
 
 It then calibrates: the distance of the goal's next screens (no button held) and of random play
 from the episode start (--start, else the trace's frame --random-from; 64 envs x 150 steps of 24
 frames), prints both, and writes a suggested tau (a
 quarter of the way from the goal's screens to the nearest others) and k_consecutive into
-GOAL.json with the ROM's sha256 and where the goal came from. GameBoyEnv(goal="GOAL.png") reads both files; config values override the JSON's.
+GOAL.json with the ROM's sha256 and where the goal came from. A task's ``goal: GOAL.png`` reads both
+files (envs/task.py); the task's own values (goal: {path: GOAL.png, tau: ...}) override the JSON's.
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def main(argv=None) -> int:
     wp.config.quiet = True
     wp.config.log_level = wp.LOG_WARNING
     from gbx_lightning.emu.cartridge import RomError
-    from gbx_lightning.envs.goal import GoalError, capture_goal, parse_region, save_goal
+    from gbx_lightning.envs.capture import capture_goal, parse_region
+    from gbx_lightning.envs.goal import GoalError, save_goal
 
     frames = args.frames if args.frames is not None or args.trace else 1
     try:

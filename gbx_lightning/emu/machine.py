@@ -120,6 +120,19 @@ class VecGameBoy:
         return int(sum(int(np.prod(shape)) * np.dtype(dt).itemsize
                        for _, shape, dt in self._layout))
 
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """The names of the per-env state arrays (``state_array``): together, the whole machine."""
+        return tuple(self._arrays)
+
+    def state_array(self, name: str) -> wp.array:
+        """The live per-env state array ``name`` ([num_envs, ...]; e.g. "wram", uint8[num_envs, 8192]). The
+        same object for the machine's life, so zero-copy views of it (``wp.to_torch``) stay valid; writing
+        into it changes the machines."""
+        if name not in self._arrays:
+            raise KeyError(f"name: expected one of {list(self._arrays)}, got {name!r}")
+        return self._arrays[name]
+
     def _power_on_template(self, spec) -> dict:
         t = {name: np.zeros(shape, dtype=dt) for name, shape, dt in self._layout}
         t["mbc"][:] = S.mbc_power_on_regs(spec)

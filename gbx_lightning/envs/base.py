@@ -26,6 +26,8 @@ class VecEnv(Protocol):
         that episode's stats (0/False where none ended). Terminated = the MDP ended (no bootstrap);
         truncated = time limit (bootstrap from V(final_obs)). Never both.
     state_dict() / load_state_dict(d) -> everything needed for a restored env to continue identically.
+
+    Optional members (``VecEnvExtras``): the trainer looks for them with ``getattr`` and does without.
     """
 
     num_envs: int
@@ -43,6 +45,25 @@ class VecEnv(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class VecEnvExtras(Protocol):
+    """What an env may offer beyond VecEnv; ``data.RolloutStream`` and the callbacks probe each with ``getattr``
+    and do without (ForagingEnv has ``observe``; GameBoyEnv all four).
+
+    observe() -> obs: the current observation (after ``load_state_dict``): a checkpoint need not store it.
+    state_nbytes: bytes of ``state_dict()``'s tensors, told without building it (the checkpoint size cap).
+    reward_pipeline: a ``reward_transforms.RewardPipeline``; its ``state_dict(per_env=False)`` (e.g. a return
+        normaliser's statistic) is kept when a checkpoint leaves the env state out.
+    rom_sha256: the ROM the env runs (the training log's meta; pixel envs have one).
+    """
+
+    state_nbytes: int
+    reward_pipeline: Any
+    rom_sha256: str
+
+    def observe(self) -> torch.Tensor: ...
 
 
 class OptionError(ValueError):

@@ -1,38 +1,32 @@
 """GameBoyEnv: a batch of Game Boys (VecGameBoy) as an RL env: pixels in, button presses out.
 
+The engine only: which game, where its episodes start, which screens end them, what a step pays
+and what is counted is the ``task`` (``envs/task.py``: a built-in name like ``orchard/level1``, a
+YAML file or a mapping), so this file names no game.
+
 One step = one action per env, turned into a button mask by the action codec
 (``envs/actions.py``), held for ``release_after_frames`` frames and released for the rest
 of ``frames_per_step`` frames, all envs in one kernel launch (one per CPU core on a CPU).
 The observation is the last ``stack_k`` step-end screens, uint8 ``[N, K, 72, 80]``, shades
 0..3, newest last, rendered by the kernel at 2x2 subsampling (``obs[y, x] = frame[2y, 2x]``).
 
-Episodes and rewards. An episode starts from a start state and ends:
-  * terminated, success: the screen matched the goal template (``goal``) for
-    ``k_consecutive`` steps (``envs/rewards.py``: dist = mean |frame - goal| / 3 over the
-    goal's region, closer than ``tau``);
-  * terminated, failure: the screen matched the ``fail`` template (e.g. GAME OVER);
+Episodes and rewards. An episode starts from one of the task's start states and ends:
+  * terminated, success: the screen matched the task's goal template for its ``k_consecutive``
+    steps (``envs/rewards.py``: dist = mean |frame - goal| / 3 over the goal's region, closer
+    than its ``tau``);
+  * terminated, failure: the screen matched the task's fail template (e.g. GAME OVER);
   * truncated: ``max_steps`` steps passed (bootstrap through it; never both).
-Reward (``reward="goal"``): step_cost + alpha * (prev_dist - dist) + goal_bonus * success
-+ fail_penalty * failure. The built-in game also offers ``reward="orchard_seeds"``, a
-game-RAM reward (+seed_reward per seed eaten, read from WRAM) on top of the same terms;
-the policy still sees only pixels. Those two are presets; ``reward`` also takes a list of
-items (terms, per-episode bonuses, scaling, clipping, return normalisation, your own by import
-path): ``envs/reward_transforms.py``. ``info["episode_return"]`` is the game return (the sum
-of the terms, before any transform); with a transform, ``info["trained_return"]`` is the return
-of the rewards ``step`` returned.
+The reward is the task's list of reward items (``envs/reward_transforms.py``; the preset ``goal``:
+step_cost + alpha * (prev_dist - dist) + goal_bonus * success + fail_penalty * failure); the
+policy sees only pixels. ``info["episode_return"]`` is the game return (the sum of the terms,
+before any transform); with a transform, ``info["trained_return"]`` is the return of the rewards
+``step`` returned. Each of the task's counters adds ``info[name]``: its increase over the episode.
 
-Start states and resets. Start states are made once, at construction, on a one-env
-machine: power-on (or a ``start_state`` file: a PyBoy ``.state`` or a state file written
-by ``VecGameBoy.save_state``), then ``start_frames`` frames of ``start_inputs`` (a trace:
-"from frame F on, hold these buttons"). ``start_variants`` > 1 adds states taken every
-``variant_frames`` idle frames after that (different enemy phases, RNG, timers). All of
-them sit in a cache on the device; an env that ended is reset by a masked restore from the
-cache, the entry drawn from the env's seeded generator: no disk I/O, no Python loop over
-envs, no host sync.
-
-The built-in game ``rom="orchard"`` comes with its task: ``level`` (1..7, a ladder from a
-small room without enemies to the full game) selects the start states through the game's
-level-select screen, and the goal/fail templates are its LEVEL CLEAR / GAME OVER banners.
+Start states and resets. Start states are made once, at construction, on a one-env machine
+(the task's start recipe: power-on or a state file, then ``frames`` frames of its input trace,
+then ``variants`` states ``variant_frames`` idle frames apart). All of them sit in a cache on the
+device; an env that ended is reset by a masked restore from the cache, the entry drawn from the
+env's seeded generator: no disk I/O, no Python loop over envs, no host sync.
 
 Performance notes. Per step: the codec lookup, the launch(es), one copy that builds the
 new stack (the K-1 kept frames and the new one, into fresh memory that the caller may keep),
@@ -45,9 +39,10 @@ nothing and is counted (``invalid_action_count``) unless ``check_action_range=Tr
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,95 +51,80 @@ import warp as wp
 
 from gbx_lightning.emu import VecGameBoy
 from gbx_lightning.emu.buttons import read_trace, trace_segments
+from gbx_lightning.emu.cartridge import RomError, load_cartridge
+from gbx_lightning.roms import resolve_rom
 
 from .actions import resolve_codec
 from .base import EpisodeStats, OptionError, check_actions, check_float, check_int, resolve_device
 from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
-from .reward_transforms import PRESETS, RewardContext, RewardSpecError, build_reward_pipeline, check_reward_spec
-from .rewards import consecutive_hits, goal_distance, ram_counter_delta
+from .reward_transforms import RewardContext, build_reward_pipeline
+from .rewards import consecutive_hits, goal_distance, ram_counter_delta, ram_value
+from .task import Task, check_task, load_start_state, load_task, moved_options, start_states
 
-__all__ = ["GameBoyEnv", "REWARDS"]
+__all__ = ["GameBoyEnv"]
 
-REWARDS = PRESETS   # the reward presets; a list of items is the general form (envs/reward_transforms.py)
-BUILTIN_ROMS = ("orchard",)
-_STATE_VERSION = 1
-_ZIP_MAGIC = b"PK\x03\x04"   # our state files are .npz (zip); PyBoy states start with a version byte
-
-
-def _resolve_rom(rom) -> tuple[bytes | str, str]:
-    """A built-in ROM name or a ROM file path -> (what VecGameBoy takes, a display name)."""
-    if isinstance(rom, (str, os.PathLike)) and str(rom) in BUILTIN_ROMS and not Path(rom).exists():
-        from gbx_lightning.roms import build_rom
-
-        return build_rom(str(rom)), str(rom)
-    if not isinstance(rom, (str, os.PathLike)):
-        raise TypeError(f"rom must be a built-in ROM name {BUILTIN_ROMS} or a .gb file path, got {rom!r}")
-    if not Path(rom).is_file():
-        raise FileNotFoundError(f"rom: no ROM file at {os.fspath(rom)!r} (built-in ROMs: {', '.join(BUILTIN_ROMS)})")
-    return os.fspath(rom), os.fspath(rom)
+# 2: the task's counters under "counters" (version 1 kept orchard's seeds_before/seeds_episode in every env's state)
+_STATE_VERSION = 2
 
 
-def _is_state_file(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(4) == _ZIP_MAGIC
+@dataclass
+class _Shard:
+    """One VecGameBoy (envs lo..hi-1 of the batch) and Warp/torch views of the env's buffers over its envs,
+    made once: the kernels read and write them in place every step."""
+    gb: VecGameBoy
+    lo: int
+    hi: int
+    buttons: wp.array      # uint8 [n]: this step's button masks
+    reset_mask: wp.array   # uint8 [n]: 1 = restore from the start cache
+    slots: wp.array        # int32 [n]: the cache entry each restore takes
+    obs: wp.array          # uint8 [n, 72, 80]: the kernel's observation buffer
+    obs_words: wp.array    # int64 [n, WORDS_PER_FRAME]: the same memory as 64-bit words
+    wram: torch.Tensor     # uint8 [n, 8192]: the machines' WRAM, zero-copy
 
 
 class GameBoyEnv:
-    """N Game Boys running one ROM, stepped together; see the module docstring.
+    """N Game Boys running one ROM, stepped together on a task; see the module docstring.
 
     Args:
         num_envs: envs stepped in parallel.
-        rom: built-in ROM name ("orchard") or a path to a .gb file.
         device: "cpu" or "cuda[:K]".
+        rom: a built-in ROM name ("orchard") or a path to a .gb file; None: the task's ``rom``.
+        task: a ``Task``, a built-in task name ("orchard/level1"), a task YAML file, or a mapping of
+            task fields (``envs/task.py``); None: power-on, no goal or fail screen, the "goal" reward.
         seed: seeds the reset generator (which start state each reset uses).
-        level: built-in game only: ladder level 1..7 (default 1: a small room, no enemy).
-        start_state: None (power-on), a PyBoy ``.state`` file, a state file of ours, or a list
-            of such files (one cache entry each).
-        start_frames: frames run after power-on / loading the start state.
-        start_inputs: what those frames press: a trace file, trace text, or [[frame, buttons], ...].
-        start_variants, variant_frames: cache entries per start state, ``variant_frames`` idle
-            frames apart (default: frames_per_step).
         frames_per_step, release_after_frames: a step's length and how long its buttons are held.
         stack_k: observation frames (1..8; newest last).
         action_codec: a name from ``envs.actions.ACTION_CODECS`` or a list of button combinations.
         max_steps: truncation (time limit) in steps.
-        goal, fail: goal template PNG paths (``tools/capture_goal.py``); None = the built-in
-            game's banners for "orchard", none otherwise ("" switches a built-in one off).
-        reward: a preset, "goal" or "orchard_seeds" (built-in game), or a list of reward items
-            (``envs/reward_transforms.py``).
-        tau, k_consecutive, step_cost, alpha, goal_bonus: goal-reward settings; None = the
-            goal's meta file (or envs.goal.REWARD_DEFAULTS). step_cost, alpha, goal_bonus and
-            fail_penalty are also the defaults of the reward items of those names.
-        fail_penalty: reward added when the fail template matches (<= 0).
-        fail_tau: distance under which the fail template matches (None: the fail meta's tau).
-        seed_reward: "orchard_seeds": reward per seed eaten.
         cpu_threads: CPU shards (one launch thread each); None = every core this process may use.
         check_action_range: on CUDA, also check action ranges on the host (a sync per step).
+        **moved: refused: an option of the old layout (level, start_state, goal, reward, ...), now a task
+            field; the error spells the task they make (``task.moved_options``). Goes with ``env_kwargs``.
     """
 
     obs_dtype = torch.uint8
+    render_full = False   # True: the machines also draw the full 160x144 screens (``frames()``)
 
     @classmethod
     def check_options(cls, **options) -> None:
-        """Check the options' files and values without building anything (milliseconds): the ROM's
-        header, the start states (format, and the ROM they were made for where the file tells),
-        the start-input trace, the goal/fail templates (shape, ROM) and the level. Raises
-        OptionError naming the option; the CLI runs this before any long work."""
-        import inspect
+        """Check the options and the task's files without building anything (milliseconds): values, the
+        ROM's header, the task (start states against the ROM, trace, templates, reward items). Raises
+        OptionError naming the option ("task.start.state ..."); the CLI runs this before any long work."""
+        cls._checked(options)
 
-        from gbx_lightning.emu.cartridge import RomError, load_cartridge
-        from gbx_lightning.emu.pyboy_state import PyBoyStateError, parse_pyboy_state
-        from gbx_lightning.emu import state as S
-        from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError, read_state_file
-
-        from .goal import GoalError
-
+    @classmethod
+    def _checked(cls, options: dict) -> tuple[Task, bytes | str, str]:
+        """check_options' work; returns (the task, what VecGameBoy loads, the ROM's display name)."""
+        moved = moved_options(options)
+        if moved is not None:
+            raise OptionError(*moved)
         params = inspect.signature(cls.__init__).parameters
-        opts = {k: p.default for k, p in params.items() if k != "self"}
-        unknown = sorted(set(options) - set(opts))
+        opts = {k: p.default for k, p in params.items() if k != "self" and p.kind is not p.VAR_KEYWORD}
+        unknown = sorted(set(options) - set(opts), key=str)
         if unknown:
-            raise OptionError(unknown[0], f"is not an option of GameBoyEnv; options: {', '.join(sorted(opts))}")
+            listed = sorted(set(opts) - {"num_envs", "device"})   # those two are given by whoever builds the env
+            raise OptionError(unknown[0], f"is not an option of GameBoyEnv; options: {', '.join(listed)}")
         opts.update(options)
 
         def number(option, check, *args, **kwargs):
@@ -153,123 +133,46 @@ class GameBoyEnv:
             except (TypeError, ValueError) as err:
                 raise OptionError(option, str(err).removeprefix(option + " ")) from None
 
-        number("num_envs", check_int, minimum=1)
+        if opts["num_envs"] is not inspect.Parameter.empty:
+            number("num_envs", check_int, minimum=1)
         number("seed", check_int, minimum=0)
         number("frames_per_step", check_int, minimum=1)
         if isinstance(opts["frames_per_step"], int):
             number("release_after_frames", check_int, minimum=0, maximum=opts["frames_per_step"])
         number("stack_k", check_int, minimum=1, maximum=8)
         number("max_steps", check_int, minimum=1)
-        number("start_variants", check_int, minimum=1, maximum=256)
-        for option in ("variant_frames", "k_consecutive"):
-            if opts[option] is not None:
-                number(option, check_int, minimum=1)
-        if opts["start_frames"] is not None:
-            number("start_frames", check_int, minimum=0)
         if opts["cpu_threads"] is not None:
             number("cpu_threads", check_int, minimum=1)
-        number("fail_penalty", check_float, maximum=0.0)
-        number("seed_reward", check_float)
-        for option in ("tau", "fail_tau"):
-            if opts[option] is not None:
-                number(option, check_float, 0.0, 1.0, strict_min=True)
-        for option in ("step_cost", "alpha", "goal_bonus"):
-            if opts[option] is not None:
-                number(option, check_float)
         try:
             resolve_device(opts["device"])
         except ValueError as err:
             raise OptionError("device", str(err).removeprefix("device ")) from None
+        task = load_task(opts["task"])
+        rom_option = "rom" if opts["rom"] is not None else "task.rom"
+        rom = opts["rom"] if opts["rom"] is not None else task.rom
+        if rom is None:
+            raise OptionError("rom", "is required: a .gb file path or a built-in ROM name (orchard), or a task that "
+                                     "names its ROM (e.g. task: orchard/level1)")
         try:
-            source, name = _resolve_rom(opts["rom"])
+            source, name = resolve_rom(rom)
             cart = load_cartridge(source)
         except (RomError, FileNotFoundError, TypeError) as err:
-            raise OptionError("rom", f"is not a ROM we can run: {str(err).removeprefix('rom: ')}") from None
-        builtin = name in BUILTIN_ROMS
-        if opts["level"] is not None:
-            if not builtin:
-                raise OptionError("level", f"applies to the built-in game 'orchard' only, not {name}")
-            from gbx_lightning.roms import orchard
-            try:
-                orchard.level_select_inputs(opts["level"])
-            except ValueError as err:
-                raise OptionError("level", str(err).removeprefix("level: ").replace("expected", "must be", 1)) from None
-            if opts["start_state"] is not None:
-                raise OptionError("level", "and start_state are both set: a level starts from power-on through "
-                                           "the level select; drop one")
-        states = opts["start_state"] if isinstance(opts["start_state"], (list, tuple)) else [opts["start_state"]]
-        for path in (s for s in states if s is not None):
-            if not Path(path).is_file():
-                raise OptionError("start_state", f"does not exist: no savestate file at {os.fspath(path)!r}")
-            data = Path(path).read_bytes()
-            try:
-                if data[:4] == _ZIP_MAGIC:
-                    with np.load(path, allow_pickle=False) as z:
-                        if str(z.get("format", "")) != STATE_FILE_FORMAT:
-                            raise StateFileError(f"{path}: not a gbx_lightning state file")
-                        theirs = str(z.get("rom_sha256", ""))
-                    if theirs != cart.sha256:
-                        raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
-                                             f"{name} has {cart.sha256[:12]}...")
-                    # then read it whole, as the env will: every field, its digest and its clock words checked
-                    layout = S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec())))
-                    read_state_file(path, [(n, tuple(shape), dt) for n, shape, dt in layout], cart.sha256)
-                else:
-                    parse_pyboy_state(data, cart, os.fspath(path))
-            except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
-                raise OptionError("start_state", f"cannot be loaded: {err}") from None
-            except Exception as err:  # noqa: BLE001 - a damaged file: whatever the parser tripped on, one line
-                raise OptionError("start_state", f"cannot be loaded: {path}: not a savestate we can read "
-                                                 f"({type(err).__name__}: {err})") from None
-        if opts["start_inputs"] is not None:
-            try:
-                read_trace(opts["start_inputs"], "start_inputs")
-            except (ValueError, FileNotFoundError, TypeError) as err:
-                raise OptionError("start_inputs", f"is not an input trace: {err}") from None
-        for field in ("goal", "fail"):
-            path = opts[field]
-            if path is None or path == "":
-                continue
-            try:
-                template = load_goal(path, field=field)
-            except GoalError as err:
-                raise OptionError(field, f"cannot be loaded: {str(err).removeprefix(field + ': ')}") from None
-            if template.rom_sha256 not in (None, cart.sha256):
-                raise OptionError(field, f"was captured from another ROM: {path} has ROM sha256 "
-                                         f"{template.rom_sha256[:12]}..., {name} has {cart.sha256[:12]}...")
+            raise OptionError(rom_option, f"is not a ROM we can run: {str(err).removeprefix('rom: ')}") from None
+        check_task(task, cart, name)
         try:
             resolve_codec(opts["action_codec"])
         except ValueError as err:
             raise OptionError("action_codec", str(err).removeprefix("action_codec ").removeprefix("action_codec: "))
-        reward = opts["reward"]
-        if isinstance(reward, str) or not isinstance(reward, (list, tuple)):
-            if reward not in REWARDS:
-                raise OptionError("reward", f"must be one of {REWARDS} or a list of reward items, got {reward!r}")
-            if reward == "orchard_seeds" and name != "orchard":
-                raise OptionError("reward", f"'orchard_seeds' reads the built-in game's RAM; rom {name} needs "
-                                            f"reward 'goal'")
-        else:
-            def has(field):   # a template given, or the built-in game's own (unless switched off with "")
-                return opts[field] != "" and (opts[field] is not None or builtin)
-            try:
-                check_reward_spec(reward, has_goal=has("goal"), has_fail=has("fail"))
-            except RewardSpecError as err:
-                raise OptionError(err.field, err.message) from None
+        return task, source, name
 
-    def __init__(self, num_envs: int = 64, rom: str | os.PathLike = "orchard", device: str | torch.device = "cpu",
-                 *, seed: int = 0, level: int | None = None,
-                 start_state: str | os.PathLike | list | None = None, start_frames: int | None = None,
-                 start_inputs=None, start_variants: int = 4, variant_frames: int | None = None,
-                 frames_per_step: int = 24, release_after_frames: int = 8, stack_k: int = 4,
-                 action_codec: str | list = "dpad_ab_start_noop", max_steps: int = 1000,
-                 goal: str | os.PathLike | None = None, fail: str | os.PathLike | None = None,
-                 reward: str = "goal", tau: float | None = None, k_consecutive: int | None = None,
-                 step_cost: float | None = None, alpha: float | None = None, goal_bonus: float | None = None,
-                 fail_penalty: float = -1.0, fail_tau: float | None = None, seed_reward: float = 0.1,
-                 cpu_threads: int | None = None, check_action_range: bool = False):
-        # ---- options, all checked before any kernel work (check_options: one place for every check) --------
-        options = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        self.check_options(**options)
+    def __init__(self, num_envs: int, device: str | torch.device = "cpu", *, rom: str | os.PathLike | None = None,
+                 task: Task | str | os.PathLike | dict | None = None, seed: int = 0, frames_per_step: int = 24,
+                 release_after_frames: int = 8, stack_k: int = 4, action_codec: str | list[str] = "dpad_ab_start_noop",
+                 max_steps: int = 1000, cpu_threads: int | None = None, check_action_range: bool = False, **moved):
+        # ---- options and task, all checked before any kernel work (check_options: one place for every check) ----
+        options = {k: v for k, v in locals().items() if k not in ("self", "__class__", "moved")}
+        self.task, rom_source, self.rom_name = self._checked({**options, **moved})
+        task = self.task
         self.num_envs, self.device = num_envs, resolve_device(device)
         self.frames_per_step, self.release_after_frames = frames_per_step, release_after_frames
         self.stack_k, self.max_steps = stack_k, max_steps
@@ -277,36 +180,27 @@ class GameBoyEnv:
         self.action_names, masks = resolve_codec(action_codec)
         self.num_actions = len(masks)
         self.obs_shape = (self.stack_k, 72, 80)
-        rom_source, self.rom_name = _resolve_rom(rom)
 
-        # the built-in game brings its task (level select, banner templates) unless you bring your own start
-        task = _builtin_task(self.rom_name, level) if self.rom_name in BUILTIN_ROMS else {}
-        if start_state is not None or (start_inputs is not None and level is None):
-            task = {k: v for k, v in task.items() if k in ("goal", "fail")}
-        self.level = task.get("level")
-        start_inputs = task.get("start_inputs") if start_inputs is None else start_inputs
-        start_frames = task.get("start_frames", 0) if start_frames is None else start_frames
-        trace = read_trace(start_inputs, "start_inputs") if start_inputs is not None else [(0, 0)]
-        sources = start_state if isinstance(start_state, (list, tuple)) else [start_state]
-        variant_frames = frames_per_step if variant_frames is None else variant_frames
-
-        # reward settings: REWARD_DEFAULTS < the goal's meta file < the options given here
-        self.goal = self._load_template(goal, task.get("goal"), "goal")
-        self.fail = self._load_template(fail, task.get("fail"), "fail")
-        given = {"tau": tau, "k_consecutive": k_consecutive, "step_cost": step_cost, "alpha": alpha,
-                 "goal_bonus": goal_bonus}
-        settings = {**REWARD_DEFAULTS, **(self.goal.reward if self.goal is not None else {}),
-                    **{k: v for k, v in given.items() if v is not None}}
+        # ---- the templates and the values they default (REWARD_DEFAULTS < the PNG's JSON < the task) ------------
+        self.goal = load_goal(task.goal.path, field="task.goal") if task.goal is not None else None
+        self.fail = load_goal(task.fail.path, field="task.fail") if task.fail is not None else None
+        goal_json = {**REWARD_DEFAULTS, **(self.goal.reward if self.goal is not None else {})}
+        given = {"tau": task.goal.tau if task.goal else None,
+                 "k_consecutive": task.goal.k_consecutive if task.goal else None,
+                 "step_cost": task.step_cost, "alpha": task.alpha, "goal_bonus": task.goal_bonus}
+        settings = {**goal_json, **{k: v for k, v in given.items() if v is not None}}
         self.tau = check_float("tau", settings["tau"], 0.0, 1.0, strict_min=True)
         self.k_consecutive = check_int("k_consecutive", settings["k_consecutive"], minimum=1)
         self.step_cost = check_float("step_cost", settings["step_cost"])
         self.alpha = check_float("alpha", settings["alpha"])
         self.goal_bonus = check_float("goal_bonus", settings["goal_bonus"])
-        self.fail_penalty = float(fail_penalty)
-        self.fail_tau = (float(fail_tau) if fail_tau is not None
-                         else float(self.fail.reward["tau"]) if self.fail is not None else 0.0)
-        self.reward_kind = reward if isinstance(reward, str) else "list"
-        self.seed_reward = float(seed_reward)
+        self.fail_penalty = float(task.fail_penalty)
+        fail_json = self.fail.reward if self.fail is not None else REWARD_DEFAULTS
+        self.fail_tau = (float(task.fail.tau) if task.fail is not None and task.fail.tau is not None
+                         else float(fail_json["tau"]) if self.fail is not None else 0.0)
+        self.fail_k = check_int("k_consecutive", task.fail.k_consecutive if task.fail is not None and
+                                task.fail.k_consecutive is not None else fail_json["k_consecutive"], minimum=1)
+        self.counters = list(task.counters)
 
         # ---- machines: one VecGameBoy per CPU shard (one launch thread each), one on CUDA ----------
         if cpu_threads is None:
@@ -323,19 +217,21 @@ class GameBoyEnv:
 
         # ---- device buffers (persistent: Warp sees them through views made once) --------------------
         dev = self.device
-        self._codec = torch.from_numpy(np.append(masks, np.uint8(0)).astype(np.uint8)).to(dev)   # last row: invalid action
+        # the codec's masks and, in its last row, the invalid action's (nothing pressed)
+        self._codec = torch.from_numpy(np.append(masks, np.uint8(0)).astype(np.uint8)).to(dev)
         self._buttons = torch.zeros(n, dtype=torch.uint8, device=dev)
         self._reset_mask = torch.zeros(n, dtype=torch.uint8, device=dev)
         self._slots = torch.zeros(n, dtype=torch.int32, device=dev)
         self._invalid = torch.zeros((), dtype=torch.int64, device=dev)
         self._sync()
-        self._views = []   # per shard: buttons, reset mask, slots (wp), obs buffer (wp uint8, wp int64 words), wram
+        self._shards = []
         for gb, lo, hi in zip(self._machines, self._bounds, self._bounds[1:]):
             obs_t = wp.to_torch(gb.obs())
-            self._views.append((wp.from_torch(self._buttons[lo:hi]), wp.from_torch(self._reset_mask[lo:hi]),
-                                wp.from_torch(self._slots[lo:hi]), gb.obs(),
-                                wp.from_torch(obs_t.view(torch.int64).reshape(hi - lo, WORDS_PER_FRAME)),
-                                wp.to_torch(gb._arrays["wram"])))
+            self._shards.append(_Shard(
+                gb, lo, hi, buttons=wp.from_torch(self._buttons[lo:hi]),
+                reset_mask=wp.from_torch(self._reset_mask[lo:hi]), slots=wp.from_torch(self._slots[lo:hi]), obs=gb.obs(),
+                obs_words=wp.from_torch(obs_t.view(torch.int64).reshape(hi - lo, WORDS_PER_FRAME)),
+                wram=wp.to_torch(gb.state_array("wram"))))
         self._slots_wp = wp.from_torch(self._slots)
         self._reset_mask_wp = wp.from_torch(self._reset_mask)
         self._templates = self._template_arrays()
@@ -344,18 +240,17 @@ class GameBoyEnv:
         self._goal_t = self._template_tensors(self.goal)
 
         # ---- start states ---------------------------------------------------------------------------
-        self._cache, cache_obs = self._build_start_cache(rom_source, sources, start_frames, trace,
-                                                         start_variants, variant_frames)
+        self._cache, cache_obs = self._build_start_cache(rom_source)
         self.num_start_states = self._cache.num_envs
         self._cache_stack = cache_obs[:, None].expand(-1, self.stack_k, -1, -1).contiguous()
         self._cache_words = wp.from_torch(self._cache_stack.view(torch.int64).reshape(self.num_start_states, -1))
         self._cache_dist = (goal_distance(cache_obs, *self._goal_t) if self._goal_t is not None
                             else torch.zeros(self.num_start_states, device=dev))
 
-        # ---- reward pipeline (envs/reward_transforms.py): a preset or the configured list ---------------
+        # ---- reward pipeline (envs/reward_transforms.py): the task's preset or list ---------------------
         self.reward_pipeline = build_reward_pipeline(
-            reward, n, dev, {"step_cost": self.step_cost, "alpha": self.alpha, "goal_bonus": self.goal_bonus,
-                             "fail_penalty": self.fail_penalty, "seed_reward": self.seed_reward})
+            task.reward, n, dev, {"step_cost": self.step_cost, "alpha": self.alpha, "goal_bonus": self.goal_bonus,
+                                  "fail_penalty": self.fail_penalty})
 
         # ---- episode state --------------------------------------------------------------------------
         self._generator = torch.Generator(device=dev)
@@ -364,8 +259,9 @@ class GameBoyEnv:
         self._hits = torch.zeros(n, dtype=torch.int32, device=dev)
         self._fail_hits = torch.zeros(n, dtype=torch.int32, device=dev)
         self._steps = torch.zeros(n, dtype=torch.int32, device=dev)
-        self._seeds_before = torch.zeros(n, dtype=torch.int32, device=dev)
-        self._seeds_episode = torch.zeros(n, dtype=torch.int32, device=dev)
+        # per counter: its value at the last step's end (after resets) and its increase over the episode so far
+        self._counter_before = torch.zeros((len(self.counters), n), dtype=torch.int32, device=dev)
+        self._counter_episode = torch.zeros((len(self.counters), n), dtype=torch.int32, device=dev)
         self._stats = EpisodeStats(n, dev)   # the game return (the terms' sum), what episode_return reports
         # the return of the rewards trained on, where a transform makes it differ
         self._trained_stats = EpisodeStats(n, dev) if self.reward_pipeline.has_transforms else None
@@ -388,8 +284,8 @@ class GameBoyEnv:
             self._hits.zero_()
             self._fail_hits.zero_()
             self._steps.zero_()
-            self._seeds_before.copy_(self._read_seeds())
-            self._seeds_episode.zero_()
+            self._counter_before.copy_(self._read_counters())
+            self._counter_episode.zero_()
             self._stats.reset()
             if self._trained_stats is not None:
                 self._trained_stats.reset()
@@ -413,15 +309,22 @@ class GameBoyEnv:
             self._on_shards(self._frames_and_distances)
             return self._after_frames()
 
+    _STATE_TENSORS = ("stack", "prev_dist", "hits", "fail_hits", "steps")
+
     def state_dict(self) -> dict[str, Any]:
         """Everything a restored env needs to continue identically: every machine, the frame stacks,
-        episode counters and the reset generator (CPU tensors, ~30 KB of machine state per env)."""
+        episode counters and the reset generator (CPU tensors, ~30 KB of machine state per env); the task's
+        counters under "counters" (only for a task that has some)."""
         self._sync()
         machines = {}
-        for name in self._machines[0]._arrays:   # torch tensors: checkpoints load with weights_only=True
-            machines[name] = torch.from_numpy(np.concatenate([gb._arrays[name].numpy() for gb in self._machines]))
+        for name in self._machines[0].state_names:   # torch tensors: checkpoints load with weights_only=True
+            machines[name] = torch.from_numpy(np.concatenate([gb.state_array(name).numpy() for gb in self._machines]))
         tensors = {k: getattr(self, "_" + k).cpu().clone() for k in self._STATE_TENSORS}
         extra = {} if self._trained_stats is None else {"trained_stats": self._trained_stats.state_dict()}
+        if self.counters:
+            extra["counters"] = {c.name: {"before": self._counter_before[i].cpu().clone(),
+                                          "episode": self._counter_episode[i].cpu().clone()}
+                                 for i, c in enumerate(self.counters)}
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "rom_sha256": self.rom_sha256,
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
                 "machines": machines, "stats": self._stats.state_dict(), **tensors,
@@ -431,15 +334,20 @@ class GameBoyEnv:
     def state_nbytes(self) -> int:
         """Bytes of tensors in ``state_dict()`` (machines, stacks, counters), without building it."""
         machines = sum(gb.state_bytes_per_env * gb.num_envs for gb in self._machines)
-        tensors = sum(getattr(self, "_" + k).numel() * getattr(self, "_" + k).element_size()
-                      for k in self._STATE_TENSORS)
+        tensors = [getattr(self, "_" + k) for k in self._STATE_TENSORS] + [self._counter_before, self._counter_episode]
+        tensors = sum(t.numel() * t.element_size() for t in tensors)
         stats = [self._stats] + ([self._trained_stats] if self._trained_stats is not None else [])
         stats = sum(t.numel() * t.element_size() for s in stats for t in (s.running_return, s.running_length))
         return machines + tensors + stats + self._generator.get_state().numel() + self.reward_pipeline.state_nbytes
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a state_dict() of an env built with the same ROM, num_envs and stack_k."""
+        """Restore a state_dict() of an env built with the same ROM, num_envs, stack_k and task counters."""
         where = "GameBoyEnv.load_state_dict"
+        if state.get("version") == 1:
+            raise ValueError(f"{where}: this env state was saved by the old GameBoyEnv layout (version 1, before "
+                             f"tasks: orchard's seeds counters in every env's state); version {_STATE_VERSION} keeps "
+                             f"a task's counters under 'counters'. Start a fresh run, or resume with the code that "
+                             f"saved it")
         missing = [k for k in ("version", "num_envs", "rom_sha256", "stack_k", "generator", "machines",
                                *self._STATE_TENSORS) if k not in state]
         if missing:
@@ -449,22 +357,24 @@ class GameBoyEnv:
         for key, mine in (("num_envs", self.num_envs), ("rom_sha256", self.rom_sha256), ("stack_k", self.stack_k)):
             if state[key] != mine:
                 raise ValueError(f"{where}: {key} must be {mine!r} (this env), got {state[key]!r}")
+        saved = sorted(state.get("counters", {}))
+        if saved != sorted(c.name for c in self.counters):
+            raise ValueError(f"{where}: counters must be {sorted(c.name for c in self.counters)} (this env's task), "
+                             f"got {saved}")
         self._sync()
-        for name in self._machines[0]._arrays:
+        for name in self._machines[0].state_names:
             full = torch.as_tensor(state["machines"][name]).numpy()
             for gb, lo, hi in zip(self._machines, self._bounds, self._bounds[1:]):
-                dst = gb._arrays[name]
+                dst = gb.state_array(name)
                 if full.shape[1:] != tuple(dst.shape[1:]) or full.shape[0] != self.num_envs:
                     raise ValueError(f"{where}: machines[{name!r}] must have shape "
                                      f"{[self.num_envs, *dst.shape[1:]]}, got {list(full.shape)}")
                 dst.assign(np.ascontiguousarray(full[lo:hi]).astype(wp.dtype_to_numpy(dst.dtype)))
         for key in self._STATE_TENSORS:
-            dst = getattr(self, "_" + key)
-            src = torch.as_tensor(state[key])
-            if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
-                raise ValueError(f"{where}: {key} must be {dst.dtype} {list(dst.shape)}, got {src.dtype} "
-                                 f"{list(src.shape)}")
-            setattr(self, "_" + key, src.to(self.device).clone())
+            setattr(self, "_" + key, self._loaded(where, key, state[key], getattr(self, "_" + key)))
+        for i, c in enumerate(self.counters):
+            for part, dst in (("before", self._counter_before), ("episode", self._counter_episode)):
+                dst[i] = self._loaded(where, f"counters[{c.name!r}][{part!r}]", state["counters"][c.name][part], dst[i])
         self._generator.set_state(state["generator"])
         self._stats.load_state_dict(state["stats"])
         if self._trained_stats is not None:
@@ -477,7 +387,12 @@ class GameBoyEnv:
         self._seed = state.get("seed", self._seed)
         self._sync()
 
-    _STATE_TENSORS = ("stack", "prev_dist", "hits", "fail_hits", "steps", "seeds_before", "seeds_episode")
+    def _loaded(self, where: str, key: str, value, like: torch.Tensor) -> torch.Tensor:
+        src = torch.as_tensor(value)
+        if tuple(src.shape) != tuple(like.shape) or src.dtype != like.dtype:
+            raise ValueError(f"{where}: {key} must be {like.dtype} {list(like.shape)}, got {src.dtype} "
+                             f"{list(src.shape)}")
+        return src.to(self.device).clone()
 
     # ------------------------------------------------------------------ extras
     def observe(self) -> torch.Tensor:
@@ -498,7 +413,7 @@ class GameBoyEnv:
         check_int("addr", addr, minimum=0xC000, maximum=0xDFFF)
         check_int("length", length, minimum=1, maximum=0xE000 - addr)
         off = addr - 0xC000
-        parts = [view[5][:, off:off + length] for view in self._views]
+        parts = [shard.wram[:, off:off + length] for shard in self._shards]
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     @property
@@ -506,16 +421,7 @@ class GameBoyEnv:
         """The VecGameBoy shards (envs in order)."""
         return list(self._machines)
 
-    render_full = False
-
     # ------------------------------------------------------------------ internals
-    def _load_template(self, path, builtin_path, field: str) -> GoalTemplate | None:
-        if path is None:
-            path = builtin_path
-        if path is None or path == "":
-            return None
-        return load_goal(path, field=field)
-
     def _template_tensors(self, template: GoalTemplate | None):
         if template is None:
             return None
@@ -537,21 +443,21 @@ class GameBoyEnv:
         d = self._machines[0].device
         return tuple(wp.array(a, device=d) for a in (images, weights, boxes, scale))
 
-    def _build_start_cache(self, rom_source, sources, start_frames, trace, variants, variant_frames):
-        """Run each start recipe on a one-env machine; stack the states into a device cache."""
+    def _build_start_cache(self, rom_source):
+        """Run the task's start recipe for each of its start states on a one-env machine; stack the states
+        into a device cache."""
+        start = self.task.start
+        trace = read_trace(start.inputs, "task.start.inputs") if start.inputs is not None else [(0, 0)]
+        variant_frames = self.frames_per_step if start.variant_frames is None else start.variant_frames
         probe = VecGameBoy(rom_source, 1, device=self._machines[0].device)
         rows, obs = [], []
-        for src in sources:
+        for src in start_states(self.task):
             probe.reset()
             if src is not None:
-                src = os.fspath(src)
-                if _is_state_file(src):
-                    probe.load_state(src)
-                else:
-                    probe.load_pyboy_state(src)
-            for count, mask in trace_segments(trace, start_frames):
+                load_start_state(probe, src)
+            for count, mask in trace_segments(trace, start.frames):
                 probe.run_frames(count, buttons=np.full(1, mask, np.uint8), render="obs")
-            for v in range(variants):
+            for v in range(start.variants):
                 if v:
                     probe.run_frames(variant_frames, render="obs")
                 rows.append(probe.env_rows(0))
@@ -565,7 +471,8 @@ class GameBoyEnv:
                           device=self.device, out=self._slots)
 
     def _restore_machines(self) -> None:
-        self._on_shards(lambda i: self._machines[i].restore_from(self._cache, self._views[i][2], self._views[i][1]))
+        self._on_shards(lambda i: self._shards[i].gb.restore_from(self._cache, self._shards[i].slots,
+                                                                   self._shards[i].reset_mask))
 
     def _on_shards(self, work) -> None:
         """work(i) for every shard i: shard 0 in this thread, the others in the pool's threads (Warp's CPU
@@ -581,27 +488,27 @@ class GameBoyEnv:
 
     def _frames_and_distances(self, i: int) -> None:
         """Shard i: the step's frames, then the template distances of its last screen (rows goal, fail)."""
-        gb, view, lo = self._machines[i], self._views[i], self._bounds[i]
-        gb.run_frames(self.frames_per_step, buttons=view[0], release_after=self.release_after_frames,
+        shard = self._shards[i]
+        gb = shard.gb
+        gb.run_frames(self.frames_per_step, buttons=shard.buttons, release_after=self.release_after_frames,
                       render="full" if self.render_full else "obs")
-        wp.launch(template_distance, dim=(2, gb.num_envs), inputs=[view[3], *self._templates, lo, self._dist_wp],
-                  device=gb.device)
+        wp.launch(template_distance, dim=(2, gb.num_envs), inputs=[shard.obs, *self._templates, shard.lo,
+                                                                   self._dist_wp], device=gb.device)
 
     def _stacks_and_resets(self, i: int, words: list, chunk: int) -> None:
         """Shard i: the new stacks (final_obs, obs), then its ended envs restored from the start cache."""
-        gb, view, lo = self._machines[i], self._views[i], self._bounds[i]
+        shard = self._shards[i]
         width = words[0].shape[1]
-        wp.launch(compose_stacks, dim=(gb.num_envs, -(-width // chunk)),
-                  inputs=[words[0], view[4], self._cache_words, self._slots_wp, self._reset_mask_wp, lo, chunk,
-                          words[1], words[2]], device=gb.device)
-        gb.restore_from(self._cache, view[2], view[1])
+        wp.launch(compose_stacks, dim=(shard.gb.num_envs, -(-width // chunk)),
+                  inputs=[words[0], shard.obs_words, self._cache_words, self._slots_wp, self._reset_mask_wp, shard.lo,
+                          chunk, words[1], words[2]], device=shard.gb.device)
+        shard.gb.restore_from(self._cache, shard.slots, shard.reset_mask)
 
-    def _read_seeds(self) -> torch.Tensor:
-        if self.rom_name != "orchard":
-            return torch.zeros(self.num_envs, dtype=torch.int32, device=self.device)
-        from gbx_lightning.roms import orchard
-
-        return self.read_ram(orchard.SEEDS_EATEN)[:, 0].to(torch.int32)   # a copy, not a view
+    def _read_counters(self) -> torch.Tensor:
+        """int32 [C, N]: each task counter's value now (a copy)."""
+        if not self.counters:
+            return self._counter_before
+        return torch.stack([ram_value(self.read_ram(c.address, c.size)) for c in self.counters])
 
     def _after_frames(self):
         """Everything after the frames ran: goal tests, reward, episode ends, the new stacks, resets."""
@@ -613,7 +520,7 @@ class GameBoyEnv:
         else:
             success = no
         if self.fail is not None:
-            self._fail_hits, failed = consecutive_hits(fail_dist, self._fail_hits, self.fail_tau, self.k_consecutive)
+            self._fail_hits, failed = consecutive_hits(fail_dist, self._fail_hits, self.fail_tau, self.fail_k)
             failed = failed & ~success
         else:
             failed = no
@@ -624,16 +531,19 @@ class GameBoyEnv:
         # the reward, from this step's screens and RAM (before the ended envs are reset): trained on, and the game's
         reward, game_reward = self.reward_pipeline(RewardContext(self, terminated, truncated, success, failed, dist,
                                                                  self._prev_dist))
-        seeds = ram_counter_delta(self._read_seeds(), self._seeds_before)
-        self._seeds_episode += seeds.to(torch.int32)
+        if self.counters:
+            now = self._read_counters()
+            for i, c in enumerate(self.counters):
+                bits = 8 * c.size if c.bits is None else c.bits
+                self._counter_episode[i] += ram_counter_delta(now[i], self._counter_before[i], bits).to(torch.int32)
         episode_return, episode_length = self._stats.update(game_reward, terminated, truncated)
         done = terminated | truncated
         info = {"episode_return": episode_return, "episode_length": episode_length, "success": success,
                 "failed": failed}
         if self._trained_stats is not None:
             info["trained_return"] = self._trained_stats.update(reward, terminated, truncated)[0]
-        if self.rom_name == "orchard":
-            info["seeds_eaten"] = torch.where(done, self._seeds_episode, 0)
+        for i, c in enumerate(self.counters):
+            info[c.name] = torch.where(done, self._counter_episode[i], 0)
 
         # the new stacks (fresh memory, the caller may keep them), then the machines of ended envs reset
         self._reset_mask.copy_(done)
@@ -650,8 +560,9 @@ class GameBoyEnv:
         self._hits = torch.where(done, zero, self._hits)
         self._fail_hits = torch.where(done, zero, self._fail_hits)
         self._steps = torch.where(done, zero, self._steps)
-        self._seeds_episode = torch.where(done, zero, self._seeds_episode)
-        self._seeds_before = self._read_seeds()
+        if self.counters:
+            self._counter_episode = torch.where(done, zero, self._counter_episode)
+            self._counter_before = self._read_counters()
         self.reward_pipeline.sync(self)
         self._stack = obs
         info["final_obs"] = final_obs
@@ -670,16 +581,5 @@ class GameBoyEnv:
 
     def __repr__(self) -> str:
         return (f"GameBoyEnv(num_envs={self.num_envs}, rom={self.rom_name!r}, device={str(self.device)!r}, "
-                f"level={self.level}, stack_k={self.stack_k}, frames_per_step={self.frames_per_step}, "
+                f"task={self.task.name or 'inline'!r}, stack_k={self.stack_k}, frames_per_step={self.frames_per_step}, "
                 f"actions={list(self.action_names)}, max_steps={self.max_steps})")
-
-
-def _builtin_task(rom_name: str, level: int | None) -> dict:
-    """The built-in game's task: its level-select inputs and its LEVEL CLEAR / GAME OVER templates."""
-    from gbx_lightning.roms import ROM_DIR, orchard
-
-    level = 1 if level is None else level
-    inputs = orchard.level_select_inputs(level)    # ValueError naming the range for a bad level
-    # + 1: the level's first play frame draws the player and the status bar (the loading frames hide them)
-    return {"level": level, "start_inputs": inputs, "start_frames": orchard.level_start_frames(level) + 1,
-            "goal": str(ROM_DIR / "orchard_clear.png"), "fail": str(ROM_DIR / "orchard_gameover.png")}

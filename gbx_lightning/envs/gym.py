@@ -4,7 +4,7 @@ gbx_lightning[gym]``), for training stacks of your own (CleanRL-style scripts, g
     import gymnasium as gym
     import gbx_lightning.envs.gym                      # registers the ids below
     envs = gym.make_vec("gbx_lightning/GameBoy-v0", num_envs=64, vectorization_mode="vector_entry_point",
-                        rom="orchard", level=1, stack_k=4)
+                        task="orchard/level1", stack_k=4)
     obs, info = envs.reset(seed=0)                     # uint8 [64, 4, 72, 80]
     obs, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
 

@@ -2,23 +2,23 @@
 
 Game Boy rewards are compositions (a goal-template term, game-RAM terms, a price per step, a
 bonus at the end, clipping or normalisation), and a new term should not need an edit of the
-env. ``GameBoyEnv(reward=...)`` takes a preset name or a list of items, run in list order at
-every step of every env:
+env. A task's ``reward`` (``envs/task.py``) is a preset name or a list of items, run in list order
+at every step of every env:
 
-    reward:                                         # model.init_args.env_kwargs.reward
+    reward:                                         # model.init_args.env_kwargs.task.reward
       - {name: step_cost, cost: -0.01}
-      - {name: goal_distance}                      # alpha: the goal's JSON (or the env option alpha)
+      - {name: goal_distance}                      # alpha: the goal's JSON (or the task's alpha)
       - {name: ram, address: 0xC0A4, weight: 0.1}  # +0.1 per step the byte at $C0A4 counts up
       - {name: success_bonus, bonus: 1.0}
       - {name: clip, low: -1.0, high: 1.0}
       - {name: return_norm, gamma: 0.99}
       - {name: mypackage.rewards.Curiosity, weight: 0.01}   # your own, by import path
 
-The presets are such lists: ``goal`` = step_cost, goal_distance, success_bonus, fail_penalty
-(their values from the env options ``step_cost``, ``alpha``, ``goal_bonus``, ``fail_penalty``,
-which default to the goal's JSON); ``orchard_seeds`` = ``goal`` + a ``ram`` term on the
-built-in game's seeds-eaten byte (weight ``seed_reward``). In a list, an item that leaves out
-one of those values takes the env option's.
+The preset is such a list: ``goal`` = step_cost, goal_distance, success_bonus, fail_penalty
+(their values from the task's ``step_cost``, ``alpha``, ``goal_bonus``, ``fail_penalty``, which
+default to the goal's JSON). In a list, an item that leaves out one of those values takes the
+task's. (A game's own terms are items too: orchard's task files show ``goal`` plus a ``ram``
+term on its seeds-eaten byte.)
 
 Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula):
 
@@ -87,7 +87,7 @@ from .rewards import (clip_reward, discounted_return, normalize_by_return_std, p
 __all__ = ["BUILTINS", "PRESETS", "RewardContext", "RewardItem", "RewardPipeline", "RewardSpecError",
            "build_reward_pipeline", "check_reward_spec", "preset_spec"]
 
-PRESETS = ("goal", "orchard_seeds")
+PRESETS = ("goal",)
 WRAM = (0xC000, 0xDFFF)
 
 
@@ -122,7 +122,7 @@ REQUIRED = object()
 
 @dataclass(frozen=True)
 class Param:
-    """A built-in item's parameter: its default (REQUIRED, a value, or ``env``: the env option of that name,
+    """A built-in item's parameter: its default (REQUIRED, a value, or ``env``: the task's value of that name,
     filled in when the env builds the pipeline) and its check (``number_problem`` bounds, ``choices``, or a
     ``problem`` function returning the complaint)."""
     default: Any = REQUIRED
@@ -411,16 +411,11 @@ class UserItem(RewardItem):
 _USER_KEYS = ("name", "kind", "weight")
 
 
-def preset_spec(preset: str, seed_reward: float = 0.1) -> list[dict]:
-    """A preset as the list it stands for; left-out values come from the env options (step_cost, alpha, ...).
-    The order is the sum's order, so the presets give the rewards they gave before lists existed, bit for bit."""
-    goal = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"}, {"name": "fail_penalty"}]
+def preset_spec(preset: str) -> list[dict]:
+    """A preset as the list it stands for; left-out values come from the task (step_cost, alpha, ...).
+    The order is the sum's order, so the preset gives the rewards it gave before lists existed, bit for bit."""
     if preset == "goal":
-        return goal
-    if preset == "orchard_seeds":
-        from gbx_lightning.roms import orchard
-
-        return goal + [{"name": "ram", "address": orchard.SEEDS_EATEN, "weight": float(seed_reward)}]
+        return [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"}, {"name": "fail_penalty"}]
     raise ValueError(f"reward must be one of {PRESETS} or a list of items, got {preset!r}")
 
 
@@ -531,8 +526,8 @@ def check_reward_spec(spec, *, has_goal: bool, has_fail: bool) -> None:
             cls, _ = _builtin_params(i, item)
             for need in cls.needs:
                 if not templates[need]:
-                    raise RewardSpecError(f"reward[{i}]", f"({item['name']}) needs a {need} template: set the env "
-                                                          f"option {need} (tools/capture_goal.py makes one)")
+                    raise RewardSpecError(f"reward[{i}]", f"({item['name']}) needs a {need} template: set the "
+                                                          f"task's {need} (tools/capture_goal.py makes one)")
         else:
             _user_item(i, item)
 
@@ -540,9 +535,9 @@ def check_reward_spec(spec, *, has_goal: bool, has_fail: bool) -> None:
 def build_reward_pipeline(spec, num_envs: int, device: torch.device, env_defaults: dict) -> "RewardPipeline":
     """The pipeline of a preset name or a list (checked here too, without the template requirements: the
     presets include the goal and fail terms whether or not the env has the templates, which then add 0).
-    ``env_defaults``: the env's resolved step_cost, alpha, goal_bonus, fail_penalty."""
+    ``env_defaults``: the env's resolved step_cost, alpha, goal_bonus, fail_penalty (the task's, or its goal's)."""
     if isinstance(spec, str):
-        spec = preset_spec(spec, env_defaults.get("seed_reward", 0.1))
+        spec = preset_spec(spec)
     items = []
     for i, item in enumerate(_items(spec)):
         label = f"{i}:{item['name']}"

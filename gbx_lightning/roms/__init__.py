@@ -1,19 +1,27 @@
-"""Project-authored ROMs, kept as assembly source and built on demand.
+"""Project-authored ROMs, kept as assembly source and built on demand, and the built-in tasks.
 
 The embedded default task must not depend on a user-supplied ROM, so its
 source lives in this package and is assembled by :mod:`gbx_lightning.roms.asm`
 (which is deterministic: the same source always gives the same bytes).
+
+Built-in tasks are YAML files under ``tasks/``: the task ``GAME/NAME`` (e.g.
+``orchard/level1``) is ``tasks/GAME/NAME.yaml`` (``gbx_lightning/envs/task.py``
+reads them). ``resolve_rom`` turns a ROM option (a built-in name or a file path)
+into what the emulator loads. Pure Python: no torch or warp import.
 """
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 from gbx_lightning.roms.asm import AsmError, assemble
 
-__all__ = ["ROM_DIR", "AsmError", "assemble", "available_roms", "build_rom", "rom_source_path"]
+__all__ = ["ROM_DIR", "TASK_DIR", "AsmError", "assemble", "available_roms", "available_tasks", "build_rom",
+           "resolve_rom", "rom_source_path", "task_path"]
 
 ROM_DIR = Path(__file__).resolve().parent
+TASK_DIR = ROM_DIR / "tasks"
 
 
 def available_roms() -> list[str]:
@@ -37,3 +45,33 @@ def build_rom(name: str) -> bytes:
     """Assemble the packaged ROM `name` once per process and return its image."""
     path = rom_source_path(name)
     return assemble(path.read_text(), origin_file=str(path), include_dirs=(str(ROM_DIR),))
+
+
+def resolve_rom(rom: str | os.PathLike) -> tuple[bytes | str, str]:
+    """A built-in ROM name (``available_roms()``; a file of that name wins) or a ROM file path ->
+    (what VecGameBoy loads: the built image or the path, a display name). FileNotFoundError for a
+    missing file, TypeError for anything else."""
+    if not isinstance(rom, (str, os.PathLike)):
+        raise TypeError(f"rom must be a built-in ROM name {available_roms()} or a .gb file path, got {rom!r}")
+    try:
+        is_file = Path(rom).is_file()
+    except (OSError, ValueError):   # a name the file system refuses (too long, a NUL byte): not a file
+        is_file = False
+    if not is_file and str(rom) in available_roms():
+        return build_rom(str(rom)), str(rom)
+    if not is_file:
+        raise FileNotFoundError(f"rom: no ROM file at {os.fspath(rom)!r} "
+                                f"(built-in ROMs: {', '.join(available_roms())})")
+    return os.fspath(rom), os.fspath(rom)
+
+
+def available_tasks() -> list[str]:
+    """Names of the built-in tasks ("orchard/level1", ...): the YAML files under tasks/."""
+    return sorted(p.relative_to(TASK_DIR).with_suffix("").as_posix() for p in TASK_DIR.glob("*/*.yaml"))
+
+
+def task_path(name: str) -> Path | None:
+    """The file of the built-in task `name` ("GAME/NAME" -> tasks/GAME/NAME.yaml), None if there is none."""
+    if not isinstance(name, str) or name not in available_tasks():
+        return None
+    return TASK_DIR / f"{name}.yaml"

@@ -1,0 +1,482 @@
+"""Task: what a game is to an agent. GameBoyEnv is the engine (Game Boys stepped together, pixels in,
+buttons out) and names no game; a Task says where episodes start, which screens end them, what each
+step pays and which RAM values are counted per episode.
+
+    Task(rom=None,                     # the ROM it was made for: a built-in name or a .gb path (the env's
+                                       # rom option wins); None: the env's rom must be given
+         start=Start(state=None,       # a PyBoy .state, a state file of ours, or a list of them; None: power-on
+                     inputs=None,      # buttons pressed over the start frames: a trace file, trace text or
+                                       # [[frame, buttons], ...] ("from frame F on, hold these buttons")
+                     frames=0,         # frames run after power-on / loading the state
+                     variants=4,       # start states per state: `variant_frames` idle frames apart
+                     variant_frames=None),   # None: the env's frames_per_step
+         goal=Template(path, tau=None, k_consecutive=None),   # success screen (tools/capture_goal.py);
+         fail=Template(...),                                  # failure screen; None values: the PNG's JSON
+         reward="goal",                # a preset or a list of reward items (envs/reward_transforms.py)
+         step_cost=None, alpha=None, goal_bonus=None,   # the goal terms' values; None: the goal's JSON
+         fail_penalty=-1.0,
+         counters=[Counter(name, address, size=1, bits=None)])   # reported per episode in info[name]
+
+Where a task comes from (``load_task``; every spelling ends as the same checked Task):
+  * a built-in name, ``orchard/level1``: the file ``gbx_lightning/roms/tasks/orchard/level1.yaml``;
+  * a YAML file path: its fields as above (``start``, ``goal``... as mappings; a template may be just
+    its PNG path); relative paths in it are relative to the file;
+  * a mapping of fields, e.g. inline in a config; ``base: NAME_OR_FILE`` starts from that task and
+    the mapping's fields replace its own (``start``, ``goal`` and ``fail`` field by field, so a
+    start state over orchard/level1 would still be followed by its select inputs unless
+    ``inputs: null, frames: 0`` say otherwise):
+        task: {base: orchard/level3, start: {frames: 47}, reward: [{name: success_bonus}]}
+
+Counters: a WRAM number (``size`` bytes, little endian, wrapping at ``2**bits``) whose increase over
+the episode is reported when it ends (``info[name]``, int32, 0 where nothing ended): orchard's
+``seeds_eaten``. Its state rides in the env's checkpoints only when the task has counters.
+
+Checks: ``load_task`` checks every value (one-line ``OptionError`` naming ``task.<field>``);
+``check_task`` checks the files against the ROM (start states, input trace, templates), both in
+milliseconds, before any kernel work.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import yaml
+
+from gbx_lightning.checks import number_problem
+from gbx_lightning.emu import state as S
+from gbx_lightning.emu.buttons import read_trace
+from gbx_lightning.emu.pyboy_state import PyBoyStateError, parse_pyboy_state
+from gbx_lightning.emu.savestate import STATE_FILE_FORMAT, StateFileError, read_state_file
+from gbx_lightning.roms import available_roms, available_tasks, task_path
+
+from .base import OptionError
+from .goal import GoalError, load_goal
+from .reward_transforms import PRESETS, WRAM, RewardSpecError, check_reward_spec
+
+__all__ = ["Counter", "Start", "Task", "Template", "check_task", "is_state_file", "load_start_state", "load_task",
+           "moved_options"]
+
+_ZIP_MAGIC = b"PK\x03\x04"   # our state files are .npz (zip); PyBoy states start with a version byte
+# info keys every env reports (base.VecEnv) and GameBoyEnv's own: a counter may not take them
+_RESERVED_INFO = ("final_obs", "episode_return", "episode_length", "success", "failed", "trained_return")
+
+
+@dataclass
+class Start:
+    """How episodes start: run once per start state, at construction, on a one-env machine; the states
+    sit in a cache on the device and ended envs are restored from it."""
+    state: str | list[str] | None = None
+    inputs: str | list | None = None
+    frames: int = 0
+    variants: int = 4
+    variant_frames: int | None = None
+
+
+@dataclass
+class Template:
+    """A screen that ends an episode: the PNG of ``tools/capture_goal.py`` (its JSON beside it gives the
+    defaults); matched when mean |screen - template| / 3 over its region < ``tau`` for ``k_consecutive``
+    steps (``envs/rewards.py``)."""
+    path: str
+    tau: float | None = None
+    k_consecutive: int | None = None
+
+
+@dataclass
+class Counter:
+    """A WRAM number counted per episode: its increase (mod ``2**bits``, ``bits`` default ``8 * size``)
+    summed step by step, reported as ``info[name]`` on the step the episode ends."""
+    name: str
+    address: int
+    size: Literal[1, 2] = 1
+    bits: int | None = None
+
+
+@dataclass
+class Task:
+    """A game's task (module docstring): start recipe, goal/fail templates, reward, counters."""
+    rom: str | None = None
+    start: Start = field(default_factory=Start)
+    goal: Template | None = None
+    fail: Template | None = None
+    reward: str | list[dict] = "goal"
+    step_cost: float | None = None
+    alpha: float | None = None
+    goal_bonus: float | None = None
+    fail_penalty: float = -1.0
+    counters: list[Counter] = field(default_factory=list)
+    name: str = ""        # a label for logs and repr (a built-in task's name, a file's path)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+def load_task(spec: Task | str | os.PathLike | Mapping | None) -> Task:
+    """A Task from a Task, a built-in name (``available_tasks()``; it wins over a file of that name), a YAML
+    file or a mapping of fields (module docstring); every value checked. OptionError("task.<field>", ...) names
+    the first problem."""
+    if spec is None:
+        task = Task()
+    elif isinstance(spec, Task):
+        task = _copy(spec)
+    elif isinstance(spec, (str, os.PathLike)):
+        task = _read(spec, "task", check=True)
+    elif isinstance(spec, Mapping):
+        task = _from_mapping(spec, "task", None)
+    else:
+        raise OptionError("task", f"must be a built-in task name ({', '.join(available_tasks())}), a task YAML file "
+                                  f"or a mapping of task fields, got {_short(spec)}")
+    _check_values(task, "task")
+    return task
+
+
+def _copy(task: Task) -> Task:
+    return dataclasses.replace(task, start=dataclasses.replace(task.start) if isinstance(task.start, Start) else
+                               task.start, counters=list(task.counters) if isinstance(task.counters, list) else
+                               task.counters)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _read(spec, where: str, check: bool = False) -> Task:
+    """A built-in task by name, or a task YAML file (``check``: its values too, errors naming the file; a base
+    is checked with what is built on it)."""
+    text = os.fspath(spec)
+    path = task_path(text)
+    if path is None:
+        try:
+            found = Path(text).is_file()
+        except (OSError, ValueError):   # a name the file system refuses (too long, a NUL byte)
+            found = False
+        if not found:
+            raise OptionError(where, f"is neither a built-in task ({', '.join(available_tasks())}) nor a task file: "
+                                     f"no file at {_short(text)}")
+        path = Path(text)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
+        raise OptionError(where, f"{path}: not a readable YAML task file ({' '.join(str(err).split())})") from None
+    if not isinstance(data, Mapping):
+        raise OptionError(where, f"{path}: must hold a mapping of task fields, got {type(data).__name__}")
+    try:
+        task = _from_mapping(data, where, path.parent)
+        if not task.name or "base" in data and "name" not in data:
+            task.name = text
+        if check:
+            _check_values(task, where)
+    except OptionError as err:
+        raise OptionError(err.option, f"{err.message} (in {path})") from None
+    return task
+
+
+def _from_mapping(data: Mapping, where: str, base_dir: Path | None) -> Task:
+    """The fields of ``data`` over Task() (or over its ``base``); paths relative to ``base_dir`` (a file's)."""
+    data = dict(data)
+    task = Task()
+    if "base" in data:
+        base = data.pop("base")
+        if not isinstance(base, (str, os.PathLike)):
+            raise OptionError(f"{where}.base", f"must be a built-in task name ({', '.join(available_tasks())}) or "
+                                               f"a task file, got {_short(base)}")
+        if base_dir is not None and task_path(os.fspath(base)) is None:
+            base = _beside(base_dir, base)  # a file beside this one
+        task = _read(base, f"{where}.base")
+        changed = [str(k) for k in data if k != "name"]
+        task.name = f"{task.name} with {', '.join(changed)}" if changed else task.name
+    fields = [f.name for f in dataclasses.fields(Task)]
+    for key, value in data.items():
+        at = f"{where}.{key}"
+        if key not in fields:
+            raise OptionError(at, f"is not a field of Task; fields: {', '.join(['base', *fields])}")
+        if key == "start":
+            value = _merge(Start, task.start, value, at, base_dir)
+        elif key in ("goal", "fail"):
+            value = _template(getattr(task, key), value, at, base_dir)
+        elif key == "counters":
+            if not isinstance(value, list):
+                raise OptionError(at, f"must be a list of {{name: ..., address: ...}} mappings, got {_short(value)}")
+            value = [_merge(Counter, None, item, f"{at}[{i}]", None) for i, item in enumerate(value)]
+        elif key == "rom" and isinstance(value, str) and base_dir is not None and value not in available_roms():
+            value = _beside(base_dir, value)
+        setattr(task, key, value)
+    return task
+
+
+def _merge(cls, current, value, where: str, base_dir: Path | None):
+    """A mapping of ``cls``'s fields over ``current`` (or over cls's defaults); None keeps the defaults."""
+    if value is None and cls is Start:
+        return Start()
+    if not isinstance(value, Mapping):
+        raise OptionError(where, f"must be a mapping of {cls.__name__} fields "
+                                 f"({', '.join(f.name for f in dataclasses.fields(cls))}), got {_short(value)}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in value:
+        if key not in names:
+            raise OptionError(f"{where}.{key}", f"is not a field of {cls.__name__}; fields: {', '.join(names)}")
+    values = dict(value)
+    if base_dir is not None and cls is Start:
+        values = _start_paths(values, base_dir)
+    if current is not None:
+        return dataclasses.replace(current, **values)
+    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING and f.name not in values]
+    if missing:
+        raise OptionError(f"{where}.{missing[0]}", f"is required by {cls.__name__} (missing)")
+    return cls(**values)
+
+
+def _template(current: Template | None, value, where: str, base_dir: Path | None) -> Template | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        value = {"path": value}
+    if isinstance(value, Mapping) and base_dir is not None and isinstance(value.get("path"), (str, os.PathLike)):
+        value = {**value, "path": _beside(base_dir, value["path"])}
+    return _merge(Template, current if isinstance(value, Mapping) and "path" not in value else None, value, where,
+                  None)
+
+
+def _start_paths(values: dict, base_dir: Path) -> dict:
+    """A task file's start paths, relative to the file (inputs: when it names a file there, not trace text)."""
+    state = values.get("state")
+    if isinstance(state, str):
+        values["state"] = _beside(base_dir, state)
+    elif isinstance(state, list):
+        values["state"] = [_beside(base_dir, s) if isinstance(s, str) else s for s in state]
+    inputs = values.get("inputs")
+    if isinstance(inputs, str) and "\n" not in inputs and _exists(base_dir / inputs):
+        values["inputs"] = _beside(base_dir, inputs)
+    return values
+
+
+def _beside(base_dir: Path, path) -> str:
+    """``path`` read relative to a task file's folder (an absolute path stays itself)."""
+    return os.path.normpath(base_dir / path)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------- values
+def _number(where: str, value, **bounds) -> None:
+    problem = number_problem(value, **bounds)
+    if problem is not None:
+        raise OptionError(where, problem)
+
+
+def _is_path(value) -> bool:
+    return isinstance(value, (str, os.PathLike)) and os.fspath(value) != ""
+
+
+def _check_values(task: Task, where: str) -> None:
+    """Every field's type and range (no file is read here but user reward items' modules, imported)."""
+    if not isinstance(task.name, str):
+        raise OptionError(f"{where}.name", f"must be a string, got {_short(task.name)}")
+    if task.rom is not None and not _is_path(task.rom):
+        raise OptionError(f"{where}.rom", f"must be a built-in ROM name ({', '.join(available_roms())}) or a .gb "
+                                          f"file path, got {_short(task.rom)}")
+    s, at = task.start, f"{where}.start"
+    if not isinstance(s, Start):
+        raise OptionError(at, f"must be a Start, got {_short(s)}")
+    states = s.state if isinstance(s.state, list) else [s.state]
+    if s.state is not None and (not states or not all(_is_path(p) for p in states)):
+        raise OptionError(f"{at}.state", f"must be a savestate path, a list of them, or null (power-on), got "
+                                         f"{_short(s.state)}")
+    if s.inputs is not None and not isinstance(s.inputs, (str, os.PathLike, list)):
+        raise OptionError(f"{at}.inputs", f"must be a trace file, trace text or a list of [frame, buttons] pairs, "
+                                          f"got {_short(s.inputs)}")
+    _number(f"{at}.frames", s.frames, low=0, integer=True)
+    _number(f"{at}.variants", s.variants, low=1, high=256, integer=True)
+    _number(f"{at}.variant_frames", s.variant_frames, low=1, integer=True, none="null")
+    for name in ("goal", "fail"):
+        t, at = getattr(task, name), f"{where}.{name}"
+        if t is None:
+            continue
+        if not isinstance(t, Template):
+            raise OptionError(at, f"must be a Template, a PNG path or null, got {_short(t)}")
+        if not _is_path(t.path):
+            raise OptionError(f"{at}.path", f"must be a goal template PNG path (tools/capture_goal.py), got "
+                                            f"{_short(t.path)}")
+        _number(f"{at}.tau", t.tau, low=0.0, high=1.0, low_open=True, none="null")
+        _number(f"{at}.k_consecutive", t.k_consecutive, low=1, integer=True, none="null")
+    for name in ("step_cost", "alpha", "goal_bonus"):
+        _number(f"{where}.{name}", getattr(task, name), none="null")
+    _number(f"{where}.fail_penalty", task.fail_penalty, high=0.0)
+    _check_counters(task.counters, f"{where}.counters")
+    reward = task.reward
+    try:
+        if isinstance(reward, str) and reward in PRESETS:
+            pass
+        elif isinstance(reward, str) or not isinstance(reward, (list, tuple)):
+            raise RewardSpecError("reward", f"must be one of {PRESETS} or a list of reward items, got {_short(reward)}")
+        else:
+            check_reward_spec(reward, has_goal=task.goal is not None, has_fail=task.fail is not None)
+    except RewardSpecError as err:
+        raise OptionError(f"{where}.{err.field}", err.message) from None
+
+
+def _check_counters(counters, at: str) -> None:
+    if not isinstance(counters, list):
+        raise OptionError(at, f"must be a list of counters, got {_short(counters)}")
+    seen = set()
+    for i, c in enumerate(counters):
+        where = f"{at}[{i}]"
+        if not isinstance(c, Counter):
+            raise OptionError(where, f"must be a Counter, got {_short(c)}")
+        if not isinstance(c.name, str) or not c.name.isidentifier() or c.name in _RESERVED_INFO or c.name in seen:
+            raise OptionError(f"{where}.name", f"must be a new identifier (not one of {list(_RESERVED_INFO)} nor "
+                                               f"another counter's), got {_short(c.name)}")
+        seen.add(c.name)
+        if c.size not in (1, 2) or isinstance(c.size, bool):
+            raise OptionError(f"{where}.size", f"must be one of [1, 2] (bytes, little endian), got {_short(c.size)}")
+        if isinstance(c.address, bool) or not isinstance(c.address, int) or not \
+                WRAM[0] <= c.address <= WRAM[1] - c.size + 1:
+            raise OptionError(f"{where}.address", f"must be a WRAM address, an int in 0x{WRAM[0]:X}.."
+                                                  f"0x{WRAM[1] - c.size + 1:X}, got {_short(c.address)}")
+        _number(f"{where}.bits", c.bits, low=1, high=8 * c.size, integer=True, none="null")
+
+
+# ---------------------------------------------------------------------------------------------- files
+def is_state_file(path) -> bool:
+    """A state file of ours (an .npz: a zip), not a PyBoy state."""
+    with open(path, "rb") as f:
+        return f.read(4) == _ZIP_MAGIC
+
+
+def load_start_state(gb, path) -> None:
+    """Load a start state file into every env of VecGameBoy ``gb``: ours or PyBoy's, told by its first bytes."""
+    path = os.fspath(path)
+    if is_state_file(path):
+        gb.load_state(path)
+    else:
+        gb.load_pyboy_state(path)
+
+
+def start_states(task: Task) -> list:
+    """The start's state files (None: power-on), one cache group each."""
+    return list(task.start.state) if isinstance(task.start.state, list) else [task.start.state]
+
+
+def check_task(task: Task, cart, rom_name: str) -> None:
+    """The task's files against the cartridge ``cart`` (``emu.cartridge``): start states (format, and the ROM
+    they were made for where the file tells), the start trace, the goal/fail templates (shape, ROM)."""
+    for path in (p for p in start_states(task) if p is not None):
+        if not _exists(Path(path)):
+            raise OptionError("task.start.state", f"does not exist: no savestate file at {os.fspath(path)!r}")
+        data = Path(path).read_bytes()
+        try:
+            if data[:4] == _ZIP_MAGIC:
+                with np.load(path, allow_pickle=False) as z:
+                    if str(z.get("format", "")) != STATE_FILE_FORMAT:
+                        raise StateFileError(f"{path}: not a gbx_lightning state file")
+                    theirs = str(z.get("rom_sha256", ""))
+                if theirs != cart.sha256:
+                    raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
+                                         f"{rom_name} has {cart.sha256[:12]}...")
+                # then read it whole, as the env will: every field, its digest and its clock words checked
+                layout = S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec())))
+                read_state_file(path, [(n, tuple(shape), dt) for n, shape, dt in layout], cart.sha256)
+            else:
+                parse_pyboy_state(data, cart, os.fspath(path))
+        except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
+            raise OptionError("task.start.state", f"cannot be loaded: {err}") from None
+        except Exception as err:  # noqa: BLE001 - a damaged file: whatever the parser tripped on, one line
+            raise OptionError("task.start.state", f"cannot be loaded: {path}: not a savestate we can read "
+                                                  f"({type(err).__name__}: {err})") from None
+    if task.start.inputs is not None:
+        try:
+            read_trace(task.start.inputs, "task.start.inputs")
+        except (ValueError, FileNotFoundError, TypeError) as err:
+            raise OptionError("task.start.inputs", f"is not an input trace: {err}") from None
+    for name in ("goal", "fail"):
+        template = getattr(task, name)
+        if template is None:
+            continue
+        try:
+            loaded = load_goal(template.path, field=f"task.{name}")
+        except GoalError as err:
+            raise OptionError(f"task.{name}", f"cannot be loaded: {str(err).removeprefix(f'task.{name}: ')}") from None
+        if loaded.rom_sha256 not in (None, cart.sha256):
+            raise OptionError(f"task.{name}", f"was captured from another ROM: {template.path} has ROM sha256 "
+                                              f"{loaded.rom_sha256[:12]}..., {rom_name} has {cart.sha256[:12]}...")
+
+
+# ---------------------------------------------------------------------------------------------- the old layout
+# GameBoyEnv options of the old layout, now Task fields: old name -> where it lives in a task mapping. Only to name
+# the new spelling in the refusal; this section goes when configs stop passing env options as env_kwargs.
+_MOVED = {"start_state": ("start", "state"), "start_frames": ("start", "frames"), "start_inputs": ("start", "inputs"),
+          "start_variants": ("start", "variants"), "variant_frames": ("start", "variant_frames"),
+          "goal": ("goal", "path"), "tau": ("goal", "tau"), "k_consecutive": ("goal", "k_consecutive"),
+          "fail": ("fail", "path"), "fail_tau": ("fail", "tau"), "reward": ("reward",), "step_cost": ("step_cost",),
+          "alpha": ("alpha",), "goal_bonus": ("goal_bonus",), "fail_penalty": ("fail_penalty",),
+          "seed_reward": ("reward",), "level": ()}
+
+
+def moved_options(options: Mapping) -> tuple[str, str] | None:
+    """(option, message) when ``options`` (GameBoyEnv keywords) use the old layout, where the game's start,
+    templates and reward were env options: the message spells the whole ``task`` they make now, e.g.
+    ``level moved into the task ...: use task: orchard/level1``. None when nothing moved."""
+    moved = [k for k in options if k in _MOVED]
+    if not moved:
+        return None
+    rom = options.get("rom", "orchard")     # the old default ROM was orchard, whose level 1 was the default task
+    orchard = isinstance(rom, str) and rom == "orchard"
+    level = options.get("level", 1)
+    base = f"orchard/level{level}" if isinstance(level, int) and not isinstance(level, bool) else "orchard/level1"
+    new: dict[str, Any] = {"base": base} if orchard else {}
+    for key in moved:
+        value = options[key]
+        if key == "level":
+            continue
+        if key == "reward" and value == "orchard_seeds" or key == "seed_reward":
+            # the former preset: the goal terms and a RAM term on the byte orchard's tasks count as seeds_eaten
+            seeds = next(c for c in load_task("orchard/level1").counters if c.name == "seeds_eaten")
+            value = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"},
+                     {"name": "fail_penalty"}, {"name": "ram", "address": seeds.address,
+                                                "weight": options.get("seed_reward", 0.1)}]
+        if key in ("goal", "fail") and value == "":
+            value = None                    # "" switched a built-in template off; null does now
+        *parents, leaf = _MOVED[key]
+        node = new
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = _plain(value)
+    if orchard and ("start_state" in moved or "start_inputs" in moved and "level" not in moved):
+        # a start of one's own replaced the level's select inputs (and their frames) in the old layout
+        start = new["start"]
+        new["start"] = {**start, "inputs": start.get("inputs"), "frames": start.get("frames", 0)}
+    for name in ("goal", "fail"):           # {path: X} alone reads better as X
+        if isinstance(new.get(name), dict) and list(new[name]) == ["path"]:
+            new[name] = new[name]["path"]
+    if not new:                             # level alone, with a ROM of one's own
+        spelled = f"{base} (orchard's levels are tasks of the built-in ROM: leave rom out)"
+    elif list(new) == ["base"]:
+        spelled = base
+    else:
+        spelled = yaml.safe_dump(new, default_flow_style=True, sort_keys=False, width=10 ** 6).strip()
+    also = f" (as did {', '.join(moved[1:])})" if len(moved) > 1 else ""
+    return moved[0], (f"moved into the task{also}: GameBoyEnv names no game now; use task: {spelled} "
+                      f"(gbx_lightning/envs/task.py)")
+
+
+def _plain(value):
+    """A value as YAML can write it (tuples as lists, paths as strings, anything else by its repr)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)

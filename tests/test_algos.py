@@ -189,3 +189,55 @@ def test_an_algorithm_checks_its_own_arguments_after_the_shared_ones():
     with pytest.raises(ConfigError, match=r"^epochs must be an int >= 1, got 0$"):
         PPOModule(epochs=0, **COMMON)
     assert PPOModule(epochs=3, minibatches=2, **COMMON).opt_steps_per_batch == 6
+
+
+# ---------------------------------------------------------------- adding an algorithm: one file and a config
+NEW_ALGO = '''
+import torch
+
+from gbx_lightning.algos.base import RLModule
+from gbx_lightning.algos.config import require_number
+
+
+class OneStepPG(RLModule):
+    """Policy gradient on the immediate reward: loss = -mean(r * log pi(a|s)) - entropy_coef * mean(H)."""
+
+    rollout_field = "steps"
+
+    def __init__(self, steps: int = 2, **kwargs):
+        """
+        Args:
+            steps: T, env steps of all N envs per update.
+            **kwargs: the arguments every algorithm takes.
+        """
+        super().__init__(**kwargs)
+
+    @classmethod
+    def check_args(cls, hp):
+        require_number("steps", hp["steps"], low=1, integer=True)
+
+    def training_step(self, batch, batch_idx):
+        logprobs, entropy, values = self.policy.evaluate(batch["obs"].flatten(0, 1), batch["actions"].flatten())
+        policy_loss = -(batch["rewards"].flatten() * logprobs).mean()
+        loss = policy_loss - self.hparams.entropy_coef * entropy.mean() + 0.0 * values.sum()  # DDP: all params used
+        self.step_optimizer({"loss": loss, "policy_loss": policy_loss.detach(), "entropy": entropy.mean().detach()})
+'''
+
+
+def test_a_new_algorithm_is_one_file_and_a_config(tmp_path, monkeypatch, capsys):
+    """The recipe the README gives, followed: a file with an RLModule subclass, named by class_path in a config,
+    trains through the CLI with the shared arguments, config errors and logs, no registration anywhere."""
+    (tmp_path / "my_algo.py").write_text(NEW_ALGO)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tmp_path / "my_algo.yaml"
+    init = {**{k: v for k, v in COMMON.items() if k != "seed"}, "steps": 2, "eval_episodes": 2}
+    cfg.write_text("seed_everything: 1\ntrainer: {max_steps: 3, accelerator: cpu, devices: 1, limit_val_batches: 0}\n"
+                   f"model:\n  class_path: my_algo.OneStepPG\n  init_args: {json.dumps(init)}\n"
+                   "progress_refresh: 0\nimage_every: 0\n")
+    runs = tmp_path / "runs"
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(runs), "--model.init_args.steps", "0"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "config error: model.steps must be an int >= 1, got 0"
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(runs)]) == 0
+    steps = [r for r in read_training_log(runs / "my_algo" / "version_0" / "train.jsonl") if "loss" in r]
+    assert [r["opt_steps"] for r in steps] == [1, 2, 3] and steps[-1]["env_steps"] == 3 * 2 * 4
+    assert {"loss", "loss_policy", "entropy", "grad_norm", "lr"} <= steps[0].keys()

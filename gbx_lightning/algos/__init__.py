@@ -1,5 +1,5 @@
 """The learners: one file per algorithm (``a2c.py``, ``ppo.py``, ``reinforce.py``), each its arguments and its
-update read top to bottom, on ``base.RLModule`` (what they share). Adding one: see ``base.RLModule``'s docstring."""
+update read top to bottom, on ``base.RLModule`` (what they share). Adding one (a file and a config): ``base.RLModule``'s docstring."""
 
 from gbx_lightning.algos.a2c import A2CModule
 from gbx_lightning.algos.base import RLModule, world_size_problem

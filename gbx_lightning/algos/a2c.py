@@ -35,7 +35,7 @@ class A2CModule(RLModule):
 
     rollout_field = "update_every"
 
-    def __init__(self, update_every: int = 5, lr: float = 7e-4, sample_transforms: list[dict] | None = None,
+    def __init__(self, *, update_every: int = 5, lr: float = 7e-4, sample_transforms: list[dict] | None = None,
                  **kwargs):
         """
         Args:

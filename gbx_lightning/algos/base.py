@@ -66,8 +66,15 @@ def world_size_problem(saved: int, now: int) -> str:
 
 
 class RLModule(LightningModule):
-    """The base of every algorithm (module docstring). An algorithm sets the class attributes below, takes its own
-    arguments in ``__init__`` (passing ``**kwargs`` on), checks them in ``check_args`` and defines ``training_step``.
+    """The base of every algorithm (module docstring).
+
+    Adding an algorithm is one file and a config (tests/test_algos.py does it): a subclass that sets
+    ``rollout_field`` (its argument that sets T), takes its own arguments in ``__init__`` with an ``Args:``
+    docstring and passes ``**kwargs`` on, checks them in ``check_args`` (``config.require``/``require_number``),
+    and defines ``training_step``: the ``[T, N]`` rollout -> targets -> an ``rl/`` loss -> ``step_optimizer(out)``
+    per optimizer step (several per batch: set ``opt_steps_per_batch``, and ``check_max_steps`` if a run must stop
+    on a whole batch). Every key of ``out`` is a loss term with a row in ``metrics.METRICS``. The config names it
+    by ``class_path`` (``gbx_lightning.algos.<file>.<Class>``); nothing is registered.
 
     Args:
         env: registered env name (``gbx_lightning.envs.ENV_REGISTRY``).

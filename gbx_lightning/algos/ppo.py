@@ -67,7 +67,7 @@ class PPOModule(RLModule):
     rollout_field = "rollout_steps"
     sample_transform_names = ("reward_norm", "advantage_norm")
 
-    def __init__(self, rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
+    def __init__(self, *, rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
                  clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
                  anneal_lr: bool = False, lr: float = 2.5e-4, sample_transforms: list[dict] | None = None,
                  **kwargs):

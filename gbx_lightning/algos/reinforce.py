@@ -65,7 +65,7 @@ class REINFORCEModule(RLModule):
 
     rollout_field = "rollout_steps"
 
-    def __init__(self, rollout_steps: int = 200, accumulate: int = 1, baseline: bool = True,
+    def __init__(self, *, rollout_steps: int = 200, accumulate: int = 1, baseline: bool = True,
                  normalize_advantages: bool = True, bootstrap_truncated: bool = False, **kwargs):
         """
         Args:

@@ -229,14 +229,15 @@ class TrainingLog(Callback):
                 pl_module.time_update_s)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self._record(trainer, pl_module)
+        self.record(trainer, pl_module)
 
-    def _record(self, trainer, pl_module) -> None:
-        """The record of the log interval that ends at this batch, if one does and it is not written yet."""
+    def record(self, trainer, pl_module) -> dict[str, Any]:
+        """Write the record of the log interval that ends at this batch, if one does and it is not written yet
+        (a callback that shows it may ask first: the progress bar); returns the latest record."""
         metrics = pl_module.interval_metrics()   # under DDP a collective, at the same batch on every rank
         opt_steps = pl_module.opt_steps
         if metrics is None or opt_steps == self._last_opt_step:
-            return
+            return self.last_record
         self._last_opt_step = opt_steps
         now = time.perf_counter()
         env_steps = pl_module.env_steps
@@ -255,6 +256,7 @@ class TrainingLog(Callback):
         self._log(trainer, logger_metrics(record), env_steps)
         self.last_record = record
         self._interval_start, self._interval_env_steps, self._phase_base = now, env_steps, phases
+        return record
 
     def _eval_record(self, trainer, pl_module, stage: str) -> None:
         if trainer.sanity_checking:
@@ -297,7 +299,7 @@ class TrainingLog(Callback):
         if isinstance(exception, (RunStopped, NonFiniteError)):
             # raised between updates (by a callback that ran before this one at the batch's end): the record due
             # there is written first, so the log does not depend on the callbacks' order
-            self._record(trainer, pl_module)
+            self.record(trainer, pl_module)
         where = {"env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps, "wall_time_s": self._wall_time()}
         if isinstance(exception, RunStopped):   # asked to stop (SIGTERM, Ctrl-C): not an error
             self._write(trainer, {"stop": {"signal": exception.signal_name, **where}})
@@ -421,6 +423,8 @@ class EnvStepsProgressBar(RichProgressBar):
         # refresh_rate says (~0.1 ms a batch on CPU); here that happens every refresh_rate batches and at the last.
         done = batch_idx + 1
         if done % self.refresh_rate == 0 or done >= self.total_train_batches:
+            if self.training_log is not None:   # this batch's record, whether the log's hook ran before or not
+                self.training_log.record(trainer, pl_module)
             super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:

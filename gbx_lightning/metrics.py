@@ -69,6 +69,8 @@ METRICS: tuple[Metric, ...] = (
 )
 LOGGER_NAMES: dict[str, str] = {m.key: m.logger for m in METRICS if "<" not in m.key}
 LOSS_TERMS: dict[str, Metric] = {m.term: m for m in METRICS if m.term is not None}   # loss dict key -> its row
+METRIC_OF: dict[str, Metric] = {m.key: m for m in METRICS}
+_TERM_OF: dict[str, str] = {m.key: m.term for m in METRICS if m.term is not None}   # JSONL key -> loss dict key
 
 
 def metrics_table() -> str:
@@ -204,7 +206,3 @@ class LossMetrics(DeviceSums):
         self.names, self.first_step = state["names"], int(state["first_step"])
         first = state["first_nonfinite"]
         self._first_nonfinite = None if first is None else first.to(device)
-
-
-METRIC_OF: dict[str, Metric] = {m.key: m for m in METRICS}
-_TERM_OF: dict[str, str] = {m.key: m.term for m in METRICS if m.term is not None}   # JSONL key -> loss dict key

@@ -241,3 +241,21 @@ def test_a_new_algorithm_is_one_file_and_a_config(tmp_path, monkeypatch, capsys)
     steps = [r for r in read_training_log(runs / "my_algo" / "version_0" / "train.jsonl") if "loss" in r]
     assert [r["opt_steps"] for r in steps] == [1, 2, 3] and steps[-1]["env_steps"] == 3 * 2 * 4
     assert {"loss", "loss_policy", "entropy", "grad_norm", "lr"} <= steps[0].keys()
+
+
+def test_the_progress_bar_shows_this_batchs_record_also_before_the_log(tmp_path, monkeypatch):
+    """The bar first in the list: what it draws at a batch is that batch's record, not the one before."""
+    from lightning.pytorch.callbacks import RichProgressBar
+
+    from gbx_lightning.callbacks import EnvStepsProgressBar
+
+    shown = []
+    monkeypatch.setattr(RichProgressBar, "on_train_batch_end", lambda self, trainer, pl_module, *args: shown.append(
+        (self.training_log.last_record["opt_steps"], pl_module.opt_steps)))
+    log = TrainingLog(tmp_path / "train.jsonl", config={}, log_every=1)
+    torch.manual_seed(0)
+    Trainer(max_steps=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+            enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
+            callbacks=[EnvStepsProgressBar(log, refresh_rate=1), log]).fit(A2CModule(update_every=3, **COMMON))
+    assert shown == [(1, 1), (2, 2), (3, 3)]
+    assert [r["opt_steps"] for r in read_training_log(tmp_path / "train.jsonl") if "loss" in r] == [1, 2, 3]

@@ -15,7 +15,7 @@ Training log (one JSON object per line, appended; schema stable):
   superseded; a torn last line (a write cut short by kill -9) is dropped.
 * One record each time ``opt_steps`` reaches a multiple of ``log_every`` (PPO takes
   epochs x minibatches steps per batch: a record is written after the batch that crossed one),
-  with the keys below. Device statistics are read once per record.
+  with the keys of ``gbx_lightning.metrics.METRICS``. Device statistics are read once per record.
 * ``{"eval": {...}}`` after every validate/test: ``stage``, ``env_steps``, ``opt_steps`` and the
   ``eval/*`` or ``test/*`` metrics (episodes, return_mean, success_rate, steps_to_success,
   length_mean, extras).
@@ -27,41 +27,11 @@ Training log (one JSON object per line, appended; schema stable):
 
 Every logger of the Trainer (TensorBoard, and any the user adds: CSV, W&B, MLflow, ...) gets the
 same numbers through ``Logger.log_metrics`` at ``step = env_steps`` (CleanRL's x-axis), under
-names grouped as CleanRL and SB3 do; eval metrics keep their ``eval/``/``test/`` names:
-
-==========================  ==================================  ================================================
-JSONL key                   logger name                         meaning
-==========================  ==================================  ================================================
-env_steps                   charts/env_steps                    env transitions so far (all N envs count)
-opt_steps                   charts/opt_steps                    optimizer steps so far (= trainer.global_step)
-sps                         charts/SPS                          env steps per second over the interval
-episode_return_mean         charts/episodic_return              mean return of the episodes ended in the interval
-episode_length_mean         charts/episodic_length              their mean length (env steps)
-success_rate                charts/success_rate                 their fraction that succeeded
-episodes                    charts/episodes                     how many ended
-episode_<x>_mean            charts/episodic_<x>                 an env's extra per-episode counter (ForagingEnv
-                                                                food_eaten, orchard seeds_eaten, ...)
-reward_mean                 charts/reward_mean                  reward per env step
-done_rate, trunc_rate       charts/done_rate, charts/trunc_rate fraction of env steps that ended / were truncated
-lr                          charts/learning_rate                the learning rate of the next optimizer step
-loss                        losses/loss                         total loss (means over the interval's steps)
-loss_policy                 losses/policy_loss                  policy-gradient term
-loss_value                  losses/value_loss                   value term (0.5 * squared error)
-entropy                     losses/entropy                      mean policy entropy
-value_mean                  losses/value_mean                   mean V(s) of the batch
-advantage_mean              losses/advantage_mean               A2C: mean TD(0) advantage
-approx_kl                   losses/approx_kl                    PPO: mean((ratio - 1) - log ratio)
-clipfrac                    losses/clipfrac                     PPO: fraction of samples with a clipped ratio
-explained_variance          losses/explained_variance           1 - Var(returns - V) / Var(returns)
-grad_norm                   losses/grad_norm                    mean pre-clip gradient norm
-complete_fraction           losses/complete_fraction            REINFORCE: share of samples whose episode ended
-wall_time_s                 time/wall_s                         training wall time, summed over fit segments
-time_act_s                  time/act_s                          policy forward + sampling (seconds in interval)
-time_env_s                  time/env_s                          env.step
-time_update_s               time/update_s                       training_step (bootstrap, GAE, forward, loss,
-                                                                backward, optimizer)
-time_other_s                time/other_s                        the rest: Lightning's loop, logging, checkpoints
-==========================  ==================================  ================================================
+names grouped as CleanRL and SB3 do; eval metrics keep their ``eval/``/``test/`` names. Every
+record key, its logger name and its meaning: ``gbx_lightning.metrics.METRICS`` (the one table;
+``metrics_table()`` renders it). A record's numbers come from ``RLModule.interval_metrics`` (one
+read per record, shared with ``safety.NonFiniteGuard``), with the wall time, env steps per second
+and the phase times measured here.
 
 Under DDP every rank computes each record at the same optimizer step (statistics and losses summed
 over the ranks, env_steps counting all of them) and rank 0 alone writes it: one JSONL, one set of
@@ -91,6 +61,8 @@ from lightning.pytorch.callbacks import RichProgressBar
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from gbx_lightning.metrics import LOGGER_NAMES
+
 __all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "AgentView", "package_versions",
            "logger_metrics", "observation_grid", "drop_torn_line", "read_training_log"]
 
@@ -111,28 +83,14 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-_LOGGER_NAMES = {
-    "env_steps": "charts/env_steps", "opt_steps": "charts/opt_steps", "sps": "charts/SPS",
-    "episode_return_mean": "charts/episodic_return", "episode_length_mean": "charts/episodic_length",
-    "success_rate": "charts/success_rate", "episodes": "charts/episodes", "reward_mean": "charts/reward_mean",
-    "done_rate": "charts/done_rate", "trunc_rate": "charts/trunc_rate", "lr": "charts/learning_rate",
-    "loss": "losses/loss", "loss_policy": "losses/policy_loss", "loss_value": "losses/value_loss",
-    "entropy": "losses/entropy", "value_mean": "losses/value_mean", "advantage_mean": "losses/advantage_mean",
-    "approx_kl": "losses/approx_kl", "clipfrac": "losses/clipfrac", "explained_variance": "losses/explained_variance",
-    "grad_norm": "losses/grad_norm", "complete_fraction": "losses/complete_fraction",
-    "wall_time_s": "time/wall_s", "time_act_s": "time/act_s",
-    "time_env_s": "time/env_s", "time_update_s": "time/update_s", "time_other_s": "time/other_s",
-}
-
-
 def logger_metrics(record: dict[str, Any]) -> dict[str, float]:
-    """A JSONL record's finite numbers under the loggers' names (the table in this module's docstring)."""
+    """A JSONL record's finite numbers under the loggers' names (``gbx_lightning.metrics.METRICS``)."""
     out = {}
     for key, value in record.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             continue
-        if key in _LOGGER_NAMES:
-            out[_LOGGER_NAMES[key]] = float(value)
+        if key in LOGGER_NAMES:
+            out[LOGGER_NAMES[key]] = float(value)
         elif key.startswith("episode_") and key.endswith("_mean"):
             out[f"charts/episodic_{key[len('episode_'):-len('_mean')]}"] = float(value)
         elif "/" in key:  # eval/..., test/...
@@ -195,6 +153,7 @@ class TrainingLog(Callback):
         self.wall_time_base = 0.0  # training seconds of earlier segments (restored from the checkpoint)
         self.last_record: dict[str, Any] = {}
         self.last_eval_opt_steps: int | None = None  # opt_steps of the latest evaluation (the CLI's final-eval check)
+        self._last_opt_step: int | None = None  # opt_steps of the latest record
         self._hparams_logged = False
         self._file = None
         self._t_start = 0.0
@@ -234,6 +193,9 @@ class TrainingLog(Callback):
             logger.log_metrics(metrics, step=step)
 
     # ---- hooks -----------------------------------------------------------------------------------
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        pl_module.log_every = self.log_every   # the module reads the interval's numbers on this schedule
+
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         resumed = trainer.ckpt_path is not None
         env = getattr(pl_module, "env", None)
@@ -267,9 +229,15 @@ class TrainingLog(Callback):
                 pl_module.time_update_s)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.record(trainer, pl_module)
+
+    def record(self, trainer, pl_module) -> dict[str, Any]:
+        """Write the record of the log interval that ends at this batch, if one does and it is not written yet
+        (a callback that shows it may ask first: the progress bar); returns the latest record."""
+        metrics = pl_module.interval_metrics()   # under DDP a collective, at the same batch on every rank
         opt_steps = pl_module.opt_steps
-        if opt_steps // self.log_every == self._last_opt_step // self.log_every:
-            return  # no multiple of log_every reached since the last record
+        if metrics is None or opt_steps == self._last_opt_step:
+            return self.last_record
         self._last_opt_step = opt_steps
         now = time.perf_counter()
         env_steps = pl_module.env_steps
@@ -280,9 +248,7 @@ class TrainingLog(Callback):
             "env_steps": env_steps, "opt_steps": opt_steps, "wall_time_s": self._wall_time(),
             "sps": (env_steps - self._interval_env_steps) / dt if dt > 0 else None,
         }
-        # under DDP both are collectives (every rank is here at the same opt_steps): over all ranks' env steps
-        record.update(pl_module.stream.stats.pop(pl_module.sum_over_ranks) if pl_module.stream is not None else {})
-        record.update(pl_module.pop_metrics())
+        record.update(metrics)
         record.update({"time_act_s": act, "time_env_s": env_t, "time_update_s": upd,
                        "time_other_s": max(0.0, dt - act - env_t - upd)})
         record = {k: _clean(v) for k, v in record.items()}
@@ -290,6 +256,7 @@ class TrainingLog(Callback):
         self._log(trainer, logger_metrics(record), env_steps)
         self.last_record = record
         self._interval_start, self._interval_env_steps, self._phase_base = now, env_steps, phases
+        return record
 
     def _eval_record(self, trainer, pl_module, stage: str) -> None:
         if trainer.sanity_checking:
@@ -327,8 +294,12 @@ class TrainingLog(Callback):
         self._eval_record(trainer, pl_module, "test")
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        from gbx_lightning.safety import RunStopped
+        from gbx_lightning.safety import NonFiniteError, RunStopped
 
+        if isinstance(exception, (RunStopped, NonFiniteError)):
+            # raised between updates (by a callback that ran before this one at the batch's end): the record due
+            # there is written first, so the log does not depend on the callbacks' order
+            self.record(trainer, pl_module)
         where = {"env_steps": pl_module.env_steps, "opt_steps": pl_module.opt_steps, "wall_time_s": self._wall_time()}
         if isinstance(exception, RunStopped):   # asked to stop (SIGTERM, Ctrl-C): not an error
             self._write(trainer, {"stop": {"signal": exception.signal_name, **where}})
@@ -452,6 +423,8 @@ class EnvStepsProgressBar(RichProgressBar):
         # refresh_rate says (~0.1 ms a batch on CPU); here that happens every refresh_rate batches and at the last.
         done = batch_idx + 1
         if done % self.refresh_rate == 0 or done >= self.total_train_batches:
+            if self.training_log is not None:   # this batch's record, whether the log's hook ran before or not
+                self.training_log.record(trainer, pl_module)
             super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:

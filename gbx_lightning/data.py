@@ -9,9 +9,9 @@ starts, stacked time-major as CleanRL stores them, one training batch for one ``
     rewards [T, N]   terminated [T, N]   truncated [T, N]   final_obs [T, N, *obs_shape]
 
 ``final_obs[t]`` is the true s' of step t (``info["final_obs"]``), what value targets bootstrap
-from. Both algorithms take the same rollouts: A2C (T = ``update_every``) computes TD(0) targets
-row by row; PPO (T = ``rollout_steps``) bootstraps, computes GAE and runs its epochs x
-minibatches loop in ``PPOModule.training_step``.
+from. Every algorithm takes the same rollouts (``gbx_lightning.algos``): A2C (T = ``update_every``)
+computes TD(0) targets row by row; PPO (T = ``rollout_steps``) bootstraps, computes GAE and runs
+its epochs x minibatches loop; REINFORCE computes Monte-Carlo returns inside the rollout.
 
 Why the stream reports a length: Lightning pre-fetches one batch ahead from an iterable without
 ``__len__`` (to know which batch is the last); for on-policy RL that would act with parameters
@@ -47,6 +47,7 @@ import torch
 from torch import nn
 from torch.utils.data import IterableDataset
 
+from gbx_lightning.metrics import DeviceSums
 from gbx_lightning.models import logprob_entropy, sample_actions
 
 __all__ = ["RolloutStream", "EvalEpisodes", "IntervalStats", "sample_actions"]
@@ -58,7 +59,7 @@ _NOT_EVALUATED = {"trained_return"}
 UNBOUNDED = 1 << 40  # "length" of a stream with no step budget
 
 
-class IntervalStats:
+class IntervalStats(DeviceSums):
     """Per-env-step and per-episode sums over a log interval, kept on device; ``pop`` reads them once.
 
     (Not to be confused with ``envs.EpisodeStats``, an env's running return and length per env.)
@@ -66,52 +67,37 @@ class IntervalStats:
     and over episodes that ended: return, length, success and any extra per-episode
     integer/float counters the env reports in ``info`` (e.g. ForagingEnv's
     ``food_eaten``/``poison_eaten``), which the env sets to 0 where nothing ended.
-
-    ``add`` only keeps references to the step's tensors (no tensor op on the hot path); they
-    are reduced in one batch of ops every ``fold_every`` steps and at ``pop``.
+    Accumulated as ``metrics.DeviceSums`` accumulates the module's loss terms: references only per
+    step, reduced every ``fold_every`` steps and at ``pop``, the unfolded steps kept as they are in
+    ``state_dict`` (exact resume).
     """
 
     def __init__(self, fold_every: int = 256) -> None:
-        self.extra_keys: list[str] | None = None
-        self.sums: torch.Tensor | None = None
-        self.env_steps = 0
+        super().__init__()
         self.fold_every = fold_every
-        self._pending: list[tuple] = []
+        self.extra_keys: list[str] | None = None
+        self.env_steps = 0   # since the last pop
 
     def add(self, rewards, terminated, truncated, info) -> None:
         if self.extra_keys is None:
             n = rewards.shape[0]
             self.extra_keys = sorted(k for k, v in info.items() if k not in _KNOWN_INFO and isinstance(v, torch.Tensor)
                                      and v.shape == (n,))
-        self._pending.append((rewards, terminated, truncated, info["episode_return"], info["episode_length"],
-                              info["success"], *(info[k] for k in self.extra_keys)))
         self.env_steps += rewards.shape[0]
-        if len(self._pending) >= self.fold_every:
-            self._fold()
+        super().add(rewards, terminated, truncated, info["episode_return"], info["episode_length"], info["success"],
+                    *(info[k] for k in self.extra_keys))
 
-    def _fold(self) -> None:
-        if not self._pending:
-            return
-        cols = list(zip(*self._pending))
-        self._pending = []
-        stacked = [torch.stack(c) for c in cols]  # [steps, N] each
-        rew, term, trunc = stacked[:3]
-        rows = [rew.float().sum(), (term | trunc).sum(), trunc.sum()] + [x.sum() for x in stacked[3:]]
-        step_sums = torch.stack([r.float() for r in rows])
-        self.sums = step_sums if self.sums is None else self.sums + step_sums
+    def fold_columns(self, columns: list[torch.Tensor]) -> torch.Tensor:
+        rew, term, trunc = columns[:3]   # [steps, N] each
+        sums = [rew.float().sum(), (term | trunc).sum(), trunc.sum()] + [x.sum() for x in columns[3:]]
+        return torch.stack([s.float() for s in sums])
 
     def state_dict(self) -> dict[str, Any]:
-        """The interval in flight, unfolded (folding at another step would change the sums' rounding): a run
-        resumed from any step then writes the records the straight run writes."""
-        pending = [torch.stack(col).cpu() for col in zip(*self._pending)] if self._pending else None
-        return {"extra_keys": self.extra_keys, "sums": None if self.sums is None else self.sums.cpu(),
-                "env_steps": self.env_steps, "pending": pending}
+        return {**super().state_dict(), "extra_keys": self.extra_keys, "env_steps": self.env_steps}
 
     def load_state_dict(self, state: dict[str, Any], device: torch.device) -> None:
+        super().load_state_dict(state, device)
         self.extra_keys, self.env_steps = state["extra_keys"], int(state["env_steps"])
-        self.sums = None if state["sums"] is None else state["sums"].to(device)
-        cols = [c.to(device) for c in state["pending"]] if state["pending"] is not None else []
-        self._pending = list(zip(*[list(c) for c in cols])) if cols else []
 
     def pop(self, sum_over_ranks: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, float | None]:
         """Means over the interval since the last pop (None where undefined), with one host read.
@@ -120,18 +106,16 @@ class IntervalStats:
         sums over the processes before the means are taken, so the means are over every rank's env steps and
         episodes, not rank 0's.
         """
-        self._fold()
+        vals = self.take()
         steps, self.env_steps = self.env_steps, 0
-        if self.sums is None or steps == 0:
+        if vals is None or steps == 0:
             return {"reward_mean": None, "done_rate": None, "trunc_rate": None, "episodes": 0,
                     "episode_return_mean": None, "episode_length_mean": None, "success_rate": None}
-        vals = self.sums
         if sum_over_ranks is not None:
             vals = sum_over_ranks(torch.cat([vals, vals.new_tensor([steps])]))  # a fresh tensor: reduced in place
         vals = vals.tolist()
         if sum_over_ranks is not None:
             steps = int(round(vals.pop()))
-        self.sums = None
         reward, done, trunc, ret, length, success = vals[:6]
         episodes = int(round(done))
         out: dict[str, float | None] = {
@@ -144,8 +128,6 @@ class IntervalStats:
         for k, v in zip(self.extra_keys or [], vals[6:]):
             out[f"episode_{k}_mean"] = v / episodes if episodes else None
         return out
-
-
 
 
 def _tensors(obj) -> Iterator[torch.Tensor]:

@@ -23,7 +23,7 @@ def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes
     """Play and record; returns one summary dict per episode (return, length, success)."""
     hp = module.hparams
     env = make_env(hp.env, num_envs=1, device=device, **(hp.env_kwargs or {}))
-    module._build_policy(env)
+    module.build_policy(env)
     if ckpt_path is not None:
         ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         module.load_state_dict(ckpt["state_dict"])

@@ -15,11 +15,12 @@ Lightning's SIGTERM notifier: its stop comes after a scheduled evaluation, it le
 ``KeyboardInterrupt`` (raised anywhere, mid-update), and it ignores a second Ctrl-C.
 
 ``NonFiniteGuard``. The module accumulates, on device, the first optimizer step at which a loss term
-or the gradient norm was non-finite (``RLModule._track``) and reads it with the log record's values
-(one host read, no extra sync); the guard stops the run at that record with ``NonFiniteError``
-(the JSONL's ``{"error": ...}`` record names what and at which step). Before every checkpoint
-write it also checks the parameters (``RLModule.find_nonfinite``: one host read per checkpoint) and
-refuses to write, so the last good checkpoint stays.
+or the gradient norm was non-finite (``metrics.LossMetrics``) and reads it with the log interval's
+numbers (``RLModule.interval_metrics``: one host read per log record, shared with ``TrainingLog``,
+whichever asks first); the guard stops the run at that record with ``NonFiniteError`` (the JSONL's
+``{"error": ...}`` record names what and at which step, after the record itself, in any callback
+order). Before every checkpoint write it also checks the parameters (``RLModule.find_nonfinite``:
+one host read per checkpoint) and refuses to write, so the last good checkpoint stays.
 
 A crash (any other exception) saves nothing: the state mid-update is not one a resume can continue
 exactly, and it may be the poisoned one; the last periodic checkpoint stays.
@@ -189,10 +190,13 @@ def _say(text: str) -> None:
 
 class NonFiniteGuard(Callback):
     """Stops the run when a loss term, the gradient norm or a parameter goes non-finite; never lets such a
-    state be checkpointed (module docstring). Put it after ``TrainingLog``: it acts on what the log
-    record's read found (``pl_module.nonfinite``)."""
+    state be checkpointed (module docstring). Its place among the callbacks does not matter: it asks for the
+    log interval's numbers itself (the read is shared, ``RLModule.interval_metrics``)."""
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        read = getattr(pl_module, "interval_metrics", None)
+        if read is not None:
+            read()   # at a batch that ends a log interval: the read that finds what went non-finite
         found = getattr(pl_module, "nonfinite", None)
         if found is not None:
             raise NonFiniteError(*found)

@@ -332,7 +332,7 @@ def test_ppo_loss_advantage_normalisation_is_normalize_advantages_per_minibatch(
 def test_learners_apply_the_sample_transforms_where_they_belong(monkeypatch):
     """PPO: reward_norm on the rollout's rewards before GAE, advantage_norm (per env) on GAE's advantages; the
     value targets stay GAE's returns. Spied on one rollout of a tiny fit."""
-    import gbx_lightning.module as module_mod
+    import gbx_lightning.algos.ppo as module_mod
     from lightning.pytorch import Trainer
 
     seen = {}

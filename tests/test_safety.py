@@ -426,20 +426,21 @@ def test_non_finite_stops_the_run_and_the_last_good_checkpoint_stays(tmp_path, m
 def test_find_nonfinite_reads_the_first_bad_step_per_term():
     """Known answer on the module alone: rows of steps 1..5, the value loss infinite at step 3, the gradient norm
     NaN at 4: step 3, value loss first; explained variance NaN is not a failure."""
+    from gbx_lightning.metrics import LossMetrics
     from gbx_lightning.module import A2CModule
 
     module = A2CModule(env="foraging", env_kwargs=json.loads(json.dumps(
         {"obs_mode": "ground_truth", "grid_size": 8, "view_size": 5})), num_envs=2, policy="mlp",
         policy_kwargs={"hidden": [4]})
-    module._build_policy(module._make_env(2))
+    module.build_policy(module._make_env(2))
     for step in range(1, 6):
         module.opt_steps = step
         out = {"loss": torch.tensor(1.0), "value_loss": torch.tensor(float("inf") if step == 3 else 0.5),
                "explained_variance": torch.tensor(float("nan"))}
-        module._track(out, torch.tensor(float("nan") if step == 4 else 1.0))
+        module.loss_metrics.add(step, out, torch.tensor(float("nan") if step == 4 else 1.0))
     assert module.find_nonfinite() == ("loss_value", 3)
-    assert module.pop_metrics()["loss"] == 1.0 and module.nonfinite == ("loss_value", 3)
-    module._first_nonfinite = None
+    assert module.read_loss_metrics()["loss"] == 1.0 and module.nonfinite == ("loss_value", 3)
+    module.loss_metrics = LossMetrics()
     with torch.no_grad():
         next(module.policy.parameters()).view(-1)[0] = float("inf")
     assert module.find_nonfinite() == ("parameters", 5)

@@ -54,7 +54,8 @@ from gbx_lightning.callbacks import TrainingLog, logger_metrics  # noqa: E402
 from gbx_lightning.data import IntervalStats  # noqa: E402
 from gbx_lightning.envs import make_env  # noqa: E402
 from gbx_lightning.models import logprob_entropy, make_policy, sample_actions  # noqa: E402
-from gbx_lightning.module import A2CModule, PPOModule, RLModule  # noqa: E402
+from gbx_lightning.metrics import LOSS_TERMS  # noqa: E402
+from gbx_lightning.module import A2CModule, PPOModule  # noqa: E402
 from gbx_lightning.rl import a2c_td0, explained_variance, gae, ppo_loss  # noqa: E402
 
 # env -> (env kwargs, policy, policy kwargs, num_envs a2c/ppo, update_every, rollout_steps), as in configs/
@@ -161,7 +162,7 @@ def run_plain(args, seed: int) -> tuple[float, float]:
     gen = torch.Generator().manual_seed(seed)
     obs = env.reset(seed=seed)
     stats = IntervalStats()
-    names: list[str] = []  # the loss terms fit logs (RLModule._LOG_NAMES), as the loss function returns them
+    names: list[str] = []  # the loss terms fit logs (metrics.LOSS_TERMS), as the loss function returns them
     metric_rows: list[torch.Tensor] = []
     env_steps, opt_steps, t0, env0 = 0, 0, None, 0
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
@@ -178,7 +179,7 @@ def run_plain(args, seed: int) -> tuple[float, float]:
         opt.zero_grad(set_to_none=True)
         opt_steps += 1
         if not names:
-            names.extend(k for k in RLModule._LOG_NAMES if k in out)
+            names.extend(k for k in LOSS_TERMS if k in out)
         metric_rows.append(torch.stack([out[k].detach().float() for k in names] + [grad_norm]))
 
     for update_idx in range(-(-(args.warmup + args.steps) // cycle)):

@@ -98,6 +98,12 @@ FRAME_CYCLES = FRAME_CYCLES_T
 # instructions it runs and the runs it ends in r64[T_COUNT_INSTR / T_COUNT_RUNS]
 # (tools/bench_emu.py --counters). Off, the counting code is not generated at all.
 COUNTERS = os.environ.get("GBX_EMU_COUNTERS", "") == "1"
+# GBX_EMU_MAX_REGISTERS=N when this module is imported caps machine_kernel at N registers per
+# thread on CUDA (Warp's cuda_max_registers; unset: ptxas takes the 255 it wants). 128 doubles
+# the resident warps per SM for ~30% more spill bytes (docs/gpu.md, Kernel footprint): a knob
+# to measure on a GPU, not a default yet.
+MAX_REGISTERS = int(os.environ.get("GBX_EMU_MAX_REGISTERS", "0") or 0)
+_KERNEL_OPTIONS = {"cuda_max_registers": MAX_REGISTERS} if MAX_REGISTERS > 0 else {}
 
 
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
@@ -268,31 +274,34 @@ def cond(f: int, cc: int) -> bool:
 
 @wp.func(inline=True)
 def alu(a: int, f: int, op: int, v: int) -> int:
-    """ADD ADC SUB SBC AND XOR OR CP (op 0..7) of A with v; returns result | flags << 8
-    (one return per case, as rot)."""
+    """ADD ADC SUB SBC AND XOR OR CP (op 0..7) of A with v; returns result | flags << 8."""
     cy = (f >> 4) & 1
+    r = int(0)
+    nf = int(0)
     if op == 0:
-        return alu_result(a + v, fl((a & 15) + (v & 15) > 15, HF) | fl(a + v > 255, CF))
-    if op == 1:
-        return alu_result(a + v + cy, fl((a & 15) + (v & 15) + cy > 15, HF) | fl(a + v + cy > 255, CF))
-    if op == 2:
-        return alu_result(a - v, NF | fl((a & 15) < (v & 15), HF) | fl(a < v, CF))
-    if op == 3:
-        return alu_result(a - v - cy, NF | fl((a & 15) - (v & 15) - cy < 0, HF) | fl(a - v - cy < 0, CF))
-    if op == 4:
-        return alu_result(a & v, HF)
-    if op == 5:
-        return alu_result(a ^ v, 0)
-    if op == 6:
-        return alu_result(a | v, 0)
-    return a | (alu_result(a - v, NF | fl((a & 15) < (v & 15), HF) | fl(a < v, CF)) & 0xFF00)   # CP: SUB's flags
-
-
-@wp.func(inline=True)
-def alu_result(r: int, flags: int) -> int:
-    """An ALU result (reduced to 8 bits) | (its flags with Z) << 8."""
-    r8 = r & 0xFF
-    return r8 | ((flags | fl(r8 == 0, ZF)) << 8)
+        r = a + v
+        nf = fl((a & 15) + (v & 15) > 15, HF) | fl(r > 255, CF)
+    elif op == 1:
+        r = a + v + cy
+        nf = fl((a & 15) + (v & 15) + cy > 15, HF) | fl(r > 255, CF)
+    elif op == 2 or op == 7:
+        r = a - v
+        nf = NF | fl((a & 15) < (v & 15), HF) | fl(r < 0, CF)
+    elif op == 3:
+        r = a - v - cy
+        nf = NF | fl((a & 15) - (v & 15) - cy < 0, HF) | fl(r < 0, CF)
+    elif op == 4:
+        r = a & v
+        nf = HF
+    elif op == 5:
+        r = a ^ v
+    else:
+        r = a | v
+    r = r & 0xFF
+    nf = nf | fl(r == 0, ZF)
+    if op == 7:
+        r = a
+    return r | (nf << 8)
 
 
 @wp.func(inline=True)
@@ -305,31 +314,20 @@ def alu_to_a(rg: wp.array(dtype=wp.int32), op: int, v: int):
 
 @wp.func(inline=True)
 def rot(f: int, y: int, v: int) -> int:
-    """RLC RRC RL RR SLA SRA SWAP SRL (y 0..7); returns result | flags << 8. One return per
-    case: assigned in a chain of branches, the result would get a select per level (spills
-    on CUDA: docs/gpu.md, Kernel footprint)."""
+    """RLC RRC RL RR SLA SRA SWAP SRL (y 0..7); returns result | flags << 8. Written without
+    branches: y's low bit picks the direction, y >> 1 what fills the vacated bit (the bit
+    shifted out, the carry, bit 7 for SRA, else 0). A chain of branches that assign the
+    result gets a select per level, which on CUDA spilled (docs/gpu.md, Kernel footprint)."""
     cy = (f >> 4) & 1
-    if y == 0:
-        return rot_result(((v << 1) | (v >> 7)) & 0xFF, v >> 7)
-    if y == 1:
-        return rot_result(((v >> 1) | (v << 7)) & 0xFF, v & 1)
-    if y == 2:
-        return rot_result(((v << 1) | cy) & 0xFF, v >> 7)
-    if y == 3:
-        return rot_result((v >> 1) | (cy << 7), v & 1)
-    if y == 4:
-        return rot_result((v << 1) & 0xFF, v >> 7)
-    if y == 5:
-        return rot_result((v >> 1) | (v & 0x80), v & 1)
-    if y == 6:
-        return rot_result(((v & 15) << 4) | (v >> 4), 0)
-    return rot_result(v >> 1, v & 1)
-
-
-@wp.func(inline=True)
-def rot_result(r: int, co: int) -> int:
-    """A rotate's result r | its flags (Z, C = co) << 8."""
-    return r | ((fl(r == 0, ZF) | (co << 4)) << 8)
+    right = (y & 1) != 0
+    out = wp.where(right, v & 1, v >> 7)                  # the bit shifted out: C
+    k = y >> 1
+    fill = wp.where(k == 0, out, wp.where(k == 1, cy, wp.where(y == 5, v >> 7, 0)))
+    r = wp.where(right, (v >> 1) | (fill << 7), ((v << 1) | fill) & 0xFF)
+    if y == 6:                                            # SWAP
+        r = ((v & 15) << 4) | (v >> 4)
+        out = 0
+    return r | ((fl(r == 0, ZF) | (out << 4)) << 8)
 
 
 @wp.func(inline=True)
@@ -403,7 +401,7 @@ def store_cpu(ms: MachinePtr, env: int, c: Cpu):
     m.r64[env, T_NOW] = c.t
 
 
-@wp.kernel(enable_backward=False)
+@wp.kernel(enable_backward=False, **_KERNEL_OPTIONS)
 def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),

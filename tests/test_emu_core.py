@@ -366,51 +366,6 @@ def test_buttons_as_device_array():
         gb.run_frames(1, buttons=wp.zeros(2, dtype=wp.int32))
 
 
-def test_operand_bytes_table():
-    """The operand bytes the loop reads right after each fetch: the opcode's length - 1
-    (Pan Docs, CPU instruction set), none for STOP (its second byte is skipped unread) and
-    for the illegal opcodes; $CB's one is the prefixed opcode. Encoded above the group in the
-    device table."""
-    from gbx_lightning.emu import cpu
-    ops = cpu.OPERAND_BYTES
-    assert [op for op in range(256) if ops[op] == 2] == [
-        0x01, 0x08, 0x11, 0x21, 0x31, 0xC2, 0xC3, 0xC4, 0xCA, 0xCC, 0xCD, 0xD2, 0xD4, 0xDA, 0xDC, 0xEA, 0xFA]
-    assert [op for op in range(256) if ops[op] == 1] == [
-        0x06, 0x0E, 0x16, 0x18, 0x1E, 0x20, 0x26, 0x28, 0x2E, 0x30, 0x36, 0x38, 0x3E, 0xC6, 0xCB, 0xCE,
-        0xD6, 0xDE, 0xE0, 0xE6, 0xE8, 0xEE, 0xF0, 0xF6, 0xF8, 0xFE]
-    table = cpu.opcode_groups_array("cpu").numpy()
-    assert ((table & 63) == cpu.OPCODE_GROUPS).all() and (((table >> 6) & 3) == ops).all()
-    assert ((table >> 8) == cpu.ACCESS).all()
-
-
-def test_data_access_table():
-    """The data byte each base opcode reads or writes, as its mnemonic says (opcodes.py): the
-    memory operand's addressing, read when it is a source (or INC/DEC's operand), written when
-    it is the destination; LD (a16),SP writes two bytes; $CB's access depends on the second
-    byte (resolved in the loop)."""
-    from gbx_lightning.emu import cpu
-    from gbx_lightning.emu.opcodes import BASE
-    modes = {"(HL)": cpu.A_HL, "(HL+)": cpu.A_HL, "(HL-)": cpu.A_HL, "(BC)": cpu.A_RP, "(DE)": cpu.A_RP,
-             "(a8)": cpu.A_FF_IMM, "(C)": cpu.A_FF_C, "(a16)": cpu.A_NN}
-    for op in range(256):
-        acc = int(cpu.ACCESS[op])
-        if op == 0xCB:
-            assert acc == cpu.A_CB | cpu.A_READS | 1 << 4
-            continue
-        name, _, args = BASE[op].mnemonic.partition(" ")
-        operands = args.split(",")
-        mem = [i for i, a in enumerate(operands) if a in modes]
-        if not mem or name in ("JP", "CALL"):
-            assert acc == cpu.A_NONE, BASE[op].mnemonic
-            continue
-        (i,) = mem
-        written = name in ("INC", "DEC") or (name in ("LD", "LDH") and i == 0)
-        read = name != "LD" and name != "LDH" or i == 1
-        expect = modes[operands[i]] | (cpu.A_READS if read else 0) | ((2 if operands[1:] == ["SP"] else 1) << 4
-                                                                         if written else 0)
-        assert acc == expect, (BASE[op].mnemonic, acc, expect)
-
-
 def test_opcode_groups_table():
     """Every base opcode has an execute branch; the 11 illegal ones hang (Pan Docs, CPU
     instruction set: D3 DB DD E3 E4 EB EC ED F4 FC FD), $CB is the prefix, $76 HALT."""

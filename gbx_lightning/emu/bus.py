@@ -520,14 +520,13 @@ def read_data8(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp
 
 @wp.func(inline=True)
 def write8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8), r32: R32,
-           fast: bool, hram_fast: bool, addr: int, value: int, t: wp.int64) -> int:
-    """A stack write: WRAM and HRAM (not IE) directly, else bus_write. A write that changes
-    the byte tells the idle-loop check (a CALL in a polling loop pushes the same return
-    address each time). Returns 1 if the write changed what the scheduler decided: the
-    caller ends the run (limit = END_RUN) and the instruction's later accesses take the slow
-    path (fast = False)."""
+           fast: bool, hram_fast: bool, addr: int, value: int, t: wp.int64, limit: wp.int64):
+    """A stack write: WRAM and HRAM (not IE) directly, else bus_write; if that changed what
+    the scheduler decided, the run ends and the instruction's later accesses take the slow
+    path. A write that changes the byte tells the idle-loop check (a CALL in a polling loop
+    pushes the same return address each time). Returns (limit, fast): the loop's own
+    locals, which a Warp function returns rather than assigns."""
     done = int(0)
-    ended = int(0)
     if addr >= 0xFF80:
         if hram_fast and addr < 0xFFFF:    # IE ($FFFF) goes out of line: the scheduler
             if int(hram[addr - 0xFF80]) != value:   # must re-check IE&IF
@@ -541,19 +540,20 @@ def write8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.ar
             wram[addr - 0xC000] = wp.uint8(value)
             done = 1
     if done == 0:
-        ended = bus_write(ms, env, addr, value, t)
-    return ended
+        if bus_write(ms, env, addr, value, t) != 0:
+            limit = END_RUN
+            fast = False
+    return limit, fast
 
 
 @wp.func(inline=True)
 def write_data8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: wp.array(dtype=wp.uint8),
                 vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64, fast: bool, hram_fast: bool,
-                addr: int, value: int, t: wp.int64) -> int:
+                addr: int, value: int, t: wp.int64, limit: wp.int64):
     """A data write: write8's direct paths, VRAM while the PPU does not hold it, and P1
     (joypad.p1_write: the run ends only if the write can raise an enabled joypad
-    interrupt); else bus_write. Returns 1 if the run must end, as write8."""
+    interrupt); else bus_write as in write8."""
     done = int(0)
-    ended = int(0)
     if addr >= 0xFF00:
         if hram_fast:
             if addr >= 0xFF80:
@@ -562,7 +562,8 @@ def write_data8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: 
                     r32[R_IDLE] = 0
                     done = 1
             elif addr == 0xFF00:           # (the idle check compares the P1 state itself)
-                ended = p1_write(io, r32, int(hram[127]), value)
+                if p1_write(io, r32, int(hram[127]), value) != 0:
+                    limit = END_RUN
                 done = 1
     elif fast:
         if addr >= 0xC000 and addr < 0xE000:
@@ -575,8 +576,10 @@ def write_data8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: 
                 r32[R_IDLE] = 0
                 done = 1
     if done == 0:
-        ended = bus_write(ms, env, addr, value, t)
-    return ended
+        if bus_write(ms, env, addr, value, t) != 0:
+            limit = END_RUN
+            fast = False
+    return limit, fast
 
 
 @wp.func

@@ -10,14 +10,9 @@ in a local for a whole launch; the register file (B C D E H L F A, SP, IME and t
 flags) stays in the env's r32 words, addressed through a local 1-d view (``rg``).
 
 Layout for speed (the measurements: docs/performance.md): the fetch/decode/execute loop is
-written out in the kernel body. An instruction's accesses come in a fixed order - opcode,
-operand bytes (OPERAND_BYTES), the data byte it reads (ACCESS), internal or stack M-cycles
-in its group's branch, the data byte(s) it writes - so the operands are read before the
-jump on the group, at one place in the loop. On CUDA the data read and write are too (the
-data stage: each inlined access is code the register allocator carries, docs/gpu.md,
-Kernel footprint); on the CPU each group's branch makes its own, which keeps the branches
-before the group jump to the few the CPU predicts (staged_data_access). The accesses are four inlined helpers in bus.py (read8 / write8 for
-opcodes, operands and the stack; read_data8 / write_data8 for data) that answer the common cases on plain env rows and locals - ROM through the MBC's bank
+written out in the kernel body, and its memory accesses are four inlined helpers in bus.py
+(read8 / write8 for opcodes, operands and the stack; read_data8 / write_data8 for data)
+that answer the common cases on plain env rows and locals - ROM through the MBC's bank
 offsets, WRAM, HRAM, VRAM outside mode 3, the I/O registers games poll (P1, LY, DIV,
 STAT) - and otherwise call bus_read / bus_write out of line, with the machine's address
 (MachinePtr). A struct passed into an inlined function that reaches an out-of-line call
@@ -65,28 +60,11 @@ from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
 from .joypad import joypad_lines, set_buttons
 from .mbc import REG_ROM0_BASE, REG_ROMX_BASE
-from .opcodes import BASE
 from .ppu import RENDER_NONE, frame_end, set_render_mode
 from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IDLE,
                     R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
                     T_DMA_COPY, T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
                     machine, machine_ptr, machine_ref, r32_row, r64_row)
-
-# The data stage (module docstring) on CUDA only: there it halves the kernel's register
-# spills (docs/gpu.md, Kernel footprint), while on the CPU its extra data-dependent branches
-# before the group jump cost ~25% of the instruction loop's speed (tools/ab_emu.py); the
-# CPU does each data access in its group's branch. One source, a constant per compile
-# target. GBX_EMU_STAGED=1 when this module is imported runs the CUDA shape on the CPU too,
-# which is how its correctness is tested without a GPU (tests/test_emu_core.py).
-STAGED_ON_CPU = os.environ.get("GBX_EMU_STAGED", "") == "1"
-
-
-@wp.func_native("return 1;" if STAGED_ON_CPU else "#if defined(__CUDA_ARCH__)\nreturn 1;\n#else\nreturn 0;\n#endif\n")
-def staged_data_access() -> int:
-    """1 where the kernel reads and writes data bytes in the data stage (CUDA), 0 where each
-    group's branch does (the CPU)."""
-    ...
-
 
 ZF = wp.constant(0x80)
 NF = wp.constant(0x40)
@@ -99,9 +77,8 @@ FRAME_CYCLES = FRAME_CYCLES_T
 # (tools/bench_emu.py --counters). Off, the counting code is not generated at all.
 COUNTERS = os.environ.get("GBX_EMU_COUNTERS", "") == "1"
 # GBX_EMU_MAX_REGISTERS=N when this module is imported caps machine_kernel at N registers per
-# thread on CUDA (Warp's cuda_max_registers; unset: ptxas takes the 255 it wants). 128 doubles
-# the resident warps per SM for ~30% more spill bytes (docs/gpu.md, Kernel footprint): a knob
-# to measure on a GPU, not a default yet.
+# thread on CUDA (Warp's cuda_max_registers; unset: ptxas takes the 255 it wants). A knob to
+# measure on a GPU, not a default (docs/gpu.md, Kernel footprint).
 MAX_REGISTERS = int(os.environ.get("GBX_EMU_MAX_REGISTERS", "0") or 0)
 _KERNEL_OPTIONS = {"cuda_max_registers": MAX_REGISTERS} if MAX_REGISTERS > 0 else {}
 
@@ -110,9 +87,8 @@ _KERNEL_OPTIONS = {"cuda_max_registers": MAX_REGISTERS} if MAX_REGISTERS > 0 els
 # one value that LLVM turns into a single jump table; the bit-field decode tree it replaced
 # spent about a third of a NOP's time in branches. Each ALU operation on a register is its
 # own group (no second jump on the operation); splitting other families the same way did
-# not pay. On the device the group shares one int32 table word with the operand count and
-# the data access (opcode_groups_array). Measurements, and the variants measured and
-# dropped: docs/performance.md.
+# not pay. The table holds bytes: one zero-extending load, no index scaling. Measurements,
+# and the variants measured and dropped: docs/performance.md.
 (G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R,
  G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
@@ -163,83 +139,26 @@ def _opcode_group(op: int) -> int:
     return G_CALL_PUSH_RST
 
 
-GROUP_MASK = wp.constant(63)     # device table bits 0-5: the group; bits 6-7: OPERAND_BYTES
-
-
-def _operand_bytes(op: int) -> int:
-    """Immediate bytes that follow base opcode `op` and are read in the M-cycles right after
-    its fetch: its length - 1 (opcodes.py), except STOP, whose second byte the machine bus skips
-    unread (module docstring) and the flat bus does not skip."""
-    return 0 if op == 0x10 else BASE[op].length - 1
-
-
-# The data byte an opcode reads or writes (LD r,(HL), LDH, INC (HL), ...): how its address is
-# formed, and whether it is read (right after the operands) and/or written (as the last M-cycle).
-(A_NONE, A_HL, A_RP, A_FF_IMM, A_FF_C, A_NN, A_CB) = (wp.constant(i) for i in range(7))
-A_READS = wp.constant(8)          # ACCESS bit 3; bits 4-5: bytes written (LD (nn),SP: 2)
-
-
-def _data_access(op: int) -> int:
-    """ACCESS of base opcode `op`: address mode | A_READS | bytes written << 4."""
-    x, y, z = op >> 6, (op >> 3) & 7, op & 7
-    if op == 0xCB:
-        return A_CB | A_READS | (1 << 4)     # (HL) when the CB opcode's z = 6 (BIT: no write)
-    if op == 0x08:
-        return A_NN | (2 << 4)               # LD (nn),SP
-    if op == 0x76:
-        return A_NONE                        # HALT sits in the LD (HL),r block
-    if x == 1 and z == 6 or x == 2 and z == 6:
-        return A_HL | A_READS                # LD r,(HL); ALU A,(HL)
-    if x == 1 and y == 6:
-        return A_HL | (1 << 4)               # LD (HL),r
-    if x == 0 and y == 6 and z in (4, 5):
-        return A_HL | A_READS | (1 << 4)     # INC (HL), DEC (HL)
-    if op == 0x36:
-        return A_HL | (1 << 4)               # LD (HL),n
-    if x == 0 and z == 2:                    # LD (BC)/(DE)/(HL+)/(HL-),A and back
-        mode = A_RP if y < 4 else A_HL
-        return mode | (A_READS if y & 1 else 1 << 4)
-    modes = {0xE0: A_FF_IMM, 0xF0: A_FF_IMM, 0xE2: A_FF_C, 0xF2: A_FF_C, 0xEA: A_NN, 0xFA: A_NN}
-    if op in modes:
-        return modes[op] | (A_READS if op & 0x10 else 1 << 4)
-    return A_NONE
-
-
 OPCODE_GROUPS = np.array([_opcode_group(op) for op in range(256)], dtype=np.int32)
-OPERAND_BYTES = np.array([_operand_bytes(op) for op in range(256)], dtype=np.int32)
-ACCESS = np.array([_data_access(op) for op in range(256)], dtype=np.int32)
-ACCESS_SHIFT = wp.constant(8)     # device table: group | operand bytes << 6 | ACCESS << 8
 _groups_on_device = {}
 
 
 def opcode_groups_array(device) -> wp.array:
-    """OPCODE_GROUPS with OPERAND_BYTES in bits 6-7 and ACCESS from bit 8, as a Warp array on
-    `device` (built once per device)."""
+    """OPCODE_GROUPS as a Warp array on `device` (built once per device)."""
     key = str(device)
     if key not in _groups_on_device:
-        table = OPCODE_GROUPS | (OPERAND_BYTES << 6) | (ACCESS << 8)   # (GROUP_MASK, ACCESS_SHIFT)
-        _groups_on_device[key] = wp.array(table, dtype=wp.int32, device=device)
+        _groups_on_device[key] = wp.array(OPCODE_GROUPS.astype(np.uint8), dtype=wp.uint8, device=device)
     return _groups_on_device[key]
 
 
 @wp.struct
 class Cpu:
     """The CPU state kept as a local value for a whole launch (the rest is in r32, see the
-    kernel), and the instruction loop's values that the group branches update. Every update
-    is an in-place field store (never `c = f(c)` inside a branch) and all fields are
-    scalars: Warp's generated code then has no whole-struct selects and no vector
-    temporaries. A plain local assigned in a branch instead gets a select after the branch
-    at every level of the group chain; on CUDA those selects were most of the kernel's
-    register spills (docs/gpu.md, Kernel footprint)."""
+    kernel). Every update is an in-place field store (never `c = f(c)` inside a branch) and
+    all fields are scalars: Warp's generated code then has no whole-struct selects and no
+    vector temporaries."""
     pc: int
     t: wp.int64
-    limit: wp.int64     # the run's limit (END_RUN: a write or EI/RETI/HALT/STOP ended it)
-    fast: bool          # the fast access paths may be taken (False after a run-ending write)
-    w16: int            # 16-bit destination of the instruction (BC DE HL SP AF), -1: none
-    v16: int            # ... and its value
-    wv: int             # the data byte(s) the instruction writes (ACCESS)
-    writes: int         # ... how many (the data stage on CUDA; BIT (HL) clears it)
-    stopped: int        # in STOP (r32[R_STOPPED] in memory, this copy during a launch)
 
 
 @wp.func(inline=True)
@@ -314,20 +233,34 @@ def alu_to_a(rg: wp.array(dtype=wp.int32), op: int, v: int):
 
 @wp.func(inline=True)
 def rot(f: int, y: int, v: int) -> int:
-    """RLC RRC RL RR SLA SRA SWAP SRL (y 0..7); returns result | flags << 8. Written without
-    branches: y's low bit picks the direction, y >> 1 what fills the vacated bit (the bit
-    shifted out, the carry, bit 7 for SRA, else 0). A chain of branches that assign the
-    result gets a select per level, which on CUDA spilled (docs/gpu.md, Kernel footprint)."""
+    """RLC RRC RL RR SLA SRA SWAP SRL (y 0..7); returns result | flags << 8."""
     cy = (f >> 4) & 1
-    right = (y & 1) != 0
-    out = wp.where(right, v & 1, v >> 7)                  # the bit shifted out: C
-    k = y >> 1
-    fill = wp.where(k == 0, out, wp.where(k == 1, cy, wp.where(y == 5, v >> 7, 0)))
-    r = wp.where(right, (v >> 1) | (fill << 7), ((v << 1) | fill) & 0xFF)
-    if y == 6:                                            # SWAP
+    r = int(0)
+    co = int(0)
+    if y == 0:
+        r = ((v << 1) | (v >> 7)) & 0xFF
+        co = v >> 7
+    elif y == 1:
+        r = ((v >> 1) | (v << 7)) & 0xFF
+        co = v & 1
+    elif y == 2:
+        r = ((v << 1) | cy) & 0xFF
+        co = v >> 7
+    elif y == 3:
+        r = (v >> 1) | (cy << 7)
+        co = v & 1
+    elif y == 4:
+        r = (v << 1) & 0xFF
+        co = v >> 7
+    elif y == 5:
+        r = (v >> 1) | (v & 0x80)
+        co = v & 1
+    elif y == 6:
         r = ((v & 15) << 4) | (v >> 4)
-        out = 0
-    return r | ((fl(r == 0, ZF) | (out << 4)) << 8)
+    else:
+        r = v >> 1
+        co = v & 1
+    return r | ((fl(r == 0, ZF) | (co << 4)) << 8)
 
 
 @wp.func(inline=True)
@@ -406,7 +339,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),
                    hram: wp.array2d(dtype=wp.uint8), io: wp.array2d(dtype=wp.uint8),
-                   r64: wp.array2d(dtype=wp.int64), groups: wp.array(dtype=wp.int32), frames: int,
+                   r64: wp.array2d(dtype=wp.int64), groups: wp.array(dtype=wp.uint8), frames: int,
                    buttons: wp.array(dtype=wp.uint8), set_flag: int, release_after: int):
     """Run `frames` frames of one Game Boy per thread (frame boundaries: see
     VecGameBoy.run_frames; flat mode: exactly one instruction, for the SM83 cases).
@@ -422,8 +355,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     either sleep to the next event (HALT, STOP, locked) or run the inner loop: fetch +
     execute instructions until the next event, or until one changed what the scheduler
     decides (a write, EI/RETI/HALT/STOP, an illegal opcode: limit = END_RUN). Opcodes
-    are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1,
-    after the operand and data reads and before the data write (module docstring).
+    are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1.
     EI ends a run, and the scheduler runs the next instruction alone before setting IME;
     a HALT bug makes the next run's first fetch leave PC as it is."""
     ms = machine_ptr(mref)
@@ -432,8 +364,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     flat = m.flat_mode
     hram_fast = flat == 0
     c = load_cpu(ms, env)
-    staged = staged_data_access()      # a constant of the compile target (see its definition)
-    c.stopped = m.r32[env, R_STOPPED]
+    stopped = m.r32[env, R_STOPPED]
     # The register file stays in this env's r32 words 0..15 (B C D E H L F A in the opcode's
     # r-field order, SP, IME, EI pending, HALT, locked, HALT bug): a register operand or
     # destination is one load or store indexed by the opcode field instead of a 7-way
@@ -451,7 +382,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
     hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
     vram_e = wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env) * wp.uint64(vram.shape[1]), shape=(vram.shape[1],), dtype=wp.uint8)
-    groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(256,), dtype=wp.int32)
+    groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(256,), dtype=wp.uint8)
     nf = frames
     if flat != 0:
         nf = 1
@@ -467,12 +398,12 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
         if flat == 0:
             if (fi == 0 and set_flag != 0) or fi == release_after:
                 # a press (falling P1 line) ends STOP: joypad_update clears r32[R_STOPPED]
-                m.r32[env, R_STOPPED] = c.stopped
+                m.r32[env, R_STOPPED] = stopped
                 if fi == 0 and set_flag != 0:
                     set_buttons(ms, env, int(buttons[env]))
                 if fi == release_after:
                     set_buttons(ms, env, 0)
-                c.stopped = m.r32[env, R_STOPPED]
+                stopped = m.r32[env, R_STOPPED]
             # draw only the launch's last frame (frame()/obs() hold just that one)
             want = RENDER_NONE
             if fi == nf - 1:
@@ -520,7 +451,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
                 if flat == 0:
                     t_end = frame_end(io_e, rg, r64_e, c.t, frame_deadline)
-            if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or c.stopped != 0:
+            if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or stopped != 0:
                 wake = int(0)
                 if rg[R_HALTED] != 0 and rg[R_LOCKED] == 0:
                     wake = 1                     # HALT ends on IE&IF; STOP/locked do not
@@ -530,13 +461,13 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
             # ---- instructions until the next event, or until one needed an out-of-line
             # call or changed what the scheduler decides (EI/RETI/HALT/STOP/illegal): such an
             # instruction sets limit = END_RUN, so the loop tests only c.t < limit ----
-            c.limit = wp.min(next_ev, t_end)
+            limit = wp.min(next_ev, t_end)
             if flat != 0:
-                c.limit = t_end
+                limit = t_end
             # fast accesses: none during OAM DMA (until fast_until), so split the run there
             fast_run = c.t >= fast_until
             if not fast_run:
-                c.limit = wp.min(c.limit, fast_until)
+                limit = wp.min(limit, fast_until)
             elif r64[env, T_DMA_COPY] != wp.int64(0):
                 # an OAM DMA's bytes land before the fast paths may write its source
                 dma_sync(ms, env, c.t)
@@ -544,7 +475,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
             # EI takes effect after the instruction that follows it: run that one alone
             ei_step = rg[R_EI_PENDING]
             if ei_step != 0:
-                c.limit = c.t
+                limit = c.t
             # the HALT bug: the next opcode fetch fails to increment PC, once
             pc_step = 1 - rg[R_HALT_BUG]
             rg[R_HALT_BUG] = 0
@@ -552,87 +483,37 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
             while running:
                 if wp.static(COUNTERS):   # (in memory: Warp does not carry a local through a static if)
                     r64[env, T_COUNT_INSTR] = r64[env, T_COUNT_INSTR] + wp.int64(1)
-                c.fast = fast_run
+                fast = fast_run
                 # ---- fetch: ROM through the bank offsets first (where code runs) ----
                 op = int(-1)
-                if c.fast and c.pc < 0x8000:
+                if fast and c.pc < 0x8000:
                     op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
                 else:
-                    op = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                 c.pc = (c.pc + pc_step) & 0xFFFF
                 pc_step = 1
                 c.t = c.t + FOUR
-                # ---- decode: group, operand bytes and data access from one table word ----
-                gb = int(groups_v[op & 0xFF])
-                g = gb & GROUP_MASK
-                # ---- operands: the bytes after the opcode (OPERAND_BYTES), read here for every
-                # group - they always come in the M-cycles right after the fetch - so the loop has
-                # two operand reads, not one per branch that takes operands (on CUDA each inlined
-                # read is code the register allocator must carry: docs/gpu.md, Kernel footprint) ----
-                imm = int(0)
-                imm_hi = int(0)
-                operands = (gb >> 6) & 3
-                if operands != 0:
-                    imm = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
-                    c.t = c.t + FOUR
-                    c.pc = (c.pc + 1) & 0xFFFF
-                    if operands == 2:
-                        imm_hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
-                        c.t = c.t + FOUR
-                        c.pc = (c.pc + 1) & 0xFFFF
-                # ---- data stage (CUDA, `staged`): the byte at (HL), (BC), ($FF00+n), (nn), ...
-                # (ACCESS) is read here, in the M-cycle after the operands, and written after the
-                # branch, as the instruction's last M-cycle: one read_data8 and one write_data8 in
-                # the loop instead of one per branch. On the CPU (staged = 0) this folds away and
-                # each branch makes its own access at the same M-cycle ----
-                acc = int(0)
-                if staged != 0:
-                    acc = gb >> ACCESS_SHIFT
-                reads = acc & A_READS
-                c.writes = acc >> 4
-                daddr = int(0)
-                dv = int(0)
-                c.wv = 0
-                if acc != 0:
-                    am = acc & 7
-                    daddr = hl(rg[R_H], rg[R_L])
-                    if am == A_RP:
-                        daddr = get_rp(rg, rg[R_SP], (op >> 4) & 1)
-                    elif am == A_FF_IMM:
-                        daddr = 0xFF00 | imm
-                    elif am == A_FF_C:
-                        daddr = 0xFF00 | rg[R_C]
-                    elif am == A_NN:
-                        daddr = (imm_hi << 8) | imm
-                    elif am == A_CB and (imm & 7) != 6:
-                        reads = 0                  # a CB opcode on a register
-                        c.writes = 0
-                    if reads != 0:
-                        dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, daddr, c.t)
-                        c.t = c.t + FOUR
-                # ---- execute: one branch per opcode group (OPCODE_GROUPS); the
+                # ---- execute: one branch per opcode group (OPCODE_GROUPS, a byte table); the
                 # chain of compares on g compiles to a single jump table. Each branch computes
                 # the opcode's bit fields it reads (y = op>>3&7, z = op&7, p = op>>4&3,
                 # q = op>>3&1): computed once before the jump they cost every instruction
                 # ~9 x86 instructions and a spill ----
-                c.w16 = -1     # 16-bit destination (BC DE HL SP AF), -1: none
-                c.v16 = 0
+                g = int(groups_v[op & 0xFF])
+                w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
+                v16 = int(0)
                 if g == G_LD_R_R:  # LD r[y], r[z]
                     y = (op >> 3) & 7
                     z = op & 7
                     rg[y] = rg[z]
                 elif g == G_LD_R_HL:  # LD r[y], (HL)
-                    if staged == 0:
-                        dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
-                        c.t = c.t + FOUR
-                    rg[(op >> 3) & 7] = dv
+                    y = (op >> 3) & 7
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                    c.t = c.t + FOUR
+                    rg[y] = v
                 elif g == G_LD_HL_R:  # LD (HL), r[z]
-                    c.wv = rg[op & 7]
-                    if staged == 0:
-                        if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, hl(rg[R_H], rg[R_L]), c.wv, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
-                        c.t = c.t + FOUR
+                    z = op & 7
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), rg[z], c.t, limit)
+                    c.t = c.t + FOUR
                 # ALU A, r[z] (z = op & 7): one group per operation, so the operation needs no second jump
                 elif g == G_ADD_R:
                     alu_to_a(rg, 0, rg[op & 7])
@@ -652,15 +533,17 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     alu_to_a(rg, 7, rg[op & 7])
                 elif g == G_ALU_HL:  # ALU A, (HL)
                     y = (op >> 3) & 7
-                    if staged == 0:
-                        dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
-                        c.t = c.t + FOUR
-                    res = alu(rg[R_A], rg[R_F], y, dv)
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                    c.t = c.t + FOUR
+                    res = alu(rg[R_A], rg[R_F], y, v)
                     rg[R_A] = res & 0xFF
                     rg[R_F] = res >> 8
                 elif g == G_ALU_N:  # ALU A, n
                     y = (op >> 3) & 7
-                    res = alu(rg[R_A], rg[R_F], y, imm)
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    res = alu(rg[R_A], rg[R_F], y, n)
                     rg[R_A] = res & 0xFF
                     rg[R_F] = res >> 8
                 elif g == G_INC_DEC_R:  # INC r[y] (z = 4) / DEC r[y] (z = 5)
@@ -675,10 +558,8 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                 elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                     z = op & 7
-                    if staged == 0:
-                        dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
-                        c.t = c.t + FOUR
-                    v = dv
+                    v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                    c.t = c.t + FOUR
                     r = int(0)
                     if z == 4:
                         r = (v + 1) & 0xFF
@@ -686,81 +567,86 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     else:
                         r = (v - 1) & 0xFF
                         rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | NF | fl((v & 15) == 0, HF)
-                    c.wv = r
-                    if staged == 0:
-                        if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, hl(rg[R_H], rg[R_L]), c.wv, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
-                        c.t = c.t + FOUR
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
+                    c.t = c.t + FOUR
                 elif g == G_LD_R_N:  # LD r[y], n
                     y = (op >> 3) & 7
-                    rg[y] = imm
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    rg[y] = n
                 elif g == G_LD_HL_N:  # LD (HL), n
-                    c.wv = imm
-                    if staged == 0:
-                        if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, hl(rg[R_H], rg[R_L]), c.wv, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
-                        c.t = c.t + FOUR
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
+                    c.t = c.t + FOUR
                 elif g == G_JR:  # JR d (y = 3) / JR cc, d (y = 4..7)
                     y = (op >> 3) & 7
+                    d = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
                     if y == 3 or cond(rg[R_F], y - 4):
-                        c.pc = (c.pc + sext8(imm)) & 0xFFFF
+                        c.pc = (c.pc + sext8(d)) & 0xFFFF
                         c.t = c.t + FOUR
-                        if imm >= 0x80 and (rg[R_IDLE] & 1) != 0:   # a polling loop closes (emu/idle.py)
-                            c.t = idle_branch(ms, env, c.pc, c.t, c.limit)
+                        if d >= 0x80 and (rg[R_IDLE] & 1) != 0:   # a polling loop closes (emu/idle.py)
+                            c.t = idle_branch(ms, env, c.pc, c.t, limit)
                 elif g == G_LD_IND_A:  # LD (BC/DE/HL+/HL-), A and back (q = 1)
                     p = (op >> 4) & 3
-                    if staged == 0:
-                        daddr = hl(rg[R_H], rg[R_L])
-                        if p < 2:
-                            daddr = get_rp(rg, rg[R_SP], p)
-                    if (op & 8) == 0:
-                        c.wv = rg[R_A]
-                        if staged == 0:
-                            if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, daddr, c.wv, c.t) != 0:
-                                c.limit = END_RUN
-                                c.fast = False
-                            c.t = c.t + FOUR
+                    q = (op >> 3) & 1
+                    addr = hl(rg[R_H], rg[R_L])
+                    if p < 2:
+                        addr = get_rp(rg, rg[R_SP], p)
+                    if q == 0:
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
+                        c.t = c.t + FOUR
                     else:
-                        if staged == 0:
-                            dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, daddr, c.t)
-                            c.t = c.t + FOUR
-                        rg[R_A] = dv
-                    if p >= 2:                   # HL+ / HL- (daddr: HL)
-                        c.w16 = 2
-                        c.v16 = daddr + 1
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
+                        c.t = c.t + FOUR
+                        rg[R_A] = v
+                    if p >= 2:
+                        w16 = 2
+                        v16 = addr + 1
                         if p == 3:
-                            c.v16 = daddr - 1
+                            v16 = addr - 1
                 elif g == G_INC_DEC_RP:  # INC rp (q = 0) / DEC rp
                     p = (op >> 4) & 3
                     q = (op >> 3) & 1
-                    c.w16 = p
-                    c.v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
+                    w16 = p
+                    v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                     c.t = c.t + FOUR
                 elif g == G_LD_RP_NN:  # LD rp, nn
                     p = (op >> 4) & 3
-                    c.w16 = p
-                    c.v16 = (imm_hi << 8) | imm
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 2) & 0xFFFF
+                    w16 = p
+                    v16 = (hi << 8) | lo
                 elif g == G_ADD_HL_RP:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
                     p = (op >> 4) & 3
                     a = hl(rg[R_H], rg[R_L])
                     v = get_rp(rg, rg[R_SP], p)
                     r = a + v
                     rg[R_F] = (rg[R_F] & ZF) | fl((a & 0xFFF) + (v & 0xFFF) > 0xFFF, HF) | fl(r > 0xFFFF, CF)
-                    c.w16 = 2
-                    c.v16 = r
+                    w16 = 2
+                    v16 = r
                     c.t = c.t + FOUR
                 elif g == G_CB:  # CB prefix: rotates/shifts, BIT, RES, SET on r[cz] or (HL)
-                    cx = imm >> 6
-                    cy = (imm >> 3) & 7
-                    cz = imm & 7
-                    v = rg[cz]
+                    op2 = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    cx = op2 >> 6
+                    cy = (op2 >> 3) & 7
+                    cz = op2 & 7
+                    v = int(0)
                     if cz == 6:
-                        if staged == 0:
-                            dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
-                            c.t = c.t + FOUR
-                        v = dv
+                        vm = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                        c.t = c.t + FOUR
+                        v = vm
+                    else:
+                        v = rg[cz]
                     r = v
                     if cx == 0:
                         res = rot(rg[R_F], cy, v)
@@ -772,65 +658,61 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         r = v & ((1 << cy) ^ 0xFF)
                     else:  # SET
                         r = v | (1 << cy)
-                    if cz == 6:
-                        c.wv = r
-                        if cx == 1:
-                            c.writes = 0                 # BIT (HL) only reads
+                    if cx != 1:
+                        if cz == 6:
+                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
+                            c.t = c.t + FOUR
                         else:
-                            if staged == 0:
-                                if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, hl(rg[R_H], rg[R_L]), c.wv, c.t) != 0:
-                                    c.limit = END_RUN
-                                    c.fast = False
-                                c.t = c.t + FOUR
-                    elif cx != 1:
-                        rg[cz] = r
-                elif g == G_LDH_N:  # LDH (n), A / LDH A, (n) (op bit 4: the read)
-                    if (op & 0x10) == 0:
-                        c.wv = rg[R_A]
-                        if staged == 0:
-                            if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, 0xFF00 | imm, c.wv, c.t) != 0:
-                                c.limit = END_RUN
-                                c.fast = False
-                            c.t = c.t + FOUR
+                            rg[cz] = r
+                elif g == G_LDH_N:  # LDH (n), A (y = 4) / LDH A, (n) (y = 6)
+                    y = (op >> 3) & 7
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    if y == 4:
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | n, rg[R_A], c.t, limit)
+                        c.t = c.t + FOUR
                     else:
-                        if staged == 0:
-                            dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, 0xFF00 | imm, c.t)
-                            c.t = c.t + FOUR
-                        rg[R_A] = dv
-                elif g == G_LDH_C:  # LD (C), A / LD A, (C) (op bit 4: the read)
-                    if (op & 0x10) == 0:
-                        c.wv = rg[R_A]
-                        if staged == 0:
-                            if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, 0xFF00 | rg[R_C], c.wv, c.t) != 0:
-                                c.limit = END_RUN
-                                c.fast = False
-                            c.t = c.t + FOUR
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | n, c.t)
+                        c.t = c.t + FOUR
+                        rg[R_A] = v
+                elif g == G_LDH_C:  # LD (C), A (y = 4) / LD A, (C) (y = 6)
+                    y = (op >> 3) & 7
+                    if y == 4:
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | rg[R_C], rg[R_A], c.t, limit)
+                        c.t = c.t + FOUR
                     else:
-                        if staged == 0:
-                            dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, 0xFF00 | rg[R_C], c.t)
-                            c.t = c.t + FOUR
-                        rg[R_A] = dv
-                elif g == G_LD_NN_A:  # LD (nn), A / LD A, (nn) (op bit 4: the read)
-                    if (op & 0x10) == 0:
-                        c.wv = rg[R_A]
-                        if staged == 0:
-                            if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, (imm_hi << 8) | imm, c.wv, c.t) != 0:
-                                c.limit = END_RUN
-                                c.fast = False
-                            c.t = c.t + FOUR
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | rg[R_C], c.t)
+                        c.t = c.t + FOUR
+                        rg[R_A] = v
+                elif g == G_LD_NN_A:  # LD (nn), A (y = 5) / LD A, (nn) (y = 7)
+                    y = (op >> 3) & 7
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 2) & 0xFFFF
+                    addr = (hi << 8) | lo
+                    if y == 5:
+                        limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
+                        c.t = c.t + FOUR
                     else:
-                        if staged == 0:
-                            dv = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, rom0_base, romx_off, (imm_hi << 8) | imm, c.t)
-                            c.t = c.t + FOUR
-                        rg[R_A] = dv
+                        v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
+                        c.t = c.t + FOUR
+                        rg[R_A] = v
                 elif g == G_JP:  # JP nn (C3) / JP cc, nn (y = 0..3)
                     y = (op >> 3) & 7
                     z = op & 7
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 2) & 0xFFFF
                     if z == 3 or cond(rg[R_F], y):
-                        target = (imm_hi << 8) | imm
+                        target = (hi << 8) | lo
                         c.t = c.t + FOUR
                         if target < c.pc and (rg[R_IDLE] & 1) != 0:   # (as for JR)
-                            c.t = idle_branch(ms, env, target, c.t, c.limit)
+                            c.t = idle_branch(ms, env, target, c.t, limit)
                         c.pc = target
                 elif g == G_CALL_PUSH_RST:  # CALL cc,nn / CALL nn / PUSH rp2 / RST: optional operand, then a push
                     y = (op >> 3) & 7
@@ -840,8 +722,14 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     target = y * 8                     # RST
                     do_push = True
                     v = c.pc
-                    if z == 4 or z == 5 and q == 1:    # CALL (nn read with the operands)
-                        target = (imm_hi << 8) | imm
+                    if z == 4 or z == 5 and q == 1:    # CALL
+                        lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                        c.t = c.t + FOUR
+                        hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                        c.t = c.t + FOUR
+                        c.pc = (c.pc + 2) & 0xFFFF
+                        v = c.pc
+                        target = (hi << 8) | lo
                         if z == 4:
                             do_push = cond(rg[R_F], y)
                     elif z == 5:                       # PUSH
@@ -851,14 +739,10 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     if do_push:
                         c.t = c.t + FOUR
                         sp = (rg[R_SP] - 1) & 0xFFFF
-                        if write8(ms, env, wram_e, hram_e, rg, c.fast, hram_fast, sp, v >> 8, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
+                        limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
                         c.t = c.t + FOUR
                         sp = (sp - 1) & 0xFFFF
-                        if write8(ms, env, wram_e, hram_e, rg, c.fast, hram_fast, sp, v & 0xFF, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
+                        limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
                         c.t = c.t + FOUR
                         rg[R_SP] = sp
                         if z != 5 or q == 1:
@@ -866,29 +750,29 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                 elif g == G_POP_RET:  # POP rp2 (q = 0) / RET (C9) / RETI (D9)
                     p = (op >> 4) & 3
                     q = (op >> 3) & 1
-                    lo = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                     c.t = c.t + FOUR
-                    hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                     c.t = c.t + FOUR
                     rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                     if q == 0:
-                        c.w16 = p
+                        w16 = p
                         if p == 3:
-                            c.w16 = 4
-                        c.v16 = (hi << 8) | lo
+                            w16 = 4
+                        v16 = (hi << 8) | lo
                     else:
                         c.pc = (hi << 8) | lo
                         c.t = c.t + FOUR
                         if p == 1:
                             rg[R_IME] = 1          # RETI: enabled at once, no EI delay
-                            c.limit = END_RUN
+                            limit = END_RUN
                 elif g == G_RET_CC:  # RET cc: one internal M-cycle for the condition
                     y = (op >> 3) & 7
                     c.t = c.t + FOUR
                     if cond(rg[R_F], y):
-                        lo = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
+                        lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                         c.t = c.t + FOUR
-                        hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                        hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                         c.t = c.t + FOUR
                         rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                         c.pc = (hi << 8) | lo
@@ -913,14 +797,17 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         rg[R_F] = (f & ZF) | ((f & CF) ^ CF)
                 elif g == G_SP_E8:  # ADD SP, e8 (y = 5) / LD HL, SP+e8: H and C from the unsigned low-byte add
                     y = (op >> 3) & 7
-                    rg[R_F] = fl((rg[R_SP] & 15) + (imm & 15) > 15, HF) | fl((rg[R_SP] & 0xFF) + imm > 0xFF, CF)
-                    r = (rg[R_SP] + sext8(imm)) & 0xFFFF
+                    n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 1) & 0xFFFF
+                    rg[R_F] = fl((rg[R_SP] & 15) + (n & 15) > 15, HF) | fl((rg[R_SP] & 0xFF) + n > 0xFF, CF)
+                    r = (rg[R_SP] + sext8(n)) & 0xFFFF
                     if y == 5:
                         rg[R_SP] = r
                         c.t = c.t + wp.int64(8)
                     else:
-                        c.w16 = 2
-                        c.v16 = r
+                        w16 = 2
+                        v16 = r
                         c.t = c.t + FOUR
                 elif g == G_JP_HL:  # JP HL
                     c.pc = hl(rg[R_H], rg[R_L])
@@ -932,7 +819,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                     rg[R_EI_PENDING] = 0
                 elif g == G_EI:  # the scheduler runs the next instruction alone, then sets IME
                     rg[R_EI_PENDING] = 1
-                    c.limit = END_RUN
+                    limit = END_RUN
                 elif g == G_NOP:
                     pass
                 elif g == G_HALT:
@@ -942,8 +829,8 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         # a request made by the end of HALT's M-cycle counts as pending
                         if c.t >= r64[env, T_NEXT_EVENT]:
                             events_sync(ms, env, c.t)
-                        halt_pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
-                        if halt_pend == 0:
+                        pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
+                        if pend == 0:
                             rg[R_HALTED] = 1
                         elif rg[R_IME] == 0:
                             rg[R_HALT_BUG] = 1
@@ -953,7 +840,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                             # handler returns (gambatte and SameBoy agree; a game loop that
                             # HALTs as a timer request comes then sleeps to the next one)
                             c.pc = (c.pc - 1) & 0xFFFF
-                        c.limit = END_RUN
+                        limit = END_RUN
                 elif g == G_STOP:
                     if m.flat_mode != 0:
                         c.t = c.t + wp.int64(8)
@@ -961,50 +848,39 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         c.pc = (c.pc + 1) & 0xFFFF
                         if joypad_lines(ms, env) == 0xF:
                             stop_enter(ms, env, c.t)
-                            c.stopped = 1
-                            c.limit = END_RUN
-                elif g == G_LD_NN_SP:  # LD (nn), SP: SP low byte at nn, high byte at nn + 1
-                    c.wv = rg[R_SP]
-                    if staged == 0:
-                        daddr = (imm_hi << 8) | imm
-                        if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, daddr, c.wv & 0xFF, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
-                        c.t = c.t + FOUR
-                        if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, (daddr + 1) & 0xFFFF, c.wv >> 8, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
-                        c.t = c.t + FOUR
+                            stopped = 1
+                            limit = END_RUN
+                elif g == G_LD_NN_SP:  # LD (nn), SP
+                    lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                    c.t = c.t + FOUR
+                    hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                    c.t = c.t + FOUR
+                    c.pc = (c.pc + 2) & 0xFFFF
+                    addr = (hi << 8) | lo
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_SP] & 0xFF, c.t, limit)
+                    c.t = c.t + FOUR
+                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
+                    c.t = c.t + FOUR
                 else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                     rg[R_LOCKED] = 1
-                    c.limit = END_RUN
+                    limit = END_RUN
                     c.pc = (c.pc - 1) & 0xFFFF
-                if c.writes != 0:                  # the data stage's write (CUDA), wv from the branch
-                    if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, daddr, c.wv & 0xFF, c.t) != 0:
-                        c.limit = END_RUN
-                        c.fast = False
-                    c.t = c.t + FOUR
-                    if c.writes == 2:                # LD (nn),SP: then the high byte
-                        if write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, c.fast, hram_fast, (daddr + 1) & 0xFFFF, c.wv >> 8, c.t) != 0:
-                            c.limit = END_RUN
-                            c.fast = False
-                        c.t = c.t + FOUR
                 # write-back of 16-bit results
-                if c.w16 >= 0:
-                    hi16 = (c.v16 >> 8) & 0xFF
-                    lo16 = c.v16 & 0xFF
-                    if c.w16 < 3:                   # BC DE HL
-                        rg[2 * c.w16] = hi16
-                        rg[2 * c.w16 + 1] = lo16
-                    elif c.w16 == 3:
-                        rg[R_SP] = c.v16 & 0xFFFF
+                if w16 >= 0:
+                    hi16 = (v16 >> 8) & 0xFF
+                    lo16 = v16 & 0xFF
+                    if w16 < 3:                   # BC DE HL
+                        rg[2 * w16] = hi16
+                        rg[2 * w16 + 1] = lo16
+                    elif w16 == 3:
+                        rg[R_SP] = v16 & 0xFFFF
                     else:
                         rg[R_A] = hi16
                         rg[R_F] = lo16 & 0xF0
-                running = c.t < c.limit
+                running = c.t < limit
             if wp.static(COUNTERS):
                 r64[env, T_COUNT_RUNS] = r64[env, T_COUNT_RUNS] + wp.int64(1)
-            if c.limit == END_RUN:   # a slow path ended the run: reload the cached state
+            if limit == END_RUN:   # a slow path ended the run: reload the cached state
                 slow = 1
             if ei_step != 0 and rg[R_EI_PENDING] != 0:   # (DI in between cancels it)
                 rg[R_IME] = 1
@@ -1015,7 +891,7 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     if flat == 0:
         sync_all(ms, env, c.t)
     store_cpu(ms, env, c)
-    m.r32[env, R_STOPPED] = c.stopped
+    m.r32[env, R_STOPPED] = stopped
 
 
 def kernel_inputs(m, ref=None) -> list:

@@ -105,6 +105,7 @@ def check_slot_map() -> None:
 check_slot_map()
 
 NEVER = wp.constant(wp.int64(1 << 62))
+PPU_LOG_WORDS = 96   # ppu_dots.PPU_LOG_WORDS: the mode-3 write log per env
 FRAME_CYCLES = 70224
 FRAME_CYCLES_T = wp.constant(wp.int64(FRAME_CYCLES))
 SERIAL_CAP = wp.constant(4096)
@@ -171,6 +172,7 @@ class Machine:
     flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
     idle_skip: int                         # 1: skip the iterations of idle loops (emu/idle.py)
+    ppu_log: wp.array2d(dtype=wp.int32)    # [N,96] the PPU register writes of the current mode 3 (ppu_dots.py)
 
 
 # How kernels take the machine: a one-element array of Machine (MachineRef), not the struct
@@ -246,4 +248,5 @@ def per_env_layout(cart_ram_bytes: int, mbc_regs: int) -> list[tuple[str, tuple,
         ("serial", (SERIAL_CAP_PY,), np.uint8),
         ("frame", (144, 160), np.uint8),
         ("obs", (72, 80), np.uint8),
+        ("ppu_log", (PPU_LOG_WORDS,), np.int32),   # (appended: older layouts lack it) ppu_dots.py
     ]

@@ -82,7 +82,7 @@ import warp as wp
 
 from .dma import dma_sync
 from .interrupts import raise_if
-from .ppu_dots import LOG_COUNT, PIPE_START_T, log_mode3_write, mode3_end_logged, ppu_log_row
+from .ppu_dots import LOG_COUNT, PIPE_START_T, dots_compiled, log_mode3_write, mode3_end_logged, ppu_log_row
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
                      window_visible)
@@ -338,7 +338,7 @@ def _mode3_end(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     mode = r32[R_RENDER_NOW]
     if warmup != 0:
         mode = RENDER_NONE
-    if ppu_log_row(ms, env)[LOG_COUNT] != 0:
+    if dots_compiled() != 0 and ppu_log_row(ms, env)[LOG_COUNT] != 0:
         # registers were written during this mode 3: the line dot by dot (ppu_dots.py)
         r32[R_WIN_LINE] = r32[R_WIN_LINE] + mode3_end_logged(ms, env, ly, mode, t)
         if warmup != 0:
@@ -460,7 +460,8 @@ def lcdc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
         _mode3_write(ms, env, 0x40, value, t)
     m.io[env, 0x40] = wp.uint8(value)
     if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off: blank screen
-        ppu_log_row(ms, env)[LOG_COUNT] = 0            # (a line in mode 3 is not finished)
+        if dots_compiled() != 0:
+            ppu_log_row(ms, env)[LOG_COUNT] = 0        # (a line in mode 3 is not finished)
         m.r32[env, R_LCD_OFF_COINCIDENCE] = coincidence
         m.r32[env, R_LY] = 0
         m.r32[env, R_PPU_MODE] = 0
@@ -572,7 +573,7 @@ def _mode3_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) ->
     with it. Returns 1 if the event moved."""
     m = machine(ms)
     moved = 0
-    if m.r32[env, R_PPU_MODE] == 3 and (int(m.io[env, 0x40]) & 0x80) != 0:
+    if dots_compiled() != 0 and m.r32[env, R_PPU_MODE] == 3 and (int(m.io[env, 0x40]) & 0x80) != 0:
         last = log_mode3_write(ms, env, m.r32[env, R_LY], reg, value, t)
         if last >= 0:
             ls = m.r64[env, T_LINE_START]

@@ -59,6 +59,21 @@ WRITE_PHASE = wp.constant(wp.int64(0))     # a write in the M-cycle at t lands a
                                            # (BGP, LCDC.0 and OBP0 writes: gambatte's pixel)
 MAX_END_DOT = wp.constant(360)    # a guard: the last pixel comes by dot ~290, the line ends at 369
 
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 0;
+#else
+    return 1;
+#endif
+""")
+def dots_compiled() -> int:
+    """1 where the per-dot path is built: on a CPU. 0 on a GPU, where the compiler then drops it and
+    mode-3 writes take effect for the whole line (the line renderer, as before): reachable from
+    ppu_sync, the pipeline grew the machine kernel's spills by ~7% and its stack frame by ~120 B
+    (ptxas allocates registers across the call tree; tools/kernel_report.py, issue 27)."""
+    ...
+
+
 # ppu_log words
 LOG_COUNT = wp.constant(0)        # writes logged on the current line (0: none)
 LOG_REGS_A = wp.constant(1)       # LCDC | SCY << 8 | SCX << 16 | BGP << 24 as mode 3 started
@@ -67,7 +82,8 @@ LOG_WINDOW = wp.constant(3)       # the WY condition | the window's line counter
 LOG_TIMING = wp.constant(4)       # 1 if a logged write may have moved mode 3's end
 LOG_STARTS = wp.constant(5)       # window starts on this line, from the last timing pass
 LOG_FIRST = wp.constant(8)        # entries: (dot + DOT_BIAS) << 16 | register << 8 | value
-                                  # (PPU_LOG_WORDS = 96: 88 entries, more than mode 3 has M-cycles)
+                                  # (PPU_LOG_WORDS = 48: 40 entries; mode 3 lasts at most 295 dots,
+                                  # 74 M-cycles, and a write takes 2 at least: 37 writes)
 DOT_BIAS = wp.constant(64)
 
 # phases of the per-dot loop
@@ -111,31 +127,203 @@ def _window_due(lcdc: int, wyt: int, wx: int, pos: int) -> int:
     return 0
 
 
+# The pipeline's state, in words 0..43 of the line_buf row (its colour words, unused here) rather
+# than in locals: ptxas allocates registers across calls, and ~40 live locals here raised the
+# register use of every caller in the machine kernel, growing its stack frame by 600 B
+# (tools/kernel_report.py). From memory, the per-dot loop holds a few values at a time.
+_LCDC = wp.constant(0)
+_SCY = wp.constant(1)
+_SCX = wp.constant(2)
+_BGP = wp.constant(3)
+_OBP0 = wp.constant(4)
+_OBP1 = wp.constant(5)
+_WY = wp.constant(6)
+_WX = wp.constant(7)
+_WYT = wp.constant(8)       # the WY condition
+_WIN_LINE = wp.constant(9)  # the window's line counter as the line started
+_N_OBJ = wp.constant(10)
+_WI = wp.constant(11)       # next log entry
+_FINE = wp.constant(12)     # SCX mod 8 as the pipeline started (-1: not yet)
+_POS = wp.constant(13)      # the x counter (-8 - fine .. 160)
+_X0_WAIT = wp.constant(14)
+_BGQ = wp.constant(15)      # BG FIFO: 2 bits per pixel, the next one lowest
+_BGN = wp.constant(16)
+_OBQ = wp.constant(17)      # object FIFO: 4 bits per pixel (colour, OBP1, behind BG)
+_OBN = wp.constant(18)
+_STEP = wp.constant(19)     # the fetcher's step, 0..7
+_FX = wp.constant(20)       # its BG tile counter
+_TILE = wp.constant(21)
+_LO = wp.constant(22)
+_HI = wp.constant(23)
+_WIN = wp.constant(24)      # fetching the window
+_WIN_X = wp.constant(25)    # the window's tile counter
+_STARTS = wp.constant(26)
+_FRESH = wp.constant(27)    # the window just started: no pixel shown since
+_OI = wp.constant(28)       # next object in fetch order
+_PHASE = wp.constant(29)
+_COUNT = wp.constant(30)
+_OBJ_LO = wp.constant(31)
+_END = wp.constant(32)
+_STATE_WORDS = 33
+
+
+@wp.func(inline=False)
+def _apply_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int32), ly: int, d: int):
+    """The logged writes that have landed by dot d, into the register words of st."""
+    n_writes = wp.min(log[LOG_COUNT], PPU_LOG_WORDS - LOG_FIRST)
+    while st[_WI] < n_writes and ((log[LOG_FIRST + st[_WI]] >> 16) - DOT_BIAS) <= d:
+        e = log[LOG_FIRST + st[_WI]]
+        reg = (e >> 8) & 0xFF
+        v = e & 0xFF
+        k = int(-1)
+        if reg == 0x40:
+            k = _LCDC
+        elif reg == 0x42:
+            k = _SCY
+        elif reg == 0x43:
+            k = _SCX
+        elif reg == 0x47:
+            k = _BGP
+        elif reg == 0x48:
+            k = _OBP0
+        elif reg == 0x49:
+            k = _OBP1
+        elif reg == 0x4A:
+            k = _WY
+        elif reg == 0x4B:
+            k = _WX
+        if k >= 0:
+            st[k] = v
+        if (reg == 0x40 or reg == 0x4A) and (st[_LCDC] & 0x20) != 0 and ly == st[_WY]:
+            st[_WYT] = 1     # the WY condition (ppu._wy_check)
+        st[_WI] = st[_WI] + 1
+
+
+@wp.func(inline=False)
+def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly: int):
+    """One step of the BG/window fetcher (see the module docstring)."""
+    step = st[_STEP]
+    lcdc = st[_LCDC]
+    if step == 1:
+        if (lcdc & 0x20) == 0:
+            st[_WIN] = 0
+        y = (ly + st[_SCY]) & 255
+        col = ((st[_SCX] >> 3) + st[_FX]) & 31
+        base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
+        if st[_WIN] != 0:
+            y = st[_WIN_LINE] + st[_STARTS] - 1
+            col = st[_WIN_X]
+            base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
+        st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
+        st[_STEP] = 2
+    elif step == 3:
+        y = (ly + st[_SCY]) & 255
+        if st[_WIN] != 0:
+            y = st[_WIN_LINE] + st[_STARTS] - 1
+        st[_LO] = int(vr[_bg_tile_row(vr, st[_TILE], y, lcdc)])
+        st[_STEP] = 4
+    elif step >= 5:
+        if step == 5:
+            y = (ly + st[_SCY]) & 255
+            if st[_WIN] != 0:
+                y = st[_WIN_LINE] + st[_STARTS] - 1
+                st[_WIN_X] = (st[_WIN_X] + 1) & 31
+            st[_HI] = int(vr[_bg_tile_row(vr, st[_TILE], y, lcdc) + 1])
+        elif step == 6:
+            st[_FX] = (st[_FX] + 1) & 31
+        if step < 7:
+            st[_STEP] = step + 1
+        if st[_BGN] == 0:
+            st[_BGQ] = _colours_packed(st[_LO], st[_HI])
+            st[_BGN] = 8
+            st[_STEP] = 0
+    else:
+        st[_STEP] = step + 1
+
+
+@wp.func(inline=False)
+def _object_row_in(vr: wp.array(dtype=wp.uint8), ow: wp.array(dtype=wp.uint32), st: wp.array(dtype=wp.int32),
+                   i: int, ly: int):
+    """Object i's row is read: its opaque pixels fill the transparent ones of the object FIFO."""
+    attr = (int(ow[i]) >> 24) & 0xFF
+    plo = int(vr[st[_OBJ_LO]])
+    phi = int(vr[_obj_row(ow, i, ly, st[_LCDC]) + 1])
+    if (attr & 0x20) == 0:      # bit 7 is the leftmost pixel unless X-flipped
+        plo = _reverse8(plo)
+        phi = _reverse8(phi)
+    extra = ((attr >> 4) & 1) * 4 + ((attr >> 7) & 1) * 8
+    obq = wp.uint32(st[_OBQ])
+    obn = st[_OBN]
+    for p in range(8):
+        c = ((plo >> p) & 1) | (((phi >> p) & 1) << 1)
+        sh = wp.uint32(4 * p)
+        if c != 0 and (p >= obn or ((obq >> sh) & wp.uint32(3)) == wp.uint32(0)):
+            obq = (obq & ~(wp.uint32(15) << sh)) | (wp.uint32(c | extra) << sh)
+    st[_OBQ] = wp.int32(obq)
+    st[_OBN] = 8
+
+
+@wp.func(inline=False)
+def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: int) -> int:
+    """Shift one pixel out of the FIFOs and mix it (BGP, OBP0/1, LCDC.0/1 as they are now) into
+    px; returns 1 if it was the line's last."""
+    c = s[_BGQ] & 3
+    s[_BGQ] = s[_BGQ] >> 2      # (at most 9 pixels: 18 bits, never negative)
+    s[_BGN] = s[_BGN] - 1
+    o = int(0)
+    if s[_OBN] > 0:
+        q = wp.uint32(s[_OBQ])
+        o = int(q & wp.uint32(15))
+        s[_OBQ] = wp.int32(q >> wp.uint32(4))
+        s[_OBN] = s[_OBN] - 1
+    pos = s[_POS]
+    if pos >= 0 and pos < 160:
+        s[_FRESH] = 0
+        if draw != 0:
+            lcdc = s[_LCDC]
+            if (lcdc & 0x01) == 0:
+                c = 0
+            shade = (s[_BGP] >> (2 * c)) & 3
+            if (o & 3) != 0 and (lcdc & 0x02) != 0 and ((o & 8) == 0 or c == 0):
+                pal = s[_OBP0]
+                if (o & 4) != 0:
+                    pal = s[_OBP1]
+                shade = (pal >> (2 * (o & 3))) & 3
+            px[pos] = wp.uint8(shade)
+    s[_POS] = pos + 1
+    last = int(0)
+    if pos + 1 == 160:
+        last = 1
+    return last
+
+
 @wp.func(inline=False)
 def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratch: wp.uint64, ly: int,
               selected: wp.uint64, draw: int) -> int:
     """Run line ly's mode 3 dot by dot from the log at log_at (the registers as it started and the
     writes since). Returns the dot of the last pixel | window starts << 16. draw: 1 to write the
     160 shades to the bytes at scratch + 184 (line_buf's shade words 1..20); scratch + 352 holds
-    the objects in fetch order. selected: OAM's selection for the line (objects_on_line)."""
+    the objects in fetch order, scratch + 0 the pipeline's state. selected: OAM's selection for
+    the line (objects_on_line)."""
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     ow = wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32)
     log = wp.array(ptr=log_at, shape=(PPU_LOG_WORDS,), dtype=wp.int32)
     keys = wp.array(ptr=scratch + wp.uint64(352), shape=(10,), dtype=wp.int32)
     px = wp.array(ptr=scratch + wp.uint64(184), shape=(160,), dtype=wp.uint8)
+    st = wp.array(ptr=scratch, shape=(_STATE_WORDS,), dtype=wp.int32)
     a = log[LOG_REGS_A]
     b = log[LOG_REGS_B]
-    lcdc = a & 0xFF
-    scy = (a >> 8) & 0xFF
-    scx = (a >> 16) & 0xFF
-    bgp = (a >> 24) & 0xFF
-    obp0 = b & 0xFF
-    obp1 = (b >> 8) & 0xFF
-    wy = (b >> 16) & 0xFF
-    wx = (b >> 24) & 0xFF
-    wyt = log[LOG_WINDOW] & 0xFF
-    win_line = (log[LOG_WINDOW] >> 8) & 0xFF
-    n_writes = wp.min(log[LOG_COUNT], PPU_LOG_WORDS - LOG_FIRST)
+    for k in range(4):
+        st[_LCDC + k] = (a >> (8 * k)) & 0xFF      # LCDC SCY SCX BGP
+        st[_OBP0 + k] = (b >> (8 * k)) & 0xFF      # OBP0 OBP1 WY WX
+    st[_WYT] = log[LOG_WINDOW] & 0xFF
+    st[_WIN_LINE] = (log[LOG_WINDOW] >> 8) & 0xFF
+    for k in range(_WI, _STATE_WORDS):
+        st[k] = 0
+    st[_FINE] = -1
+    st[_BGN] = 8            # the BG FIFO starts with 8 junk pixels
+    st[_PHASE] = _PIXEL
+    st[_END] = -1
     # the objects with X < 168, sorted by X * 64 + OAM index
     n_obj = int(0)
     rest = selected
@@ -151,182 +339,72 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                 k -= 1
             keys[k] = key
             n_obj += 1
-    wi = int(0)
+    st[_N_OBJ] = n_obj
     d = int(0)
-    fine = int(-1)
-    pos = int(0)
-    x0_wait = int(0)
-    bgq = wp.uint32(0)      # BG FIFO: 2 bits per pixel, the next one lowest
-    bgn = int(8)            # starts with 8 junk pixels
-    obq = wp.uint32(0)      # object FIFO: 4 bits per pixel (colour, OBP1, behind BG)
-    obn = int(0)
-    step = int(0)           # the fetcher's step, 0..7
-    fx = int(0)             # its BG tile counter
-    tile = int(0)
-    lo = int(0)
-    hi = int(0)
-    win = int(0)
-    win_x = int(0)          # the window's tile counter
-    starts = int(0)
-    fresh = int(0)          # the window just started: no pixel shown since
-    oi = int(0)             # next object in fetch order
-    phase = _PIXEL
-    count = int(0)
-    obj_lo = int(0)
-    checked = int(0)        # the window checks ran this dot (1) or are skipped (an object fetch ended)
-    end = int(-1)
-    while end < 0 and d < MAX_END_DOT:
-        # the writes that have landed by this dot
-        while wi < n_writes and ((log[LOG_FIRST + wi] >> 16) - DOT_BIAS) <= d:
-            e = log[LOG_FIRST + wi]
-            reg = (e >> 8) & 0xFF
-            v = e & 0xFF
-            if reg == 0x40:
-                lcdc = v
-            elif reg == 0x42:
-                scy = v
-            elif reg == 0x43:
-                scx = v
-            elif reg == 0x47:
-                bgp = v
-            elif reg == 0x48:
-                obp0 = v
-            elif reg == 0x49:
-                obp1 = v
-            elif reg == 0x4A:
-                wy = v
-            elif reg == 0x4B:
-                wx = v
-            if (reg == 0x40 or reg == 0x4A) and (lcdc & 0x20) != 0 and ly == wy:
-                wyt = 1     # the WY condition (ppu._wy_check)
-            wi += 1
-        if fine < 0:        # the pipeline starts: SCX mod 8 is read
-            fine = scx & 7
-            pos = -8 - fine
-            x0_wait = wp.min(fine, 5)   # with the fetcher's wait: 5 dots in all (Pan Docs: X = 0 costs 11)
+    while st[_END] < 0 and d < MAX_END_DOT:
+        _apply_writes(log, st, ly, d)
+        if st[_FINE] < 0:        # the pipeline starts: SCX mod 8 is read
+            st[_FINE] = st[_SCX] & 7
+            st[_POS] = -8 - st[_FINE]
+            st[_X0_WAIT] = wp.min(st[_FINE], 5)   # with the fetcher's wait: 5 dots in all (X = 0 costs 11)
         advance = int(0)
-        checked = 1
-        if phase == _FETCH and count == 6:
-            # the object's row is read: its opaque pixels fill the transparent ones of the FIFO
-            i = keys[oi] & 63
-            attr = (int(ow[i]) >> 24) & 0xFF
-            plo = int(vr[obj_lo])
-            phi = int(vr[_obj_row(ow, i, ly, lcdc) + 1])
-            if (attr & 0x20) == 0:      # bit 7 is the leftmost pixel unless X-flipped
-                plo = _reverse8(plo)
-                phi = _reverse8(phi)
-            extra = ((attr >> 4) & 1) * 4 + ((attr >> 7) & 1) * 8
-            for p in range(8):
-                c = ((plo >> p) & 1) | (((phi >> p) & 1) << 1)
-                if c != 0 and (p >= obn or ((int(obq) >> (4 * p)) & 3) == 0):
-                    obq = (obq & ~(wp.uint32(15) << wp.uint32(4 * p))) | (wp.uint32(c | extra) << wp.uint32(4 * p))
-            obn = 8
-            oi += 1
-            phase = _PIXEL
+        checked = int(1)         # the window checks run this dot (0: an object fetch ended)
+        if st[_PHASE] == _FETCH and st[_COUNT] == 6:
+            _object_row_in(vr, ow, st, keys[st[_OI]] & 63, ly)
+            st[_OI] = st[_OI] + 1
+            st[_PHASE] = _PIXEL
             checked = 0
-        if phase == _PIXEL:
+        if st[_PHASE] == _PIXEL:
+            pos = st[_POS]
             if checked != 0:
-                if win == 0:
-                    if _window_due(lcdc, wyt, wx, pos) != 0:
-                        win = 1
-                        fresh = 1
-                        starts += 1
-                        win_x = 0
-                        bgn = 0
-                        step = 0
-                elif fresh == 0 and step == 0 and wx == ((pos + 7) & 255):
-                    bgq = bgq << wp.uint32(2)   # DMG: a colour-0 pixel is inserted at the front
-                    bgn += 1
+                if st[_WIN] == 0:
+                    if _window_due(st[_LCDC], st[_WYT], st[_WX], pos) != 0:
+                        st[_WIN] = 1
+                        st[_FRESH] = 1
+                        st[_STARTS] = st[_STARTS] + 1
+                        st[_WIN_X] = 0
+                        st[_BGN] = 0
+                        st[_STEP] = 0
+                elif st[_FRESH] == 0 and st[_STEP] == 0 and st[_WX] == ((pos + 7) & 255):
+                    st[_BGQ] = st[_BGQ] << 2    # DMG: a colour-0 pixel is inserted at the front
+                    st[_BGN] = st[_BGN] + 1
+            oi = st[_OI]
             while oi < n_obj and pos >= -8 and pos < 160 and (keys[oi] >> 6) < pos + 8:
                 oi += 1                          # passed while objects were off (LCDC.1)
-            if oi < n_obj and pos >= -8 and pos < 160 and (lcdc & 0x02) != 0 and (keys[oi] >> 6) == pos + 8:
-                phase = _WAIT
+            st[_OI] = oi
+            if oi < n_obj and pos >= -8 and pos < 160 and (st[_LCDC] & 0x02) != 0 and (keys[oi] >> 6) == pos + 8:
+                st[_PHASE] = _WAIT
             else:
-                if bgn > 0:
-                    c = int(bgq & wp.uint32(3))
-                    bgq = bgq >> wp.uint32(2)
-                    bgn -= 1
-                    o = int(0)
-                    if obn > 0:
-                        o = int(obq & wp.uint32(15))
-                        obq = obq >> wp.uint32(4)
-                        obn -= 1
-                    if pos >= 0 and pos < 160:
-                        fresh = 0
-                        if draw != 0:
-                            if (lcdc & 0x01) == 0:
-                                c = 0
-                            shade = (bgp >> (2 * c)) & 3
-                            if (o & 3) != 0 and (lcdc & 0x02) != 0 and ((o & 8) == 0 or c == 0):
-                                pal = obp0
-                                if (o & 4) != 0:
-                                    pal = obp1
-                                shade = (pal >> (2 * (o & 3))) & 3
-                            px[pos] = wp.uint8(shade)
-                    pos += 1
-                    if pos == 160:
-                        end = d
+                if st[_BGN] > 0:
+                    if _pixel_out(px, st, draw) != 0:
+                        st[_END] = d
                 advance = 1
-        if phase == _WAIT:
-            if step < 5 or bgn == 0:
+        if st[_PHASE] == _WAIT:
+            if st[_STEP] < 5 or st[_BGN] == 0:
                 advance = 1
-            elif x0_wait > 0 and (keys[oi] >> 6) == 0:
-                phase = _X0
-                count = x0_wait
-                x0_wait = 0
+            elif st[_X0_WAIT] > 0 and (keys[st[_OI]] >> 6) == 0:
+                st[_PHASE] = _X0
+                st[_COUNT] = st[_X0_WAIT]
+                st[_X0_WAIT] = 0
             else:
-                phase = _FETCH
-                count = 0
-        if phase == _X0:
-            count -= 1
-            if count == 0:
-                phase = _FETCH
-        elif phase == _FETCH:
+                st[_PHASE] = _FETCH
+                st[_COUNT] = 0
+        if st[_PHASE] == _X0:
+            st[_COUNT] = st[_COUNT] - 1
+            if st[_COUNT] == 0:
+                st[_PHASE] = _FETCH
+        elif st[_PHASE] == _FETCH:
+            count = st[_COUNT]
             if count <= 1:
                 advance = 1
             if count == 4:
-                obj_lo = _obj_row(ow, keys[oi] & 63, ly, lcdc)
-            count += 1
-        if advance != 0 and end < 0:
-            # one fetcher step
-            if step == 1:
-                if (lcdc & 0x20) == 0:
-                    win = 0
-                y = (ly + scy) & 255
-                col = ((scx >> 3) + fx) & 31
-                base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
-                if win != 0:
-                    y = win_line + starts - 1
-                    col = win_x
-                    base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
-                tile = int(vr[base + (y >> 3) * 32 + col])
-                step = 2
-            elif step == 3:
-                y = (ly + scy) & 255
-                if win != 0:
-                    y = win_line + starts - 1
-                lo = int(vr[_bg_tile_row(vr, tile, y, lcdc)])
-                step = 4
-            elif step >= 5:
-                if step == 5:
-                    y = (ly + scy) & 255
-                    if win != 0:
-                        y = win_line + starts - 1
-                        win_x = (win_x + 1) & 31
-                    hi = int(vr[_bg_tile_row(vr, tile, y, lcdc) + 1])
-                elif step == 6:
-                    fx = (fx + 1) & 31
-                if step < 7:
-                    step += 1
-                if bgn == 0:
-                    bgq = wp.uint32(_colours_packed(lo, hi))
-                    bgn = 8
-                    step = 0
-            else:
-                step += 1
-        if end < 0:
+                st[_OBJ_LO] = _obj_row(ow, keys[st[_OI]] & 63, ly, st[_LCDC])
+            st[_COUNT] = count + 1
+        if advance != 0 and st[_END] < 0:
+            _fetcher_step(vr, st, ly)
+        if st[_END] < 0:
             d += 1
-    return d | (starts << 16)
+    return d | (st[_STARTS] << 16)
 
 
 @wp.func

@@ -568,9 +568,10 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
     Each selected object with X < 168 costs 6 dots; the first object whose leftmost
     pixel falls in a given BG (or window) tile also waits for that tile's fetch:
     5 - (pixel's offset in the tile) more dots, at least 0. So each tile touched costs
-    its largest wait once. Objects at X = 0 lie in the tile left of the screen (offset
-    SCX mod 8) and wait min(SCX mod 8, 5) more dots once between them, so n of them
-    cost 6n + 5 whatever SCX (the DMG values of mooneye-gb's intr_2_mode0_timing_sprites,
+    its largest wait once. Objects at X = 0 lie in the tile left of the screen and wait 5
+    (the fetcher's 5 - SCX mod 8, at least 0, then min(SCX mod 8, 5) more), the largest
+    wait in that tile: n of them cost 6n + 5 whatever SCX, and objects at X = 1..7 - SCX mod 8
+    add only their 6 (the DMG values of mooneye-gb's intr_2_mode0_timing_sprites,
     tests/roms/ppu_sprite_timing.asm; the cap at 5: SameBoy issue 293, measured on
     hardware). The same rules as ppu_dots.dots_line's pipeline, which checks them.
     win_start: screen x where the window starts on this line (>= 160: none).
@@ -579,7 +580,6 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
     # (tile key << 3 | wait) of each counted object: BG tiles 1.., window 128..
     waits = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
-    x0_wait = int(0)
     rest = selected
     while rest != wp.uint64(0):
         x = (int(ow[_lowest_index(rest)]) >> 8) & 0xFF
@@ -589,16 +589,16 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
             key = int(0)
             p = int(0)
             if x == 0:
-                x0_wait = wp.min(scx & 7, 5)
-            if sx >= win_start:
+                key = 1       # the tile left of the screen, with the largest wait there: 5
+            elif sx >= win_start:
                 p = sx - win_start
                 key = 128 + (p >> 3)
             else:
-                p = sx + (scx & 7) + 8  # >= 0: fetcher position, one tile to the left of the screen
+                p = sx + (scx & 7) + 8  # >= 1: fetcher position, one tile to the left of the screen
                 key = 1 + (p >> 3)
             waits[n] = key * 8 + wp.max(0, 5 - (p & 7))
             n += 1
-    dots = 6 * n + x0_wait
+    dots = 6 * n
     for j in range(n):
         kj = waits[j] >> 3
         wj = waits[j] & 7

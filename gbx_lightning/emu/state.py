@@ -105,7 +105,7 @@ def check_slot_map() -> None:
 check_slot_map()
 
 NEVER = wp.constant(wp.int64(1 << 62))
-PPU_LOG_WORDS = 96   # ppu_dots.PPU_LOG_WORDS: the mode-3 write log per env
+PPU_LOG_WORDS = 48   # the mode-3 write log per env (ppu_dots.py: 8 words, then up to 40 writes)
 FRAME_CYCLES = 70224
 FRAME_CYCLES_T = wp.constant(wp.int64(FRAME_CYCLES))
 SERIAL_CAP = wp.constant(4096)

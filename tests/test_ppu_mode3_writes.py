@@ -14,8 +14,10 @@ Three kinds of check:
   apart (5 M-cycles = 20 dots, one pixel per dot) and move 4 pixels (one M-cycle) from
   line to line. Checked on lines without objects (an object's fetch stops the pixels; OBP0,
   which shows only there, is checked against gambatte).
-* The same ROMs frame for frame against gambatte (whole frames), for the registers where
-  it agrees with the model.
+* The same ROMs frame for frame against gambatte (whole frames): equal for BGP, OBP0 and
+  LCDC.0; for the registers the fetcher reads, a strict xfail records that they differ.
+
+The per-dot path is built for the CPU only (ppu_dots.dots_compiled): these tests run there.
 """
 from __future__ import annotations
 
@@ -119,4 +121,23 @@ def test_mode3_writes_match_gambatte(name):
 
     ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=12)
     assert gb.serial_output(0).startswith(b"PASS")
+    assert not compare(ours, theirs, start=8)
+
+
+# Registers read by the fetcher (SCX's tile column, SCY, LCDC.3/4/5, WX) and object
+# fetches (LCDC.1/2): the pipeline draws these mid-line writes where its fetch timing puts
+# them, which differs from gambatte's by a few pixels to a tile; which one matches the DMG is
+# not settled here (issue 27: Mealybug Tearoom's m3_scx_*, m3_scy_change, m3_lcdc_* measure
+# it). Strict: a change that makes one agree shows up here.
+GAMBATTE_DIFFERS = ["scx", "scy", "lcdc_tiles", "lcdc_map", "lcdc_obj", "lcdc_objsize", "lcdc_win", "wx"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.xfail(strict=True, reason="fetch timing of mid-line writes not yet matched to gambatte / the DMG")
+@pytest.mark.parametrize("name", GAMBATTE_DIFFERS)
+def test_fetcher_register_writes_against_gambatte(name):
+    from tests.test_ppu_gambatte import compare, run_both
+
+    ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=10)
     assert not compare(ours, theirs, start=8)

@@ -19,7 +19,10 @@ ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object
   the window's), sleep, read the low bitplane, sleep, read the high bitplane (both with SCY
   and LCDC.4 read again: DMG, m3_scy_change, m3_lcdc_tile_sel_change), then push the 8
   pixels as soon as the BG FIFO is empty. Its tile counter advances on the step after the
-  high read (so not when the push comes at once, as after the window starts).
+  high read (so not when the push comes at once, as after the window starts). It sees
+  LCDC, SCY and SCX as they were FETCH_LAG (4) dots before: the pixel at which a
+  single write to SCX's high bits, LCDC.3 or LCDC.4 first shows, swept over every M-cycle
+  of a line, is gambatte's (tests/test_ppu_mode3_writes.py).
 * Mixing, per pixel: BGP, OBP0/1 and LCDC.0/LCDC.1 as they are at that dot (on the DMG
   LCDC.0 = 0 shows BG colour 0; an object pixel shows if opaque and not behind BG colours
   1-3).
@@ -40,8 +43,14 @@ ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object
 
 Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
 STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
-at 87 + 167 = 254, ppu.py's value). A write in the
-M-cycle at t lands on dot t + WRITE_PHASE - (line start + PIPE_START_T).
+at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
+t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
+dot, as in gambatte (the DMG's one-pixel blend of the old and new BGP is not modelled).
+
+Where this differs from gambatte (strict xfails in tests/test_ppu_mode3_writes.py): SCX's low
+bits written mid-line, SCY and LCDC.4 writes between the two bitplane reads, the window's
+start and stop (LCDC.5, WX), object fetches (LCDC.1/2) and any fetched register on lines
+with objects. Built for the CPU only (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
@@ -164,7 +173,16 @@ _PHASE = wp.constant(29)
 _COUNT = wp.constant(30)
 _OBJ_LO = wp.constant(31)
 _END = wp.constant(32)
-_STATE_WORDS = 33
+_F_LCDC = wp.constant(33)   # LCDC, SCY, SCX as the fetcher sees them (FETCH_LAG dots behind)
+_F_SCY = wp.constant(34)
+_F_SCX = wp.constant(35)
+_F_WI = wp.constant(36)     # next log entry for the fetcher's view
+_STATE_WORDS = 37
+# The fetcher reads LCDC, SCY and SCX 4 dots before the pixel pipeline would see a write: a
+# write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
+# from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
+# time: tests/test_ppu_mode3_writes.py).
+FETCH_LAG = wp.constant(4)
 
 
 @wp.func(inline=False)
@@ -199,16 +217,32 @@ def _apply_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int32), l
         st[_WI] = st[_WI] + 1
 
 
+@wp.func
+def _apply_fetch_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int32), d: int):
+    """The logged LCDC, SCY and SCX writes that the fetcher sees by dot d (FETCH_LAG behind)."""
+    n_writes = wp.min(log[LOG_COUNT], PPU_LOG_WORDS - LOG_FIRST)
+    while st[_F_WI] < n_writes and ((log[LOG_FIRST + st[_F_WI]] >> 16) - DOT_BIAS) + FETCH_LAG <= d:
+        e = log[LOG_FIRST + st[_F_WI]]
+        reg = (e >> 8) & 0xFF
+        if reg == 0x40:
+            st[_F_LCDC] = e & 0xFF
+        elif reg == 0x42:
+            st[_F_SCY] = e & 0xFF
+        elif reg == 0x43:
+            st[_F_SCX] = e & 0xFF
+        st[_F_WI] = st[_F_WI] + 1
+
+
 @wp.func(inline=False)
 def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly: int):
     """One step of the BG/window fetcher (see the module docstring)."""
     step = st[_STEP]
-    lcdc = st[_LCDC]
+    lcdc = st[_F_LCDC]
     if step == 1:
         if (lcdc & 0x20) == 0:
             st[_WIN] = 0
-        y = (ly + st[_SCY]) & 255
-        col = ((st[_SCX] >> 3) + st[_FX]) & 31
+        y = (ly + st[_F_SCY]) & 255
+        col = ((st[_F_SCX] >> 3) + st[_FX]) & 31
         base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
         if st[_WIN] != 0:
             y = st[_WIN_LINE] + st[_STARTS] - 1
@@ -217,14 +251,14 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
         st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
         st[_STEP] = 2
     elif step == 3:
-        y = (ly + st[_SCY]) & 255
+        y = (ly + st[_F_SCY]) & 255
         if st[_WIN] != 0:
             y = st[_WIN_LINE] + st[_STARTS] - 1
         st[_LO] = int(vr[_bg_tile_row(vr, st[_TILE], y, lcdc)])
         st[_STEP] = 4
     elif step >= 5:
         if step == 5:
-            y = (ly + st[_SCY]) & 255
+            y = (ly + st[_F_SCY]) & 255
             if st[_WIN] != 0:
                 y = st[_WIN_LINE] + st[_STARTS] - 1
                 st[_WIN_X] = (st[_WIN_X] + 1) & 31
@@ -317,9 +351,13 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
         st[_LCDC + k] = (a >> (8 * k)) & 0xFF      # LCDC SCY SCX BGP
         st[_OBP0 + k] = (b >> (8 * k)) & 0xFF      # OBP0 OBP1 WY WX
     st[_WYT] = log[LOG_WINDOW] & 0xFF
+    st[_F_LCDC] = st[_LCDC]
+    st[_F_SCY] = st[_SCY]
+    st[_F_SCX] = st[_SCX]
     st[_WIN_LINE] = (log[LOG_WINDOW] >> 8) & 0xFF
-    for k in range(_WI, _STATE_WORDS):
+    for k in range(_WI, _F_LCDC):
         st[k] = 0
+    st[_F_WI] = 0
     st[_FINE] = -1
     st[_BGN] = 8            # the BG FIFO starts with 8 junk pixels
     st[_PHASE] = _PIXEL
@@ -343,6 +381,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
     d = int(0)
     while st[_END] < 0 and d < MAX_END_DOT:
         _apply_writes(log, st, ly, d)
+        _apply_fetch_writes(log, st, d)
         if st[_FINE] < 0:        # the pipeline starts: SCX mod 8 is read
             st[_FINE] = st[_SCX] & 7
             st[_POS] = -8 - st[_FINE]

@@ -12,5 +12,6 @@ M3_SCX  EQU 0
 M3_WY   EQU 0
 M3_WX   EQU 0
 M3_LEAD EQU 0
+M3_SINGLE EQU 0
 
     include "ppu_m3_body.inc"

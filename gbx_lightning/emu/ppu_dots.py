@@ -16,12 +16,13 @@ ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object
   pipeline starts - Mealybug Tearoom m3_scx_low_3_bits).
 * The fetcher, a step per dot in a cycle of 8: sleep, read the tile number (the map row from
   LY + SCY and the map from LCDC.3/LCDC.6, the column from SCX / 8 + its own tile counter, or
-  the window's), sleep, read the low bitplane, sleep, read the high bitplane (both with SCY
-  and LCDC.4 read again: DMG, m3_scy_change, m3_lcdc_tile_sel_change), then push the 8
+  the window's), sleep, sleep, sleep, read the two bitplanes (with SCY and LCDC.4 read
+  again: DMG, m3_scy_change, m3_lcdc_tile_sel_change; the hardware reads them 2 dots apart,
+  but a write between the two shows in both in gambatte), then push the 8
   pixels as soon as the BG FIFO is empty. Its tile counter advances on the step after the
   high read (so not when the push comes at once, as after the window starts). It sees
   LCDC, SCY and SCX as they were FETCH_LAG (4) dots before: the pixel at which a
-  single write to SCX's high bits, LCDC.3 or LCDC.4 first shows, swept over every M-cycle
+  single write to SCX's high bits, SCY, LCDC.3 or LCDC.4 first shows, swept over every M-cycle
   of a line, is gambatte's (tests/test_ppu_mode3_writes.py).
 * Mixing, per pixel: BGP, OBP0/1 and LCDC.0/LCDC.1 as they are at that dot (on the DMG
   LCDC.0 = 0 shows BG colour 0; an object pixel shows if opaque and not behind BG colours
@@ -48,9 +49,8 @@ t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel 
 dot, as in gambatte (the DMG's one-pixel blend of the old and new BGP is not modelled).
 
 Where this differs from gambatte (strict xfails in tests/test_ppu_mode3_writes.py): SCX's low
-bits written mid-line, SCY and LCDC.4 writes between the two bitplane reads, the window's
-start and stop (LCDC.5, WX), object fetches (LCDC.1/2) and any fetched register on lines
-with objects. Built for the CPU only (``dots_compiled``).
+bits written mid-line, the window's start and stop (LCDC.5, WX), object fetches (LCDC.1/2)
+and any fetched register on lines with objects. Built for the CPU only (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
@@ -250,19 +250,17 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
             base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
         st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
         st[_STEP] = 2
-    elif step == 3:
-        y = (ly + st[_F_SCY]) & 255
-        if st[_WIN] != 0:
-            y = st[_WIN_LINE] + st[_STARTS] - 1
-        st[_LO] = int(vr[_bg_tile_row(vr, st[_TILE], y, lcdc)])
-        st[_STEP] = 4
     elif step >= 5:
         if step == 5:
+            # both bitplanes as the high one is read: a write between the two reads (2 dots
+            # apart on hardware) shows in neither or both, as in gambatte
             y = (ly + st[_F_SCY]) & 255
             if st[_WIN] != 0:
                 y = st[_WIN_LINE] + st[_STARTS] - 1
                 st[_WIN_X] = (st[_WIN_X] + 1) & 31
-            st[_HI] = int(vr[_bg_tile_row(vr, st[_TILE], y, lcdc) + 1])
+            row = _bg_tile_row(vr, st[_TILE], y, lcdc)
+            st[_LO] = int(vr[row])
+            st[_HI] = int(vr[row + 1])
         elif step == 6:
             st[_FX] = (st[_FX] + 1) & 31
         if step < 7:

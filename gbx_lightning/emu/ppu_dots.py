@@ -177,7 +177,9 @@ _F_LCDC = wp.constant(33)   # LCDC, SCY, SCX as the fetcher sees them (FETCH_LAG
 _F_SCY = wp.constant(34)
 _F_SCX = wp.constant(35)
 _F_WI = wp.constant(36)     # next log entry for the fetcher's view
-_STATE_WORDS = 37
+_WX_BEFORE = wp.constant(37)  # WX before this dot's writes: a write landing as the x counter
+                              # reaches WX - 7 is too late to stop or start the window (gambatte)
+_STATE_WORDS = 38
 # The fetcher reads LCDC, SCY and SCX 4 dots before the pixel pipeline would see a write: a
 # write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
 # from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
@@ -378,6 +380,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
     st[_N_OBJ] = n_obj
     d = int(0)
     while st[_END] < 0 and d < MAX_END_DOT:
+        st[_WX_BEFORE] = st[_WX]
         _apply_writes(log, st, ly, d)
         _apply_fetch_writes(log, st, d)
         if st[_FINE] < 0:        # the pipeline starts: SCX mod 8 is read
@@ -395,7 +398,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             pos = st[_POS]
             if checked != 0:
                 if st[_WIN] == 0:
-                    if _window_due(st[_LCDC], st[_WYT], st[_WX], pos) != 0:
+                    if _window_due(st[_LCDC], st[_WYT], st[_WX_BEFORE], pos) != 0:
                         st[_WIN] = 1
                         st[_FRESH] = 1
                         st[_STARTS] = st[_STARTS] + 1

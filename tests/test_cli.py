@@ -86,7 +86,8 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "model.env_kwargs.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
     (PPO, "--model.init_args.env_kwargs.task=orchard/level9",
      "model.env_kwargs.task is neither a built-in task (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
-     "orchard/level5, orchard/level6, orchard/level7) nor a task file: no file at 'orchard/level9'"),
+     "orchard/level5, orchard/level6, orchard/level7, pokered/explore) nor a task file: no file at "
+     "'orchard/level9'"),
     (PPO, "--model.init_args.env_kwargs={task: {base: orchard/level1, start: {state: /no/such.state}}}",
      "model.env_kwargs.task.start.state does not exist: no savestate file at '/no/such.state'"),
     # the old layout (the game's options beside the engine's): refused, naming the task they spell now

@@ -145,3 +145,16 @@ def test_the_pokered_task_names_the_files_its_user_supplies():
         GameBoyEnv.check_options(task="pokered/explore")
     with pytest.raises(OptionError, match=r"^task.start.state is required by the task pokered/explore"):
         GameBoyEnv.check_options(task="pokered/explore", rom="orchard")
+
+
+def test_the_pokered_config_names_its_placeholder_rom():
+    """configs/pokered_explore_ppo.yaml's env options pass every check up to the user's own ROM file."""
+    from pathlib import Path
+
+    import yaml
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "pokered_explore_ppo.yaml").read_text())
+    options = config["model"]["init_args"]["env_kwargs"]
+    assert options["task"]["base"] == "pokered/explore"
+    with pytest.raises(OptionError) as err:
+        GameBoyEnv.check_options(**options)
+    assert str(err.value) == "rom is not a ROM we can run: no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)"

@@ -23,7 +23,9 @@ term on its seeds-eaten byte.)
 Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula):
 
 * a **term** computes a value per env and adds it to the reward: ``step_cost``,
-  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, and yours (the default kind);
+  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, the RAM map's ``explore``,
+  ``ram_bits``, ``ram_sum``, ``ram_max`` (``envs/ram_rewards.py``: fields by name from the task's
+  ``ram_map``), and yours (the default kind);
 * a **transform** maps the reward summed so far: ``scale``, ``clip``, ``return_norm``, and
   yours with ``kind: transform``. A term listed after a transform is added untransformed.
 
@@ -62,7 +64,9 @@ Your own item, by import path (``name: package.module.Attr``; the module must be
   ``reset()``, ``state_dict()`` / ``load_state_dict(state)`` (saved in checkpoints, with the
   envs' state).
 
-A term's value is multiplied by ``weight`` (default 1). ``ctx`` is a ``RewardContext``: the env
+A term's value is multiplied by ``weight`` (default 1), once: a function or class that names a
+parameter ``weight`` of its own is handed the item's weight instead (its own default when the item
+gives none) and the pipeline multiplies by 1. ``ctx`` is a ``RewardContext``: the env
 (``ctx.env.read_ram(addr, length)``), and bool/float [N] tensors ``terminated``, ``truncated``,
 ``done``, ``success``, ``failed``, ``dist``, ``prev_dist``; a per-episode term of your own is
 ``torch.where(ctx.done, value, 0.0)``. Every item is checked (names, values, imports, signatures)

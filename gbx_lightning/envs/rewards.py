@@ -147,11 +147,14 @@ def normalize_by_return_std(reward: torch.Tensor, var: torch.Tensor, eps: float)
 # ---------------------------------------------------------------------------------------------- RAM-map progress
 # (envs/ram_rewards.py composes these into the explore, ram_bits, ram_sum and ram_max items)
 _POPCOUNT = [bin(b).count("1") for b in range(256)]
+_POPCOUNT_TABLES: dict[torch.device, torch.Tensor] = {}   # per device, made once: no host-to-device copy per step
 
 
 def popcount_bytes(raw: torch.Tensor) -> torch.Tensor:
     """bits[n] = number of 1 bits in raw[n, :] (uint8 [N, L] -> int64 [N]): event flags, badges, a Pokedex."""
-    table = torch.tensor(_POPCOUNT, dtype=torch.int64, device=raw.device)
+    table = _POPCOUNT_TABLES.get(raw.device)
+    if table is None:
+        table = _POPCOUNT_TABLES[raw.device] = torch.tensor(_POPCOUNT, dtype=torch.int64, device=raw.device)
     return table[raw.to(torch.int64)].sum(-1)
 
 

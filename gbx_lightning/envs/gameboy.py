@@ -28,6 +28,12 @@ then ``variants`` states ``variant_frames`` idle frames apart). All of them sit 
 device; an env that ended is reset by a masked restore from the cache, the entry drawn from the
 env's seeded generator: no disk I/O, no Python loop over envs, no host sync.
 
+Milestones and the state pool. The task's milestones (``envs/milestones.py``) are read from RAM at
+every step's end and reported in ``info`` when an episode ends. A task's ``pool`` (``envs/pool.py``)
+adds rows to the start-state cache: a training env harvests states whose milestone score rose into
+them, draws a share of its resets from them and, every ``swarm.every`` steps, restarts the envs behind
+the best one from its state (their episodes end truncated). ``train(False)`` / ``eval()``: none of it.
+
 Performance notes. Per step: the codec lookup, the launch(es), one copy that builds the
 new stack (the K-1 kept frames and the new one, into fresh memory that the caller may keep),
 the reward math and the masked reset, all device tensor ops. On CUDA every Warp launch goes
@@ -455,9 +461,8 @@ class GameBoyEnv:
         """The pool's entries in use (their machines, frame stacks, distances, scores) and its bookkeeping, with the
         ROM they were harvested from; the per-env scores; the swarm clock."""
         used = torch.nonzero(self.state_pool.entry_serial >= 0).flatten()
-        rows = (self.num_start_states + used).cpu()
-        machines = {name: wp.to_torch(arr)[rows.to(self.device)].cpu().clone()
-                    for name, arr in self._cache.arrays.items()}
+        rows = self.num_start_states + used
+        machines = {name: wp.to_torch(arr)[rows].cpu().clone() for name, arr in self._cache.arrays.items()}
         return {"rom_sha256": self.rom_sha256, "entries": used.cpu(), "machines": machines,
                 "stack": self._cache_stack[rows].cpu().clone(), "dist": self._cache_dist[rows].cpu().clone(),
                 "score": self._pool_rows.score[rows].cpu().clone(), "book": self.state_pool.state_dict(),

@@ -231,24 +231,6 @@ def test_game_boy_a2c_under_ddp_with_each_rank_on_its_share_of_the_cores(tmp_pat
         assert rank["torch_threads"] == share and rank["env_shards"] == min(share, 2)
 
 
-def test_processes_started_by_lightning_take_rank_0s_run(monkeypatch, tmp_path):
-    """Lightning's launcher re-runs the command for ranks 1..K-1 with rank 0's environment: they take its run
-    directory and checkpoint instead of resolving them again (rank 0 may have created version_N by then)."""
-    from gbx_lightning import cli
-
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    cli._share_run(tmp_path / "version_3", "ckpt")  # rank 0, as its command parses
-    shared = json.loads(os.environ[cli._RUN_ENV])
-    assert shared == {"parent": os.getpid(), "run_dir": str(tmp_path / "version_3"), "ckpt_path": "ckpt"}
-    assert cli._run_of_launching_process() is None  # rank 0 itself (no LOCAL_RANK) resolves on its own
-    monkeypatch.setenv(cli._RUN_ENV, json.dumps({**shared, "parent": os.getppid()}))
-    monkeypatch.setenv("LOCAL_RANK", "1")
-    assert cli._run_of_launching_process() == (tmp_path / "version_3", "ckpt")  # a child of that rank 0
-    monkeypatch.setenv(cli._RUN_ENV, json.dumps({**shared, "parent": os.getppid() + 1}))
-    assert cli._run_of_launching_process() is None  # a stale choice of another process: not ours
-    monkeypatch.delenv(cli._RUN_ENV)
-
-
 def test_ranks_that_chose_different_runs_stop_with_one_line():
     """torchrun/SLURM start every rank themselves and each resolves the run: a disagreement is an error on all."""
     from types import SimpleNamespace

@@ -6,19 +6,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from gbx_lightning.checks import number_problem
+from gbx_lightning.checks import ConfigError, number_problem
 from gbx_lightning.models import POLICY_REGISTRY
 from gbx_lightning.rl.normalize import sample_transform_problem
 
 __all__ = ["ConfigError", "check_common", "episode_limit", "require", "require_number", "yaml_values"]
-
-
-class ConfigError(ValueError):
-    """A bad hyper-parameter, found before anything is built. ``field`` is the config key (without ``model.``)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field} {message}")
-        self.field = field
 
 
 ENV_DEVICES = ("auto", "cpu", "gpu")

@@ -96,7 +96,7 @@ class ActorCritic(nn.Module):
 class MLPPolicy(ActorCritic):
     """Flatten -> ``len(hidden)`` tanh layers; the simplest baseline for any float observation."""
 
-    def __init__(self, obs_shape, num_actions, hidden: tuple[int, ...] | list[int] = (128, 128)):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: tuple[int, ...] = (128, 128)):
         super().__init__(obs_shape, num_actions, torch.float32)
         layers: list[nn.Module] = [nn.Flatten()]
         width = math.prod(self.obs_shape)
@@ -117,7 +117,8 @@ class GridCNNPolicy(ActorCritic):
     each streaming update on a CPU) small: ~0.2 M parameters for the default 6x11x11 view.
     """
 
-    def __init__(self, obs_shape, num_actions, channels: tuple[int, int] | list[int] = (16, 32), hidden: int = 128):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
+                 hidden: int = 128):
         super().__init__(obs_shape, num_actions, torch.float32)
         if len(self.obs_shape) != 3:
             raise ValueError(f"cnn policy: obs_shape must be [C, H, W], got {list(self.obs_shape)}")
@@ -165,7 +166,8 @@ class PixelCNNPolicy(_PixelPolicy):
     layer reads directly.
     """
 
-    def __init__(self, obs_shape, num_actions, channels: tuple[int, int] | list[int] = (16, 32), hidden: int = 256):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
+                 hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
         k = self.obs_shape[0]
@@ -182,7 +184,7 @@ class PixelCNNPolicy(_PixelPolicy):
 class NatureCNNPolicy(_PixelPolicy):
     """The DQN "Nature" CNN (Mnih et al. 2015): 8x8/4, 4x4/2, 3x3/1 convolutions, 512 dense units."""
 
-    def __init__(self, obs_shape, num_actions, hidden: int = 512):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
         k = self.obs_shape[0]
@@ -209,7 +211,7 @@ class _ResidualBlock(nn.Module):
 class ImpalaCNNPolicy(_PixelPolicy):
     """IMPALA's residual CNN (Espeholt et al. 2018): per stage conv 3x3, max-pool 3x3/2, two residual blocks."""
 
-    def __init__(self, obs_shape, num_actions, channels: tuple[int, ...] | list[int] = (16, 32, 32),
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),
                  hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)

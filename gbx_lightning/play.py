@@ -13,7 +13,6 @@ import torch
 
 from gbx_lightning.data import EvalEpisodes
 from gbx_lightning.media import save_gif
-from gbx_lightning.envs import make_env
 
 __all__ = ["play"]
 
@@ -22,7 +21,7 @@ def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes
          max_steps: int = 10_000, scale: int = 2, delay_cs: int = 12) -> list[dict]:
     """Play and record; returns one summary dict per episode (return, length, success)."""
     hp = module.hparams
-    env = make_env(hp.env, num_envs=1, device=device, **(hp.env_kwargs or {}))
+    env = module.env_factory(1, device)
     module.build_policy(env)
     if ckpt_path is not None:
         ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
@@ -35,7 +34,7 @@ def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes
         batch = next(iter(EvalEpisodes(env, module.policy, hp.eval_seed + i, greedy=greedy, max_steps=max_steps,
                                        check_every=1, record_clip=True)))
         if "clip" not in batch:
-            raise ValueError(f"play: env {hp.env!r} has no pixel observations to record (uint8 [K, H, W])")
+            raise ValueError(f"play: {type(env).__name__} has no pixel observations to record (uint8 [K, H, W])")
         frames.append(batch["clip"].cpu())
         summaries.append({"episode": i + 1, "return": float(batch["episode_return"][0]),
                           "length": int(batch["episode_length"][0]), "success": bool(batch["success"][0]),

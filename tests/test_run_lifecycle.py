@@ -27,13 +27,15 @@ trainer:
   val_check_interval: 2
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: foraging
-    env_kwargs: {json.dumps(ENV_KWARGS)}
+    env:
+      class_path: gbx_lightning.envs.ForagingEnv
+      init_args: {json.dumps(ENV_KWARGS)}
     num_envs: 4
-    policy: mlp
-    policy_kwargs: {{hidden: [16]}}
+    policy:
+      class_path: gbx_lightning.models.MLPPolicy
+      init_args: {{hidden: [16]}}
     rollout_steps: 3
     epochs: 2
     minibatches: 2
@@ -191,17 +193,17 @@ def test_hyper_parameters_reach_tensorboards_hparams_tab(cfg, tmp_path):
     data = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
     hparams = data.session_start_info.hparams
     assert hparams["lr"].number_value == 0.01 and hparams["rollout_steps"].number_value == 3
-    assert hparams["env"].string_value == "foraging" and hparams["max_steps"].number_value == 8
+    assert hparams["env/class_path"].string_value == "gbx_lightning.envs.ForagingEnv"
+    assert hparams["env/init_args/view_size"].number_value == 5 and hparams["max_steps"].number_value == 8
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
     assert "eval/success_rate" in [m.name.tag for m in experiment.metric_infos]
 
 
 def test_an_env_option_the_env_rejects_is_one_line_and_leaves_nothing(cfg, tmp_path, capsys):
     runs = tmp_path / "runs"
-    assert _run(cfg, runs, "--model.init_args.env_kwargs.obs_mode", "pixels") == 2
+    assert _run(cfg, runs, "--model.env.view_size", "4") == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "config error: model.env_kwargs rejected by foraging: obs_mode must be one of ('ground_truth', 'proxy'), "
-        "got 'pixels'")
+        "config error: model.env rejected by ForagingEnv: view_size must be odd (the agent sits at the centre), got 4")
     assert not list((runs / "tiny").iterdir())
 
 
@@ -210,9 +212,7 @@ def test_an_env_option_the_env_rejects_is_one_line_and_leaves_nothing(cfg, tmp_p
     (["fit", "--trainer.max_step", "5"], "unrecognized arguments: --trainer.max_step 5"),  # no prefix matching
 ])
 def test_what_the_parser_refuses(cfg, tmp_path, capsys, args, expected):
-    with pytest.raises(SystemExit) as exc:
-        main([*args[:1], "--config", str(cfg), "--runs_dir", str(tmp_path), *args[1:]])
-    assert exc.value.code == 2
+    assert main([*args[:1], "--config", str(cfg), "--runs_dir", str(tmp_path), *args[1:]]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {expected}"
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from jsonargparse import Namespace
+from jsonargparse import ArgumentError, Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -24,9 +24,10 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from gbx_lightning.algos import RLModule, world_size_problem
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import ConfigError, number_problem
-from gbx_lightning.cli.errors import first_line
+from gbx_lightning.cli.errors import first_line, old_layout_error
 from gbx_lightning.cli.launch import ProcessCheck, check_strategy
-from gbx_lightning.cli.runs import FreshRun, RunConfig, checkpoint_counters, find_best, resolve_run_dir
+from gbx_lightning.cli.runs import (FreshRun, RunConfig, check_checkpoint, checkpoint_counters, find_best,
+                                    resolve_run_dir)
 from gbx_lightning.registry import (CORE_METRICS, CheckpointRegistry, describe, known_metrics, live_entries,
                                     metric_problem, print_registry_table, read_records, registry_path)
 from gbx_lightning.safety import GracefulStop, NonFiniteGuard, StopOnSignal
@@ -124,6 +125,11 @@ class GbxCLI(LightningCLI):
         """Parse, then validate and resolve the run directory at once: before seeding or building anything."""
         try:
             super().parse_arguments(parser, args)
+        except ArgumentError:
+            old = old_layout_error(list(sys.argv[1:] if args is None else args))
+            if old is not None:   # what changed, rather than what the parser makes of it
+                raise old from None
+            raise
         except UnicodeDecodeError as err:  # a config file that is not text
             raise ConfigError("--config", f"must be a UTF-8 YAML file; byte {err.object[err.start]:#04x} at offset "
                               f"{err.start} is not UTF-8 text") from None
@@ -159,6 +165,9 @@ class GbxCLI(LightningCLI):
                 raise ConfigError("trainer.max_steps", problem)
             cls.check_max_steps(trainer.get("max_steps"), **init_args)
         _check_accelerator(trainer.get("accelerator"))
+        problem = number_problem(trainer.get("check_val_every_n_epoch"), low=1, integer=True, none="null")
+        if problem is not None:   # (Lightning takes any int, and 0 divides by zero in its loop)
+            raise ConfigError("trainer.check_val_every_n_epoch", problem)
         if trainer.get("gradient_clip_val") is not None:
             raise ConfigError("trainer.gradient_clip_val", f"must be null (the algorithms clip in training_step: set "
                               f"model.max_grad_norm), got {trainer.gradient_clip_val}")
@@ -208,6 +217,8 @@ class GbxCLI(LightningCLI):
         else:
             self.run_dir, self.ckpt_path = resolve_run_dir(Path(cfg.runs_dir) / name, self.subcommand, given,
                                                            cfg.get("version"))
+        if self.ckpt_path is not None:
+            check_checkpoint(self.ckpt_path)
         if self.subcommand == "fit" and not self.run_dir.exists():
             self.fresh_run.run_dir = self.run_dir
         registry = registry_path(self.run_dir)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from jsonargparse import ArgumentError
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from gbx_lightning.cli.app import GbxCLI
@@ -19,7 +18,7 @@ __all__ = ["main"]
 
 def main(args: list[str] | None = None) -> int:
     """Console entry point; returns the exit status: 0 done or stopped on request (SIGTERM, Ctrl-C), 1 a run that
-    went non-finite, 2 a refusal (one line, no traceback; the parser's refusal exits 2 as argparse's own)."""
+    went non-finite, 2 a refusal (one line, no traceback: ``cli.errors``)."""
     fresh_run = FreshRun()
     try:
         quiet_startup()
@@ -38,8 +37,6 @@ def main(args: list[str] | None = None) -> int:
             raise
         fresh_run.forget()
         print(line, file=sys.stderr)
-        if isinstance(err, ArgumentError):   # argparse's way: SystemExit(2)
-            raise SystemExit(2) from None
         return 2
     return 0
 

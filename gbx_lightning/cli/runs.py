@@ -16,10 +16,12 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
+from gbx_lightning.algos.config import old_layout_problem
 from gbx_lightning.checks import ConfigError
 from gbx_lightning.registry import Best, RegistryError, best_checkpoint, registry_path
 
-__all__ = ["FreshRun", "RunConfig", "RunError", "checkpoint_counters", "find_best", "resolve_run_dir"]
+__all__ = ["FreshRun", "RunConfig", "RunError", "check_checkpoint", "checkpoint_counters", "find_best",
+           "resolve_run_dir"]
 
 
 class RunError(RuntimeError):
@@ -100,6 +102,15 @@ def find_best(base: Path, subcommand: str, version: int | None, best_metric: str
         return best_checkpoint(run_dir, best_metric)
     except RegistryError as err:
         raise RunError(str(err)) from None
+
+
+def check_checkpoint(path: str) -> None:
+    """RunError when the checkpoint cannot be this code's: one saved under an earlier config layout (its weights
+    may be another env's or policy's, so it is refused rather than loaded into whatever the config now says)."""
+    problem = old_layout_problem(read_checkpoint_head(path).get("hyper_parameters") or {})
+    if problem is not None:
+        raise RunError(f"--ckpt_path {path}: the checkpoint {problem}; it was saved by an earlier gbx_lightning: "
+                       f"resume it with that version, or start a fresh run")
 
 
 def checkpoint_counters(path: str) -> dict:

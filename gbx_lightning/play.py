@@ -2,7 +2,8 @@
 
 Loads the policy weights of a checkpoint into the configured module, plays ``episodes``
 episodes one after another in a single env of the configured kind (the evaluation seed, then
-the next ones), and writes every screen the agent saw as one animated GIF (pixel envs only).
+the next ones), acting as evaluation does unless ``--greedy true|false`` says otherwise, and writes
+every screen the agent saw as one animated GIF (pixel envs only).
 """
 from __future__ import annotations
 
@@ -17,10 +18,17 @@ from gbx_lightning.media import save_gif
 __all__ = ["play"]
 
 
-def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes: int = 1, greedy: bool = True,
-         max_steps: int = 10_000, scale: int = 2, delay_cs: int = 12) -> list[dict]:
-    """Play and record; returns one summary dict per episode (return, length, success)."""
+def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes: int = 1,
+         greedy: bool | None = None, max_steps: int = 10_000, scale: int = 2, delay_cs: int = 12) -> list[dict]:
+    """Play and record; returns one summary dict per episode (return, length, success). ``greedy`` None acts as
+    evaluation does (the module's ``eval_greedy``: sampling unless set), so the clip shows what the scores measure."""
     hp = module.hparams
+    if greedy is None:
+        greedy = bool(hp.eval_greedy)
+    how = "greedily (argmax)" if greedy else "by sampling from the policy"
+    print(f"play: acting {how}, " + ("as evaluation does" if greedy == bool(hp.eval_greedy) else
+                                     f"not as evaluation does (model.eval_greedy: {str(hp.eval_greedy).lower()})"),
+          file=sys.stderr)
     env = module.env_factory(1, device)
     module.build_policy(env)
     if ckpt_path is not None:

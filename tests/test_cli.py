@@ -105,6 +105,11 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     (PPO, "--model.env.task={base: orchard/level1, start: {state: /no/such.state}}",
      "model.env.task.start.state does not exist: no savestate file at '/no/such.state'"),
     (A2C, "--model.env.stack_k=9", "model.env.stack_k must be an int in [1, 8], got 9"),
+    # what Lightning takes but cannot run: one line before anything long (the fuzzer found the first two)
+    (A2C, "--trainer.check_val_every_n_epoch=-9223372036854775808",
+     "trainer.check_val_every_n_epoch must be an int >= 1 or null, got -9223372036854775808"),
+    (A2C, "--trainer.check_val_every_n_epoch=0", "trainer.check_val_every_n_epoch must be an int >= 1 or null, got 0"),
+    (A2C, "--trainer.max_time=25:00", "trainer.max_time must be DD:HH:MM:SS (e.g. 00:12:00:00), got '25:00'"),
     # the old layout (env by name, its options in env_kwargs): what changed, spelt with the config's own values
     (PPO, "--model.init_args.env_kwargs.level=9", "model is in the old config layout (env_kwargs): env and policy are "
      "class_path specs now; here: {env: {class_path: gbx_lightning.envs.GameBoyEnv, init_args: {level: 9}}} "
@@ -121,6 +126,51 @@ def test_config_errors_name_the_field(tmp_path, capsys, config, override, messag
     else:
         assert line == f"config error: {message}"
     assert not list(tmp_path.iterdir())
+
+
+def test_an_evaluation_schedule_lightning_would_refuse_mid_setup_is_one_line(tmp_path, capsys):
+    """With check_val_every_n_epoch set, Lightning wants val_check_interval within one epoch (here, the run): its
+    ValueError came from inside fit as a traceback; now one line, and the fresh run leaves nothing."""
+    code = main(["fit", "--config", A2C, "--trainer.check_val_every_n_epoch=1", "--trainer.val_check_interval=4000",
+                 "--runs_dir", str(tmp_path)])
+    assert code == 2 and _one_line_error(capsys.readouterr().err) == (
+        "config error: trainer.val_check_interval must be <= the run's 2000 batches with "
+        "trainer.check_val_every_n_epoch set (1), got 4000; set check_val_every_n_epoch: null to count it over the run")
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_old_layout_config_file_is_one_line_saying_what_changed(tmp_path, capsys):
+    """configs/a2c.yaml as it was before env and policy became class_path specs."""
+    old = tmp_path / "old.yaml"
+    old.write_text("model:\n  class_path: gbx_lightning.module.A2CModule\n  init_args:\n    env: gameboy\n"
+                   "    env_kwargs: {task: orchard/level1, stack_k: 1}\n    policy: pixel_cnn\n"
+                   "    policy_kwargs: {hidden: 64}\n")
+    assert main(["fit", "--config", str(old), "--runs_dir", str(tmp_path / "runs")]) == 2
+    assert _one_line_error(capsys.readouterr().err) == (
+        "config error: model.class_path gbx_lightning.module.A2CModule is of the old config layout: the algorithms "
+        "live in gbx_lightning.algos now (class_path: gbx_lightning.algos.A2CModule); and the model is in the old "
+        "config layout (env, env_kwargs, policy, policy_kwargs): env and policy are class_path specs now; here: "
+        "{env: {class_path: gbx_lightning.envs.GameBoyEnv, init_args: {task: orchard/level1, stack_k: 1}}, "
+        "policy: {class_path: gbx_lightning.models.PixelCNNPolicy, init_args: {hidden: 64}}} "
+        "(configs/*.yaml, docs/training.md)")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("sub", ["fit", "validate", "play"])
+def test_an_old_layout_checkpoint_is_refused_in_one_line_not_loaded(tmp_path, capsys, sub):
+    """A checkpoint saved under the old config layout (its hyper-parameters name the env by name): whatever the
+    config says now, its weights may be another env's or policy's, so it is refused before anything is built."""
+    ckpt = tmp_path / "old.ckpt"
+    torch.save({"hyper_parameters": {"env": "foraging", "env_kwargs": {"max_steps": 12}, "policy": "mlp"},
+                "gbx": {"env_steps": 8, "opt_steps": 2, "world_size": 1}, "state_dict": {}}, ckpt)
+    assert main([sub, "--config", A2C, "--runs_dir", str(tmp_path / "runs"), "--ckpt_path", str(ckpt)]) == 2
+    assert _one_line_error(capsys.readouterr().err) == (
+        f"error: --ckpt_path {ckpt}: the checkpoint is in the old config layout (env, env_kwargs, policy): env and "
+        f"policy are class_path specs now; here: {{env: {{class_path: gbx_lightning.envs.ForagingEnv, init_args: "
+        f"{{max_steps: 12}}}}, policy: {{class_path: gbx_lightning.models.MLPPolicy}}}} (configs/*.yaml, "
+        f"docs/training.md); it was saved by an earlier gbx_lightning: resume it with that version, or start a "
+        f"fresh run")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_validate_with_missing_checkpoint_path(tmp_path, capsys):

@@ -312,7 +312,8 @@ def test_fit_ends_with_a_table_of_the_registry_the_best_marked(straight):
 def test_validate_and_test_with_ckpt_path_best_evaluate_that_file(straight, capsys):
     cfg, runs, run_dir, evals, _ = straight
     step = _ranked_steps(evals)[0]
-    assert _fit(cfg, runs, "--ckpt_path", "best", sub="validate") == 0
+    # on the episodes fit evaluated on (the default is held-out ones: tests/test_run_lifecycle.py)
+    assert _fit(cfg, runs, "--ckpt_path", "best", "--eval_seed", "fit", sub="validate") == 0
     err = capsys.readouterr().err
     e = evals[step]
     assert (f"validate: --ckpt_path best (by success_rate): step {step} (env steps {3 * step}; success_rate "
@@ -321,7 +322,7 @@ def test_validate_and_test_with_ckpt_path_best_evaluate_that_file(straight, caps
     # the evaluation it logged (into the run's own train.jsonl) is the one fit made of that step: same weights
     last = read_training_log(run_dir / "train.jsonl")[-1]["eval"]
     assert last == evals[step]
-    assert _fit(cfg, runs, "--ckpt_path", "best", sub="test") == 0
+    assert _fit(cfg, runs, "--ckpt_path", "best", "--eval_seed", "fit", sub="test") == 0
     test = read_training_log(run_dir / "train.jsonl")[-1]["eval"]
     assert test["stage"] == "test" and test["opt_steps"] == step
     assert test["test/success_rate"] == e["eval/success_rate"] and test["test/return_mean"] == e["eval/return_mean"]
@@ -434,7 +435,8 @@ def test_play_best_on_the_game_boy_writes_the_clip_of_that_file(tmp_path, capsys
     best = run_dir / "checkpoints" / "eval" / f"step{_ranked_steps(evals)[0]:08d}.ckpt"
     capsys.readouterr()
     assert _fit(cfg, runs, "--ckpt_path", "best", "--out", str(tmp_path / "best.gif"), sub="play") == 0
-    assert capsys.readouterr().err.strip().endswith(f": {best}")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2].endswith(f": {best}") and err[-1] == "play: acting by sampling from the policy, as evaluation does"
     assert _fit(cfg, runs, "--ckpt_path", str(best), "--out", str(tmp_path / "file.gif"), sub="play") == 0
     assert (tmp_path / "best.gif").read_bytes() == (tmp_path / "file.gif").read_bytes()
 

@@ -22,7 +22,7 @@ import torch
 from gbx_lightning.callbacks import AtomicCheckpointIO, drop_torn_line, read_training_log
 from gbx_lightning.cli import main
 from gbx_lightning.algos import RLModule
-from gbx_lightning.safety import resume_command
+from gbx_lightning.safety import RunStopped, StopOnSignal, resume_command
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
@@ -529,3 +529,44 @@ def test_resume_command_replaces_ckpt_path_and_names_the_version():
         "python -m gbx_lightning fit --config c.yaml --lr 1 --ckpt_path last --version 2"
     assert resume_command(["fit", "--run_name", "a b"], None) == \
         "python -m gbx_lightning fit --run_name 'a b' --ckpt_path last"
+
+
+def test_max_time_stops_at_the_first_update_that_ends_past_it(monkeypatch):
+    """Known answer on a clock that moves 1 s per update: max_time 3 s stops after update 3, not one later and
+    not at an epoch or evaluation boundary; the clock's time is the callback's state (the run's, across resumes)."""
+    from functools import partial
+
+    from lightning.pytorch import Callback, Trainer
+
+    import gbx_lightning.safety as safety
+    from gbx_lightning.algos import A2CModule
+    from gbx_lightning.envs import ForagingEnv
+    from gbx_lightning.models import MLPPolicy
+
+    clock = {"t": 100.0}
+    monkeypatch.setattr(safety.time, "monotonic", lambda: clock["t"])
+
+    class Tick(Callback):
+        def on_train_batch_end(self, *args):
+            clock["t"] += 1.0
+
+    stop = StopOnSignal(max_time=3.0)
+    module = A2CModule(env=partial(ForagingEnv, grid_size=8, view_size=5), num_envs=2,
+                       policy=partial(MLPPolicy, hidden=[4]), update_every=2)
+    trainer = Trainer(max_steps=10, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+                      callbacks=[Tick(), stop])
+    with pytest.raises(RunStopped) as err:
+        trainer.fit(module)
+    assert err.value.signal_name == "max_time" and err.value.opt_steps == 3
+    assert stop.state_dict() == {"train_time_s": 3.0}
+    resumed = StopOnSignal(max_time=5.0)
+    resumed.load_state_dict(stop.state_dict())
+    assert resumed.train_time_s == 3.0
+
+
+@pytest.mark.parametrize("value, seconds", [("00:00:25:00", 1500.0), ({"minutes": 2}, 120.0), (None, None)])
+def test_max_time_is_read_as_lightning_reads_it(value, seconds):
+    from gbx_lightning.safety import max_time_seconds
+
+    assert max_time_seconds(value) == seconds

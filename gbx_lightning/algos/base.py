@@ -134,6 +134,7 @@ class RLModule(LightningModule):
         self.env_state_max_bytes: int | None = 256 << 20  # env state above this is left out of checkpoints
         self.restored_env_state: dict | None = None  # what the checkpoint resumed from said of its env state
         self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
+        self.eval_episode_seed: int | None = None   # another seed's episodes to evaluate on (the CLI's validate/test)
 
     # ---- config validation (also called by the CLI before anything is instantiated) ---------------
     @classmethod
@@ -177,7 +178,7 @@ class RLModule(LightningModule):
         """Build the env(s) this stage needs and the policy (sized by the env). Runs before checkpoint restore."""
         if stage == "fit":
             self.check_max_steps(self.trainer.max_steps, **self.hparams)
-            self._check_val_schedule()
+            self.check_val_schedule(self.trainer)
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self.build_policy(self.env)
@@ -229,10 +230,11 @@ class RLModule(LightningModule):
         length, so the run is one epoch of them."""
         return -(-max_steps // self.opt_steps_per_batch) if max_steps > 0 else UNBOUNDED
 
-    def _check_val_schedule(self) -> None:
-        """Lightning's rule, said before anything is built: with ``check_val_every_n_epoch`` set, an int
-        ``val_check_interval`` counts batches of one epoch, and the run is one epoch (its batch budget)."""
-        trainer, interval = self.trainer, self.trainer.val_check_interval
+    def check_val_schedule(self, trainer) -> None:
+        """Lightning's rule, said before anything is built (the CLI calls this once the Trainer exists; ``setup``
+        again): with ``check_val_every_n_epoch`` set, an int ``val_check_interval`` counts batches of one epoch,
+        and the run is one epoch (its batch budget). Lightning's own refusal comes from inside ``fit``."""
+        interval = trainer.val_check_interval
         batches = self.batch_budget(trainer.max_steps)
         if trainer.check_val_every_n_epoch is not None and isinstance(interval, int) and interval > batches:
             raise ConfigError("trainer.val_check_interval", f"must be <= the run's {batches} batches with "
@@ -414,7 +416,8 @@ class RLModule(LightningModule):
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
         rank, _ = self.ranks()
-        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed + rank,
+        seed = self.hparams.eval_seed if self.eval_episode_seed is None else self.eval_episode_seed
+        return EvalEpisodes(self._get_eval_env(), self.policy, seed + rank,
                             greedy=self.hparams.eval_greedy, record_clip=rank == 0)
 
     def val_dataloader(self):

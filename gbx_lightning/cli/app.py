@@ -10,8 +10,9 @@ hyper-parameters over the config: the path is handed to it only after parsing).
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union
 
 from jsonargparse import ArgumentError, Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
@@ -30,9 +31,13 @@ from gbx_lightning.cli.runs import (FreshRun, RunConfig, check_checkpoint, check
                                     resolve_run_dir)
 from gbx_lightning.registry import (CORE_METRICS, CheckpointRegistry, describe, known_metrics, live_entries,
                                     metric_problem, print_registry_table, read_records, registry_path)
-from gbx_lightning.safety import GracefulStop, NonFiniteGuard, StopOnSignal
+from gbx_lightning.safety import GracefulStop, NonFiniteGuard, StopOnSignal, max_time_seconds
 
 __all__ = ["GbxCLI", "GbxTrainer"]
+
+# A resumed run writes into its own checkpoint directory by design (runs.py: versions never collide), and validate
+# and test never write there: Lightning's warning about a non-empty one says nothing here.
+warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
 
 
 class GbxTrainer(Trainer):
@@ -40,20 +45,62 @@ class GbxTrainer(Trainer):
     from the Trainer method of that name)."""
 
     def play(self, model: LightningModule, ckpt_path: Optional[str] = None, out: str = "clip.gif",
-             episodes: int = 1, greedy: bool = True, max_steps: int = 10_000) -> None:
+             episodes: int = 1, greedy: Optional[bool] = None, max_steps: int = 10_000) -> None:
         """Watch an agent: play episodes with a checkpoint's policy and write them as an animated GIF.
 
         Args:
             ckpt_path: checkpoint to load ("last" = the run's last.ckpt); none plays the untrained policy.
             out: GIF file to write.
             episodes: episodes to play one after another (evaluation seeds), all in one clip.
-            greedy: act by argmax (True) or sample from the policy.
+            greedy: act by argmax (true) or sample from the policy (false); default: as evaluation does
+                (model.eval_greedy: sampling unless set), so the clip shows the agent the scores measure.
             max_steps: steps per episode at most.
         """
         from gbx_lightning.play import play
 
         play(model, self.strategy.root_device, ckpt_path, out, episodes=episodes, greedy=greedy,
              max_steps=max_steps)
+
+    def validate(self, model=None, dataloaders=None, ckpt_path=None, verbose: bool = True, datamodule=None,
+                 weights_only: Optional[bool] = None,
+                 eval_seed: Union[Literal["held_out", "fit"], int] = "held_out"):
+        """Lightning's ``validate``, on the episodes ``eval_seed`` says.
+
+        Args:
+            eval_seed: which evaluation episodes: ``held_out`` (default) the model's eval_seed + HELD_OUT, episodes
+                fit never evaluated on (``--ckpt_path best`` was picked on fit's: scored again on those, its number
+                would be biased up); ``fit`` those fit evaluated on (model.eval_seed); or a seed of your own.
+        """
+        _use_eval_seed(model, eval_seed, "validate")
+        return super().validate(model, dataloaders, ckpt_path, verbose, datamodule, weights_only)
+
+    def test(self, model=None, dataloaders=None, ckpt_path=None, verbose: bool = True, datamodule=None,
+             weights_only: Optional[bool] = None, eval_seed: Union[Literal["held_out", "fit"], int] = "held_out"):
+        """Lightning's ``test``, on the episodes ``eval_seed`` says.
+
+        Args:
+            eval_seed: which evaluation episodes: ``held_out`` (default), ``fit`` or a seed (as for validate).
+        """
+        _use_eval_seed(model, eval_seed, "test")
+        return super().test(model, dataloaders, ckpt_path, verbose, datamodule, weights_only)
+
+
+# evaluation episodes fit never sees: fit evaluates on model.eval_seed + rank (one per process)
+HELD_OUT = 1 << 20
+
+
+def _use_eval_seed(model, eval_seed, stage: str) -> None:
+    """Point the module's evaluation at the episodes of ``eval_seed`` and say which (rank 0)."""
+    if model is None:
+        return
+    fit_seed = int(model.hparams.eval_seed)
+    seed = fit_seed + HELD_OUT if eval_seed == "held_out" else fit_seed if eval_seed == "fit" else int(eval_seed)
+    model.eval_episode_seed = seed
+    if rank_zero_only.rank == 0:
+        which = ("held out: fit evaluated on seed " + f"{fit_seed}; --eval_seed fit replays those"
+                 if eval_seed == "held_out" else "the episodes fit evaluated on" if seed == fit_seed else
+                 "--eval_seed")
+        print(f"{stage}: evaluation episodes of seed {seed} ({which})", file=sys.stderr, flush=True)
 
 
 class GbxCLI(LightningCLI):
@@ -165,6 +212,10 @@ class GbxCLI(LightningCLI):
                 raise ConfigError("trainer.max_steps", problem)
             cls.check_max_steps(trainer.get("max_steps"), **init_args)
         _check_accelerator(trainer.get("accelerator"))
+        try:
+            max_time_seconds(trainer.get("max_time"))
+        except ValueError as err:
+            raise ConfigError("trainer.max_time", str(err)) from None
         problem = number_problem(trainer.get("check_val_every_n_epoch"), low=1, integer=True, none="null")
         if problem is not None:   # (Lightning takes any int, and 0 divides by zero in its loop)
             raise ConfigError("trainer.check_val_every_n_epoch", problem)
@@ -270,7 +321,13 @@ class GbxCLI(LightningCLI):
                 callbacks.append(self.checkpoint_registry)
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())
-        callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt") if checkpointing else StopOnSignal())
+        # max_time is ours to act on (safety.py: a stop between updates, no evaluation after), not Lightning's Timer
+        max_time = max_time_seconds(trainer_cfg.get("max_time"))
+        kwargs["max_time"] = None
+        if max_time is not None and trainer_cfg.get("max_epochs") is None and trainer_cfg.get("max_steps") == -1:
+            kwargs["max_epochs"] = -1   # what max_time meant to Lightning: no epoch limit (else it sets 1000, and says so)
+        callbacks.append(GracefulStop(run_dir / "checkpoints" / "last.ckpt", max_time) if checkpointing else
+                         StopOnSignal(max_time=max_time))
         callbacks.append(AgentView(run_dir / "clips", image_every=cfg.image_every))
         show_bar = cfg.progress_refresh > 0 and trainer_cfg.get("enable_progress_bar") is not False
         if show_bar:
@@ -284,6 +341,8 @@ class GbxCLI(LightningCLI):
             trainer = super().instantiate_trainer(**kwargs)
         except (MisconfigurationException, ValueError, TypeError, ImportError) as err:  # Lightning's checks of its options
             raise ConfigError("trainer", f"rejected by Lightning: {first_line(err)}") from None
+        if self.subcommand == "fit":
+            self.model.check_val_schedule(trainer)
         episodes = self.model.hparams.eval_episodes
         if episodes < trainer.world_size:  # before any process starts (the module checks again in setup)
             raise ConfigError("model.eval_episodes", f"must be >= the number of processes ({trainer.world_size}): "
@@ -324,7 +383,9 @@ class GbxCLI(LightningCLI):
         trainer, log = self.trainer, self.training_log
         if (not trainer.interrupted and trainer.limit_val_batches != 0
                 and log.last_eval_opt_steps != self.model.opt_steps):
-            trainer.validate(self.model, verbose=False)  # the final evaluation, when no scheduled one fell on the end
+            # the final evaluation, when no scheduled one fell on the end: on fit's episodes (Lightning's validate, not
+            # the subcommand's, whose default is held-out episodes)
+            Trainer.validate(trainer, self.model, verbose=False)
         if trainer.is_global_zero and getattr(self, "checkpoint_registry", None) is not None:
             print_registry_table(self.run_dir, self.checkpoint_registry.best_metric)
         last = self.run_dir / "checkpoints" / "last.ckpt"

@@ -48,5 +48,6 @@ def _report_stop(stop: RunStopped, args: list[str]) -> None:
         print(f"{stop}; no checkpoint to resume from: run the same command to start again", file=sys.stderr)
         return
     version = Path(stop.checkpoint).parent.parent.name.removeprefix("version_")
-    print(f"{stop}; {'saved' if stop.saved else 'it is in'} {stop.checkpoint}. To resume: "
+    longer = " with a larger --trainer.max_time" if stop.signal_name == "max_time" else ""
+    print(f"{stop}; {'saved' if stop.saved else 'it is in'} {stop.checkpoint}. To resume{longer}: "
           f"{resume_command(args, version)}", file=sys.stderr, flush=True)

@@ -143,6 +143,8 @@ class FreshRun:
             import shutil
 
             shutil.rmtree(run_dir)
+            if not any(run_dir.parent.iterdir()):   # the run name's directory, made for this version alone
+                run_dir.parent.rmdir()
 
 
 class RunConfig(SaveConfigCallback):

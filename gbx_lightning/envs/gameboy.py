@@ -96,7 +96,8 @@ class GameBoyEnv(VecEnvBase):
             (``envs/task.py``; ``base: NAME`` to start from a task); in Python also a ``Task``. None:
             power-on, no goal or fail screen, the "goal" reward.
         seed: seeds the reset generator (which start state each reset uses).
-        frames_per_step, release_after_frames: a step's length and how long its buttons are held.
+        frames_per_step: a step's length in frames.
+        release_after_frames: frames of a step its buttons are held (released for the rest).
         stack_k: observation frames (1..8; newest last).
         action_codec: a codec name (``envs.actions.ACTION_CODECS``) or a list of button combinations
             (e.g. ["-", "right", "a+right"]).

@@ -268,3 +268,32 @@ def test_the_progress_bar_shows_this_batchs_record_also_before_the_log(tmp_path,
             callbacks=[EnvStepsProgressBar(log, refresh_rate=1), log]).fit(A2CModule(update_every=3, **COMMON))
     assert shown == [(1, 1), (2, 2), (3, 3)]
     assert [r["opt_steps"] for r in read_training_log(tmp_path / "train.jsonl") if "loss" in r] == [1, 2, 3]
+
+
+# ---------------------------------------------------------------- env and policy: factories the parser makes
+def test_the_cli_hands_the_module_factories_and_the_hparams_plain_data(tmp_path, monkeypatch):
+    """The parser instantiates model.env/model.policy as factories (jsonargparse's partial of the class with the
+    config's options): the module reads their class and options (``factory_parts``: pinned here, as its form is
+    jsonargparse's), builds with num_envs/device itself, and keeps plain {class_path, init_args} in hparams."""
+    from gbx_lightning.algos.build import factory_parts
+    from gbx_lightning.cli import GbxTrainer
+
+    built = []
+    monkeypatch.setattr(GbxTrainer, "fit", lambda self, model, **kw: built.append(model))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model:\n  class_path: gbx_lightning.algos.A2CModule\n  init_args: {json.dumps(CONFIG)}\n"
+                   "progress_refresh: 0\n")
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs")]) == 0
+    module = built[0]
+    env_class, options = factory_parts(module.env_factory)
+    assert env_class is ForagingEnv and options["view_size"] == 5 and options["obs_mode"] == "ground_truth"
+    assert factory_parts(module.policy_factory) == (MLPPolicy, {"hidden": (16,)})
+    assert module.hparams.env["class_path"] == "gbx_lightning.envs.ForagingEnv"
+    assert module.hparams.env["init_args"]["view_size"] == 5
+    env = module.env_factory(3, torch.device("cpu"))
+    assert isinstance(env, ForagingEnv) and env.num_envs == 3 and env.view_size == 5
+    json.dumps(dict(module.hparams))   # plain data: logs, checkpoints' hyper_parameters
+    # a module built in Python from a class or a functools.partial: the same plain spelling
+    direct = A2CModule(**COMMON)
+    assert direct.hparams.env == {"class_path": "gbx_lightning.envs.foraging.ForagingEnv", "init_args": ENV_KWARGS}
+    assert direct.hparams.policy == {"class_path": "gbx_lightning.models.MLPPolicy", "init_args": {"hidden": [16]}}

@@ -121,7 +121,7 @@ def test_kept_selection_is_used_only_while_oam_cannot_have_changed():
     from gbx_lightning.roms import build_rom
 
     gb = VecGameBoy(build_rom("orchard"), 1)
-    a = gb._arrays
+    a = {name: gb.state_array(name) for name in gb.state_names}
     oam = np.zeros(160, np.uint8)
     oam[0::4] = 200                     # nothing on any line ...
     oam[4 * 7] = 16 + 30                # ... but object 7 on lines 30-37

@@ -153,7 +153,7 @@ def test_the_pokered_config_names_its_placeholder_rom():
 
     import yaml
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "pokered_explore_ppo.yaml").read_text())
-    options = config["model"]["init_args"]["env_kwargs"]
+    options = config["model"]["init_args"]["env"]["init_args"]
     assert options["task"]["base"] == "pokered/explore"
     with pytest.raises(OptionError) as err:
         GameBoyEnv.check_options(**options)

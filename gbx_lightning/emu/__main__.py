@@ -33,19 +33,6 @@ def _parse_trace(spec: str | None, frames: int) -> list[tuple[int, int]]:
         raise SystemExit(f"--buttons: {err}") from None
 
 
-def _resolve_rom(spec: str):
-    """A ROM file path, or the name of a package ROM built from source (e.g. 'orchard')."""
-    from pathlib import Path
-
-    if Path(spec).exists():
-        return spec
-    from gbx_lightning.roms import available_roms, build_rom
-
-    if spec in available_roms():
-        return build_rom(spec)
-    return spec  # load_cartridge reports the missing file
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gbx_lightning.emu",
                                  description="Run a Game Boy ROM on the Warp emulator.")
@@ -78,11 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     from gbx_lightning.emu import VecGameBoy
 
     from gbx_lightning.emu.cartridge import RomError
+    from gbx_lightning.roms import resolve_rom
 
     t0 = time.perf_counter()
     try:
-        gb = VecGameBoy(_resolve_rom(args.rom), args.envs, device=args.device, boot_rom=args.boot_rom)
-    except RomError as err:
+        gb = VecGameBoy(resolve_rom(args.rom)[0], args.envs, device=args.device, boot_rom=args.boot_rom)
+    except (RomError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     render = "full" if args.screenshot or not args.bench else "none"

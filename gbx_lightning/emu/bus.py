@@ -205,37 +205,93 @@ def apu_write(ms: MachinePtr, env: int, reg: int, value: int):
             m.io[env, 0x26] = wp.uint8(0x80 | status)
 
 
+@wp.func
+def _io_load(ms: MachinePtr, env: int, reg: int, t: wp.int64) -> int:
+    """io_read's cases; each returns: a value assigned in a chain of branches gets a select
+    per level, which on CUDA spilled (docs/gpu.md, Kernel footprint)."""
+    m = machine(ms)
+    if reg == 0x00:
+        return p1_read(ms, env)
+    if reg == 0x04:
+        return system_counter(ms, env, t) >> 8
+    if reg == 0x05:
+        timer_sync(ms, env, t)
+        return int(m.io[env, 5])
+    if reg == 0x0F:
+        sync_all(ms, env, t)
+        return int(m.io[env, 0x0F]) | 0xE0
+    if reg == 0x01:
+        return sb_read(ms, env, t)
+    if reg == 0x41:
+        return stat_read(ms, env, t)
+    if reg == 0x44:
+        return ly_read(ms, env, t)
+    if reg == 0x02:
+        serial_sync(ms, env, t)        # (SC's transfer bit, then the stored byte below)
+    return int(m.io[env, reg]) | int(m.io_rmask[reg])
+
+
 @wp.func(inline=False)
 def io_read(ms: MachinePtr, env: int, reg: int, t: wp.int64) -> int:
-    m = machine(ms)
-    v = 0xFF
-    if reg == 0x00:
-        v = p1_read(ms, env)
-    elif reg == 0x04:
-        v = system_counter(ms, env, t) >> 8
-    elif reg == 0x05:
-        timer_sync(ms, env, t)
+    """An I/O register read, its peripheral brought up to t first where it has one (and the
+    next event rescheduled after that catch-up: one reschedule for all of them)."""
+    v = _io_load(ms, env, reg, t)
+    if reg == 0x01 or reg == 0x02 or reg == 0x05 or reg == 0x41 or reg == 0x44:
         reschedule(ms, env)
-        v = int(m.io[env, 5])
-    elif reg == 0x0F:
-        sync_all(ms, env, t)
-        v = int(m.io[env, 0x0F]) | 0xE0
-    elif reg == 0x01:
-        v = sb_read(ms, env, t)
-        reschedule(ms, env)
-    elif reg == 0x02:
-        serial_sync(ms, env, t)
-        reschedule(ms, env)
-        v = int(m.io[env, reg]) | int(m.io_rmask[reg])
-    elif reg == 0x41:
-        v = stat_read(ms, env, t)
-        reschedule(ms, env)
-    elif reg == 0x44:
-        v = ly_read(ms, env, t)
-        reschedule(ms, env)
-    else:
-        v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     return v
+
+
+@wp.func
+def _io_store(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> int:
+    """io_write's cases, before the reschedule they share; each returns (as in io_read)."""
+    m = machine(ms)
+    if reg == 0x00:
+        return p1_write(io_row(ms, env), r32_row(ms, env), int(m.hram[env, 127]), value)
+    if reg == 0x01:
+        serial_sync(ms, env, t)
+        m.io[env, 1] = wp.uint8(value)
+        return 0
+    if reg == 0x02:
+        sc_write(ms, env, value, t)
+        return 1
+    if reg == 0x04:
+        div_write(ms, env, t)
+        return 1
+    if reg == 0x05:
+        tima_write(ms, env, value, t)
+        return 1
+    if reg == 0x06:
+        tma_write(ms, env, value, t)
+        return 1
+    if reg == 0x07:
+        tac_write(ms, env, value, t)
+        return 1
+    if reg == 0x0F:
+        sync_all(ms, env, t)
+        m.io[env, 0x0F] = wp.uint8(value & 0x1F)
+        return 1
+    if reg == 0x40:
+        lcdc_write(ms, env, value, t)
+        return 1
+    if reg == 0x46:
+        ppu_sync(ms, env, t)       # lines before the copy see the old OAM (lazy PPU)
+        dma_write(ms, env, value, t)
+        return 1
+    if reg >= 0x41 and reg <= 0x4B:
+        ppu_reg_write(ms, env, reg, value, t)
+        if reg == 0x41 or reg == 0x45:     # STAT and LYC move the STAT line and ppu_wake
+            return 1
+        return 0
+    if reg >= 0x10 and reg < 0x40:
+        apu_write(ms, env, reg, value)
+        return 0
+    if reg == 0x50:
+        if value != 0:
+            m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
+        m.io[env, 0x50] = wp.uint8(value)
+        return 1
+    m.io[env, reg] = wp.uint8(value)
+    return 0
 
 
 @wp.func(inline=False)
@@ -245,46 +301,7 @@ def io_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> int
     instruction loop then ends its run. Scroll, palette and window registers, the sound
     registers and SB change none of it (their catch-up to t raises nothing the CPU could
     take before the next event: see read8)."""
-    m = machine(ms)
-    end = int(1)
-    if reg == 0x00:
-        end = p1_write(io_row(ms, env), r32_row(ms, env), int(m.hram[env, 127]), value)
-    elif reg == 0x01:
-        serial_sync(ms, env, t)
-        m.io[env, 1] = wp.uint8(value)
-        end = 0
-    elif reg == 0x02:
-        sc_write(ms, env, value, t)
-    elif reg == 0x04:
-        div_write(ms, env, t)
-    elif reg == 0x05:
-        tima_write(ms, env, value, t)
-    elif reg == 0x06:
-        tma_write(ms, env, value, t)
-    elif reg == 0x07:
-        tac_write(ms, env, value, t)
-    elif reg == 0x0F:
-        sync_all(ms, env, t)
-        m.io[env, 0x0F] = wp.uint8(value & 0x1F)
-    elif reg == 0x40:
-        lcdc_write(ms, env, value, t)
-    elif reg == 0x46:
-        ppu_sync(ms, env, t)       # lines before the copy see the old OAM (lazy PPU)
-        dma_write(ms, env, value, t)
-    elif reg >= 0x41 and reg <= 0x4B:
-        ppu_reg_write(ms, env, reg, value, t)
-        if reg != 0x41 and reg != 0x45:    # STAT and LYC move the STAT line and ppu_wake
-            end = 0
-    elif reg >= 0x10 and reg < 0x40:
-        apu_write(ms, env, reg, value)
-        end = 0
-    elif reg == 0x50:
-        if value != 0:
-            m.r64[env, T_BOOT_MAPPED] = wp.int64(0)
-        m.io[env, 0x50] = wp.uint8(value)
-    else:
-        m.io[env, reg] = wp.uint8(value)
-        end = 0
+    end = _io_store(ms, env, reg, value, t)
     reschedule(ms, env)
     return end
 
@@ -334,41 +351,37 @@ def bus_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     access rules, OAM DMA bus conflicts (the CPU sees the byte the DMA is moving; OAM reads
     $FF), the boot ROM overlay, the flat conformance bus."""
     m = machine(ms)
-    v = 0xFF
-    conflict = int(0)
     m.r32[env, R_IDLE] = 0     # (for the idle-loop check, a value whose lifetime it does not know)
-    if m.flat_mode == 0:
-        conflict = dma_conflict(ms, env, addr, t)
+    # (each case returns, as in io_read)
     if m.flat_mode != 0:
-        v = flat_read(ms, env, addr)
-    elif addr >= 0xFF00:
-        if addr >= 0xFF80:
-            v = int(m.hram[env, addr - 0xFF80])
-        else:
-            v = io_read(ms, env, addr - 0xFF00, t)
-    elif conflict == 1:
-        v = dma_source_read(ms, env, (int(m.io[env, 0x46]) << 8) + dma_index(ms, env, t), t)
-    elif conflict == 2:
-        v = 0xFF
-    elif addr < 0x8000:
+        return flat_read(ms, env, addr)
+    if addr >= 0xFF80:
+        return int(m.hram[env, addr - 0xFF80])
+    if addr >= 0xFF00:
+        return io_read(ms, env, addr - 0xFF00, t)
+    conflict = dma_conflict(ms, env, addr, t)
+    if conflict == 1:
+        return dma_source_read(ms, env, (int(m.io[env, 0x46]) << 8) + dma_index(ms, env, t), t)
+    if conflict == 2:
+        return 0xFF
+    if addr < 0x8000:
         if addr < 0x100 and m.r64[env, T_BOOT_MAPPED] != wp.int64(0):
-            v = int(m.boot[addr])
-        else:
-            v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
-    elif addr < 0xA000:
+            return int(m.boot[addr])
+        return cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
+    if addr < 0xA000:
         if vram_accessible(ms, env, t, 0):
-            v = int(m.vram[env, addr - 0x8000])
-    elif addr < 0xC000:
-        v = cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
-    elif addr < 0xFE00:
-        v = int(m.wram[env, (addr - 0xC000) & 0x1FFF])
-    elif oam_accessible(ms, env, t, 0):
+            return int(m.vram[env, addr - 0x8000])
+        return 0xFF
+    if addr < 0xC000:
+        return cart_read(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, t)
+    if addr < 0xFE00:
+        return int(m.wram[env, (addr - 0xC000) & 0x1FFF])
+    if oam_accessible(ms, env, t, 0):
         if addr < 0xFEA0:
             dma_sync(ms, env, t)
-            v = int(m.oam[env, addr - 0xFE00])
-        else:
-            v = 0x00
-    return v
+            return int(m.oam[env, addr - 0xFE00])
+        return 0x00
+    return 0xFF
 
 
 @wp.func(inline=False)
@@ -378,29 +391,27 @@ def bus_write(ms: MachinePtr, env: int, addr: int, value: int, t: wp.int64) -> i
     instruction loop must end its run (io_write; IE; MBC registers: the ROM bank offsets
     the fetch caches)."""
     m = machine(ms)
-    end = int(0)
-    conflict = int(0)
     m.r32[env, R_IDLE] = 0     # (the idle-loop check: something was written)
-    if m.flat_mode == 0:
-        conflict = dma_conflict(ms, env, addr, t)
+    # (each case returns, as in io_read)
     if m.flat_mode != 0:
         flat_write(ms, env, addr, value)
-    elif addr >= 0xFF00:
-        if addr >= 0xFF80:
-            if addr == 0xFFFF:
-                sync_all(ms, env, t)   # IF bits raised late while IE masked them (ppu_wake)
-                end = 1
-            m.hram[env, addr - 0xFF80] = wp.uint8(value)
-            if addr == 0xFFFF:
-                reschedule(ms, env)
-        else:
-            end = io_write(ms, env, addr - 0xFF00, value, t)
-    elif conflict != 0:
-        pass
-    elif addr < 0x8000:
+        return 0
+    if addr == 0xFFFF:
+        sync_all(ms, env, t)   # IF bits raised late while IE masked them (ppu_wake)
+        m.hram[env, 127] = wp.uint8(value)
+        reschedule(ms, env)
+        return 1
+    if addr >= 0xFF80:
+        m.hram[env, addr - 0xFF80] = wp.uint8(value)
+        return 0
+    if addr >= 0xFF00:
+        return io_write(ms, env, addr - 0xFF00, value, t)
+    if dma_conflict(ms, env, addr, t) != 0:
+        return 0
+    if addr < 0x8000:
         cart_write(m.rom, m.cart_ram, m.mbc, m.spec, env, addr, value, t)
-        end = 1
-    elif addr < 0xA000:
+        return 1               # MBC registers: the ROM bank offsets the fetch caches
+    if addr < 0xA000:
         if vram_accessible(ms, env, t, 1):
             m.vram[env, addr - 0x8000] = wp.uint8(value)
     elif addr < 0xC000:
@@ -411,7 +422,7 @@ def bus_write(ms: MachinePtr, env: int, addr: int, value: int, t: wp.int64) -> i
         if oam_accessible(ms, env, t, 1):
             dma_sync(ms, env, t)
             m.oam[env, addr - 0xFE00] = wp.uint8(value)
-    return end
+    return 0
 
 
 # The instruction loop's run limit once an access changed what the scheduler decided:

@@ -76,6 +76,11 @@ FRAME_CYCLES = FRAME_CYCLES_T
 # instructions it runs and the runs it ends in r64[T_COUNT_INSTR / T_COUNT_RUNS]
 # (tools/bench_emu.py --counters). Off, the counting code is not generated at all.
 COUNTERS = os.environ.get("GBX_EMU_COUNTERS", "") == "1"
+# GBX_EMU_MAX_REGISTERS=N when this module is imported caps machine_kernel at N registers per
+# thread on CUDA (Warp's cuda_max_registers; unset: ptxas takes the 255 it wants). A knob to
+# measure on a GPU, not a default (docs/gpu.md, Kernel footprint).
+MAX_REGISTERS = int(os.environ.get("GBX_EMU_MAX_REGISTERS", "0") or 0)
+_KERNEL_OPTIONS = {"cuda_max_registers": MAX_REGISTERS} if MAX_REGISTERS > 0 else {}
 
 
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
@@ -329,7 +334,7 @@ def store_cpu(ms: MachinePtr, env: int, c: Cpu):
     m.r64[env, T_NOW] = c.t
 
 
-@wp.kernel(enable_backward=False)
+@wp.kernel(enable_backward=False, **_KERNEL_OPTIONS)
 def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
                    mbc: wp.array2d(dtype=wp.int32), spec: CartSpec,
                    wram: wp.array2d(dtype=wp.uint8), vram: wp.array2d(dtype=wp.uint8),

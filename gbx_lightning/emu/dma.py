@@ -35,7 +35,7 @@ def dma_source_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     return v
 
 
-@wp.func
+@wp.func(inline=False)   # cold; one copy instead of one per caller (docs/gpu.md, Kernel footprint)
 def dma_sync(ms: MachinePtr, env: int, t: wp.int64):
     """Land a transfer's bytes in OAM if its first byte has moved by t."""
     m = machine(ms)

@@ -70,7 +70,7 @@ def p1_read(ms: MachinePtr, env: int) -> int:
     return p1_value(io_row(ms, env), r32_row(ms, env))
 
 
-@wp.func
+@wp.func(inline=False)   # cold; one copy instead of one per caller (docs/gpu.md, Kernel footprint)
 def set_buttons(ms: MachinePtr, env: int, buttons: int):
     m = machine(ms)
     m.r32[env, R_BUTTONS] = buttons & 0xFF

@@ -385,9 +385,13 @@ def ppu_advance(ms: MachinePtr, env: int):
     _advance(ms, env, io_row(ms, env), r32_row(ms, env), r64_row(ms, env), wp.int64(-1))
 
 
-@wp.func
+@wp.func(inline=False)
 def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
-    """Process every PPU event due by `now`."""
+    """Process every PPU event due by `now`.
+
+    Out of line: ten callers (events, I/O, VRAM/OAM access rules) each inlined a copy, and on
+    CUDA every copy brought its own register spills into the one stack frame that the whole
+    call tree shares (docs/gpu.md, Kernel footprint); a single copy spills nothing."""
     io = io_row(ms, env)
     r32 = r32_row(ms, env)
     r64 = r64_row(ms, env)

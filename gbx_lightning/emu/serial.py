@@ -19,7 +19,7 @@ from .interrupts import raise_if
 from .state import NEVER, R_SERIAL_COUNT, SERIAL_CAP, T_DIV_BASE, T_SERIAL_END, MachinePtr, machine
 
 
-@wp.func
+@wp.func(inline=False)   # cold; one copy instead of one per caller (docs/gpu.md, Kernel footprint)
 def serial_sync(ms: MachinePtr, env: int, now: wp.int64):
     m = machine(ms)
     if now >= m.r64[env, T_SERIAL_END]:

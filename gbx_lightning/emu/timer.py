@@ -56,9 +56,10 @@ def timer_schedule(ms: MachinePtr, env: int):
     m.r64[env, T_TIMER_EVENT] = ev
 
 
-@wp.func
+@wp.func(inline=False)
 def timer_sync(ms: MachinePtr, env: int, now: wp.int64):
-    """Bring TIMA (and the delayed reload / IF bit 2) up to time `now`."""
+    """Bring TIMA (and the delayed reload / IF bit 2) up to time `now`. Out of line, as
+    ppu.ppu_sync: one copy instead of seven inlined ones, each with its own spills on CUDA."""
     m = machine(ms)
     last = m.r64[env, T_TIMER_LAST]
     if now > last:

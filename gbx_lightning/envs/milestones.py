@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from .base import StateError
 from .ram_map import FieldReader, RamMap, resolve_field
 from .rewards import cell_index, popcount_bytes, visit_cells
 
@@ -119,16 +120,16 @@ class MilestoneTracker:
 
     def load_state_dict(self, state: dict, where: str = "milestones") -> None:
         if list(state.get("names", [])) != self.names:
-            raise ValueError(f"{where}: milestones must be {self.names} (this env's task), got {state.get('names')}")
+            raise StateError(f"{where}: milestones must be {self.names} (this env's task), got {state.get('names')}")
         for key in ("start", "progress"):
             src = torch.as_tensor(state[key])
             if src.shape != getattr(self, key).shape:
-                raise ValueError(f"{where}: {key} must have shape {list(getattr(self, key).shape)}, got "
+                raise StateError(f"{where}: {key} must have shape {list(getattr(self, key).shape)}, got "
                                  f"{list(src.shape)}")
             setattr(self, key, src.to(self.device, torch.int64).clone())
         for i in self.cells:
             src = torch.as_tensor(state["cells"][self.names[i]])
             if src.shape != self.cells[i].shape:
-                raise ValueError(f"{where}: cells[{self.names[i]!r}] must have shape {list(self.cells[i].shape)} "
+                raise StateError(f"{where}: cells[{self.names[i]!r}] must have shape {list(self.cells[i].shape)} "
                                  f"(its bits as saved), got {list(src.shape)}")
             self.cells[i] = src.to(self.device, torch.int64).clone()

@@ -37,6 +37,8 @@ import math
 import torch
 import warp as wp
 
+from .base import StateError
+
 __all__ = ["PoolRows", "StatePool", "draw_pool_slots", "harvest_plan", "pool_capacity", "pool_state_bytes",
            "swarm_plan"]
 
@@ -160,7 +162,7 @@ class StatePool:
             mine = getattr(self, key)
             src = torch.as_tensor(state[key])
             if src.shape != mine.shape:
-                raise ValueError(f"{where}: pool {key} must have shape {list(mine.shape)} (this task's pool capacity), "
+                raise StateError(f"{where}: pool {key} must have shape {list(mine.shape)} (this task's pool capacity), "
                                  f"got {list(src.shape)}")
             setattr(self, key, src.to(self.device, mine.dtype).clone())
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import torch
 
+from .base import StateError
 from .ram_map import FieldReader, RamField
 from .reward_transforms import Param, RewardContext, RewardItem
 from .rewards import cell_index, popcount_bytes, progress_gain, visit_cells
@@ -149,7 +150,7 @@ class Explore(_RamItem):
                 continue
             src = torch.as_tensor(state[key])
             if src.shape != mine.shape or src.dtype != mine.dtype:
-                raise ValueError(f"explore.load_state_dict: {key} must be {mine.dtype} {list(mine.shape)} (bits, "
+                raise StateError(f"explore.load_state_dict: {key} must be {mine.dtype} {list(mine.shape)} (bits, "
                                  f"novelty_bits and num_envs as saved), got {src.dtype} {list(src.shape)}")
             setattr(self, key, src.to(mine.device).clone())
 
@@ -193,7 +194,7 @@ class _Progress(_RamItem):
                 mine = getattr(self, key)
                 src = torch.as_tensor(state[key])
                 if src.shape != mine.shape:
-                    raise ValueError(f"{type(self).__name__}.load_state_dict: {key} must have shape "
+                    raise StateError(f"{type(self).__name__}.load_state_dict: {key} must have shape "
                                      f"{list(mine.shape)}, "
                                      f"got {list(src.shape)}")
                 setattr(self, key, src.to(mine.device, mine.dtype).clone())

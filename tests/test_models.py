@@ -64,7 +64,7 @@ def test_pixel_policy_rejects_float_obs_and_wrong_shape():
 def test_unknown_policy_name_lists_known_ones():
     with pytest.raises(ValueError, match="unknown policy 'resnet'.*cnn.*impala_cnn.*mlp.*nature_cnn.*pixel_cnn"):
         make_policy("resnet", (6, 11, 11), 8)
-    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "pixel_cnn", "nature_cnn", "impala_cnn"}
+    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "pixel_cnn", "nature_cnn", "impala_cnn", "pixel_lstm", "mlp_lstm"}
 
 
 def test_pixel_policy_rejects_tiny_frames():

@@ -177,16 +177,48 @@ def _small_pixel_convs(k: int, channels: tuple[int, int]) -> nn.Sequential:
     )
 
 
+def _pixel_input(obs: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    """uint8 shades 0..3 -> float [0, 1]; NHWC in memory (laid out while still uint8: a quarter of the bytes) where
+    the convolutions are (``channels_last``)."""
+    if channels_last:
+        obs = obs.contiguous(memory_format=torch.channels_last)
+    return obs.float() / PIXEL_SHADES   # float() keeps the memory format
+
+
+def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
+    """The convolutions' weights NHWC (``channels_last``): on a CPU oneDNN then runs them without converting each
+    call, the larger the batch the more it saves (PPO's minibatches; ``tools/bench_trainer.py --variants``). The
+    same model either way: only the memory layout differs."""
+    return convs.to(memory_format=torch.channels_last) if channels_last else convs
+
+
 class _PixelPolicy(ActorCritic):
     """What the pixel CNNs share: ``self.convs`` (set by the subclass), one dense layer on its flattened
-    output, the heads; shades 0..3 scaled to [0, 1]."""
+    output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC."""
 
-    def _dense_and_heads(self, hidden: int) -> None:
+    channels_last = False
+    compile_update = False
+
+    def _dense_and_heads(self, hidden: int, channels_last: bool = False, compile_update: bool = False) -> None:
         self.dense = _dense_after(self.convs, self.obs_shape, hidden)
         self._heads(int(hidden))
+        self.channels_last = bool(channels_last)
+        _to_channels_last(self.convs, self.channels_last)
+        self.compile_update = bool(compile_update)
+        self._compiled_evaluate = None
 
     def torso(self, obs):
-        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+        return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``ActorCritic.evaluate``; with ``compile_update`` through ``torch.compile`` (Inductor: C++ on a CPU),
+        compiled on the first update and again for each new batch size (PPO's last minibatch when T * N does not
+        divide): the forward and backward of every update then run as generated kernels. Acting stays eager."""
+        if not self.compile_update:
+            return super().evaluate(obs, actions)
+        if self._compiled_evaluate is None:
+            self._compiled_evaluate = torch.compile(super().evaluate, dynamic=False)
+        return self._compiled_evaluate(obs, actions)
 
 
 class PixelCNNPolicy(_PixelPolicy):
@@ -199,14 +231,17 @@ class PixelCNNPolicy(_PixelPolicy):
     Args:
         channels: the two convolutions' output channels.
         hidden: the dense layer's width.
+        channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
-                 hidden: int = 256):
+                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
         self.convs = _small_pixel_convs(self.obs_shape[0], channels)
-        self._dense_and_heads(hidden)
+        self._dense_and_heads(hidden, channels_last, compile_update)
 
 
 class NatureCNNPolicy(_PixelPolicy):
@@ -214,9 +249,13 @@ class NatureCNNPolicy(_PixelPolicy):
 
     Args:
         hidden: the dense layer's width.
+        channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
     """
 
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512, channels_last: bool = False,
+                 compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
         k = self.obs_shape[0]
@@ -227,7 +266,7 @@ class NatureCNNPolicy(_PixelPolicy):
             _init(nn.Conv2d(64, 64, 3, stride=1), g), nn.ReLU(),
             nn.Flatten(),
         )
-        self._dense_and_heads(hidden)
+        self._dense_and_heads(hidden, channels_last, compile_update)
 
 
 class _ResidualBlock(nn.Module):
@@ -246,10 +285,13 @@ class ImpalaCNNPolicy(_PixelPolicy):
     Args:
         channels: each stage's channels (one stage per entry).
         hidden: the dense layer's width.
+        channels_last: lay the convolutions out NHWC (same model).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),
-                 hidden: int = 256):
+                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)
         k = self.obs_shape[0]
@@ -262,7 +304,7 @@ class ImpalaCNNPolicy(_PixelPolicy):
         # convolutions keep PyTorch's default init: orthogonal sqrt(2) gains compound through the
         # residual sums and blow up the features (and the initial logits)
         self.convs = nn.Sequential(*stages, nn.ReLU(), nn.Flatten())
-        self._dense_and_heads(hidden)
+        self._dense_and_heads(hidden, channels_last, compile_update)
 
 
 # ---- recurrent policies ----------------------------------------------------------------------------------------
@@ -365,18 +407,21 @@ class PixelLSTMPolicy(RecurrentActorCritic):
         hidden: the dense layer's width (the LSTM's input).
         lstm_size: the LSTM's state width (the heads' input).
         lstm_layers: stacked LSTM layers.
+        channels_last: lay the convolutions out NHWC (same model).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
-                 hidden: int = 256, lstm_size: int = 128, lstm_layers: int = 1):
+                 hidden: int = 256, lstm_size: int = 128, lstm_layers: int = 1, channels_last: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_lstm", self.obs_shape, 20)
         self.convs = _small_pixel_convs(self.obs_shape[0], channels)
         self.dense = _dense_after(self.convs, self.obs_shape, hidden)
         self._lstm_and_heads(hidden, lstm_size, lstm_layers)
+        self.channels_last = bool(channels_last)
+        _to_channels_last(self.convs, self.channels_last)
 
     def torso(self, obs):
-        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+        return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
 
 
 class MLPLSTMPolicy(RecurrentActorCritic):

@@ -172,7 +172,7 @@ class Machine:
     flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
     idle_skip: int                         # 1: skip the iterations of idle loops (emu/idle.py)
-    ppu_log: wp.array2d(dtype=wp.int32)    # [N,96] the PPU register writes of the current mode 3 (ppu_dots.py)
+    ppu_log: wp.array2d(dtype=wp.int32)    # [N,48] the PPU register writes of the current mode 3 (ppu_dots.py)
 
 
 # How kernels take the machine: a one-element array of Machine (MachineRef), not the struct

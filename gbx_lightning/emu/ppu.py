@@ -341,8 +341,11 @@ def _mode3_end(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     mode = r32[R_RENDER_NOW]
     if warmup != 0:
         mode = RENDER_NONE
-    if dots_compiled() != 0 and ppu_log_row(ms, env)[LOG_COUNT] != 0:
-        # registers were written during this mode 3: the line dot by dot (ppu_dots.py)
+    if scan == 0 and dots_compiled() != 0 and ppu_log_row(ms, env)[LOG_COUNT] != 0:
+        # registers were written during this mode 3: the line dot by dot (ppu_dots.py). Not
+        # on ppu_sync's whole-line catch-up (scan = 1): a write in mode 3 syncs the PPU into
+        # it, so a logged line's end always comes through _advance (and the check costs ~5%
+        # of a frame there with nothing drawn: tools/ab_emu.py on orchard)
         r32[R_WIN_LINE] = r32[R_WIN_LINE] + mode3_end_logged(ms, env, ly, mode, t)
         if warmup != 0:
             blank_scanline(env, ly, 0, m.frame, m.obs, r32[R_RENDER_NOW])

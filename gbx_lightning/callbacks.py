@@ -405,9 +405,10 @@ class AgentView(Callback):
 class EnvStepsProgressBar(RichProgressBar):
     """Lightning's Rich bar counting training batches of the whole run, with env steps, env steps/s, return.
 
-    One bar for the run: the stream is a single epoch whose length is the run's batch budget
-    (max_steps / optimizer steps per batch), so the bar's total is that budget rather than
-    Lightning's max_steps-based guess, and a resumed run continues it.
+    One bar for the run, named "train": the stream is a single epoch whose length is the run's batch budget
+    (max_steps / optimizer steps per batch), so the bar's total is that budget rather than Lightning's
+    max_steps-based guess, and its count is the run's batches so far (the stream's, restored on resume; a
+    resumed run's batch_idx counts from the resume), so a resumed run continues the bar where it was.
     """
 
     def __init__(self, training_log: TrainingLog | None = None, refresh_rate: int = 1):
@@ -421,17 +422,17 @@ class EnvStepsProgressBar(RichProgressBar):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         # Lightning's Rich bar updates its task, rebuilds its metrics and redraws after every batch whatever
         # refresh_rate says (~0.1 ms a batch on CPU); here that happens every refresh_rate batches and at the last.
-        done = batch_idx + 1
+        stream = getattr(pl_module, "stream", None)
+        done = stream.iterations if stream is not None else batch_idx + 1   # the run's batches, not the segment's
         if done % self.refresh_rate == 0 or done >= self.total_train_batches:
             if self.training_log is not None:   # this batch's record, whether the log's hook ran before or not
                 self.training_log.record(trainer, pl_module)
-            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, done - 1)
 
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        super().on_train_epoch_start(trainer, pl_module)
-        if self.progress is not None and self.train_progress_bar_id is not None:
-            # the run is one epoch (the stream's length is the batch budget): "Epoch 0/-2" would say nothing
-            self.progress.update(self.train_progress_bar_id, description="train")
+    def _get_train_description(self, current_epoch: int) -> str:
+        # the run is one epoch (the stream's length is the batch budget): "Epoch 0/-2" would say nothing; also
+        # what a resumed run's bar is made with (Lightning builds it at the first batch, no epoch start)
+        return f"{'train':{len(self.validation_description)}}"
 
     def get_metrics(self, trainer, pl_module) -> dict[str, Any]:
         items = super().get_metrics(trainer, pl_module)

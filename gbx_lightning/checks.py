@@ -12,9 +12,19 @@ import math
 
 import torch
 
-__all__ = ["FLOAT", "available_memory", "check_number", "check_tensor", "number_problem"]
+__all__ = ["FLOAT", "ConfigError", "available_memory", "check_number", "check_tensor", "number_problem"]
 
 FLOAT = "floating point"
+
+
+class ConfigError(ValueError):
+    """A bad config value, found before anything is built: the CLI prints ``config error: <field> <message>``
+    in one line (exit status 2). ``field`` is the config key (``model.`` left out for the module's own
+    arguments, as the algorithms raise them: ``gamma``; the CLI adds it)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field} {message}")
+        self.field, self.message = field, message
 
 
 def number_problem(value, *, low=None, high=None, low_open: bool = False, integer: bool = False,

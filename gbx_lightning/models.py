@@ -1,10 +1,12 @@
 """Actor-critic policies: ``forward(obs) -> (logits [N, A], value [N])``.
 
-Two families, chosen by the observation the env produces:
+A config names one by class (``model.policy: {class_path: gbx_lightning.models.PixelCNNPolicy, init_args:
+{...}}``); the module builds it with the env's observation shape and number of actions. ``POLICY_REGISTRY``
+gives them short names for tools and tests. Two families, chosen by the observation the env produces:
 
-* ``mlp`` and ``cnn`` take float observations such as ForagingEnv's egocentric
-  one-hot view ``[C, V, V]``.
-* ``pixel_cnn``, ``nature_cnn`` and ``impala_cnn`` take uint8 Game Boy pixel
+* ``mlp`` (``MLPPolicy``) and ``cnn`` (``GridCNNPolicy``) take float observations such as ForagingEnv's
+  egocentric one-hot view ``[C, V, V]``.
+* ``pixel_cnn``, ``nature_cnn`` and ``impala_cnn`` (``PixelCNNPolicy``, ...) take uint8 Game Boy pixel
   stacks ``[K, 72, 80]`` with shades 0..3 and normalise inside the model
   (``x.float() / 3``), so the env and the rollout buffer stay uint8.
   ``pixel_cnn`` (two convolutions, ~0.5 M parameters) is the one that learns
@@ -94,9 +96,13 @@ class ActorCritic(nn.Module):
 
 
 class MLPPolicy(ActorCritic):
-    """Flatten -> ``len(hidden)`` tanh layers; the simplest baseline for any float observation."""
+    """Flatten -> ``len(hidden)`` tanh layers; the simplest baseline for any float observation.
 
-    def __init__(self, obs_shape, num_actions, hidden: tuple[int, ...] | list[int] = (128, 128)):
+    Args:
+        hidden: the hidden layers' widths.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: tuple[int, ...] = (128, 128)):
         super().__init__(obs_shape, num_actions, torch.float32)
         layers: list[nn.Module] = [nn.Flatten()]
         width = math.prod(self.obs_shape)
@@ -115,9 +121,14 @@ class GridCNNPolicy(ActorCritic):
 
     The stride-2 layer halves the view before the dense layer, which keeps the network (and
     each streaming update on a CPU) small: ~0.2 M parameters for the default 6x11x11 view.
+
+    Args:
+        channels: the two convolutions' output channels.
+        hidden: the dense layer's width.
     """
 
-    def __init__(self, obs_shape, num_actions, channels: tuple[int, int] | list[int] = (16, 32), hidden: int = 128):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
+                 hidden: int = 128):
         super().__init__(obs_shape, num_actions, torch.float32)
         if len(self.obs_shape) != 3:
             raise ValueError(f"cnn policy: obs_shape must be [C, H, W], got {list(self.obs_shape)}")
@@ -163,9 +174,14 @@ class PixelCNNPolicy(_PixelPolicy):
     The Nature CNN's first two layers with half the channels and without its third
     convolution: on a [K, 72, 80] stack the features are 32 x 7 x 8, which the dense
     layer reads directly.
+
+    Args:
+        channels: the two convolutions' output channels.
+        hidden: the dense layer's width.
     """
 
-    def __init__(self, obs_shape, num_actions, channels: tuple[int, int] | list[int] = (16, 32), hidden: int = 256):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
+                 hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
         k = self.obs_shape[0]
@@ -180,9 +196,13 @@ class PixelCNNPolicy(_PixelPolicy):
 
 
 class NatureCNNPolicy(_PixelPolicy):
-    """The DQN "Nature" CNN (Mnih et al. 2015): 8x8/4, 4x4/2, 3x3/1 convolutions, 512 dense units."""
+    """The DQN "Nature" CNN (Mnih et al. 2015): 8x8/4, 4x4/2, 3x3/1 convolutions, 512 dense units.
 
-    def __init__(self, obs_shape, num_actions, hidden: int = 512):
+    Args:
+        hidden: the dense layer's width.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
         k = self.obs_shape[0]
@@ -207,9 +227,14 @@ class _ResidualBlock(nn.Module):
 
 
 class ImpalaCNNPolicy(_PixelPolicy):
-    """IMPALA's residual CNN (Espeholt et al. 2018): per stage conv 3x3, max-pool 3x3/2, two residual blocks."""
+    """IMPALA's residual CNN (Espeholt et al. 2018): per stage conv 3x3, max-pool 3x3/2, two residual blocks.
 
-    def __init__(self, obs_shape, num_actions, channels: tuple[int, ...] | list[int] = (16, 32, 32),
+    Args:
+        channels: each stage's channels (one stage per entry).
+        hidden: the dense layer's width.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),
                  hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)

@@ -2,7 +2,8 @@
 
 Loads the policy weights of a checkpoint into the configured module, plays ``episodes``
 episodes one after another in a single env of the configured kind (the evaluation seed, then
-the next ones), and writes every screen the agent saw as one animated GIF (pixel envs only).
+the next ones), acting as evaluation does unless ``--greedy true|false`` says otherwise, and writes
+every screen the agent saw as one animated GIF (pixel envs only).
 """
 from __future__ import annotations
 
@@ -13,16 +14,22 @@ import torch
 
 from gbx_lightning.data import EvalEpisodes
 from gbx_lightning.media import save_gif
-from gbx_lightning.envs import make_env
 
 __all__ = ["play"]
 
 
-def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes: int = 1, greedy: bool = True,
-         max_steps: int = 10_000, scale: int = 2, delay_cs: int = 12) -> list[dict]:
-    """Play and record; returns one summary dict per episode (return, length, success)."""
+def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes: int = 1,
+         greedy: bool | None = None, max_steps: int = 10_000, scale: int = 2, delay_cs: int = 12) -> list[dict]:
+    """Play and record; returns one summary dict per episode (return, length, success). ``greedy`` None acts as
+    evaluation does (the module's ``eval_greedy``: sampling unless set), so the clip shows what the scores measure."""
     hp = module.hparams
-    env = make_env(hp.env, num_envs=1, device=device, **(hp.env_kwargs or {}))
+    if greedy is None:
+        greedy = bool(hp.eval_greedy)
+    how = "greedily (argmax)" if greedy else "by sampling from the policy"
+    print(f"play: acting {how}, " + ("as evaluation does" if greedy == bool(hp.eval_greedy) else
+                                     f"not as evaluation does (model.eval_greedy: {str(hp.eval_greedy).lower()})"),
+          file=sys.stderr)
+    env = module.env_factory(1, device)
     module.build_policy(env)
     if ckpt_path is not None:
         ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
@@ -35,7 +42,7 @@ def play(module, device: torch.device, ckpt_path: str | None, out: str, episodes
         batch = next(iter(EvalEpisodes(env, module.policy, hp.eval_seed + i, greedy=greedy, max_steps=max_steps,
                                        check_every=1, record_clip=True)))
         if "clip" not in batch:
-            raise ValueError(f"play: env {hp.env!r} has no pixel observations to record (uint8 [K, H, W])")
+            raise ValueError(f"play: {type(env).__name__} has no pixel observations to record (uint8 [K, H, W])")
         frames.append(batch["clip"].cpu())
         summaries.append({"episode": i + 1, "return": float(batch["episode_return"][0]),
                           "length": int(batch["episode_length"][0]), "success": bool(batch["success"][0]),

@@ -36,7 +36,7 @@ line without its newline (kill -9 mid-write) is left out when read and cut befor
 ``best``: the entry with the highest ``best_metric`` (``steps_to_success``: the lowest; a missing value
 ranks last), ties broken by the higher ``return_mean``, then the later step. Entries whose file is gone are
 passed over, and the resolver says which. ``validate``/``test``/``play --ckpt_path best`` take that file;
-``fit`` refuses it (cli.py). Only fit's evaluations are recorded: a later ``validate`` of some checkpoint
+``fit`` refuses it (cli/runs.py). Only fit's evaluations are recorded: a later ``validate`` of some checkpoint
 does not change the registry.
 """
 
@@ -55,6 +55,7 @@ from typing import Any, Callable, Iterable
 from lightning.pytorch.callbacks import Checkpoint
 
 from gbx_lightning.callbacks import drop_torn_line
+from gbx_lightning.checks import ConfigError
 
 __all__ = ["CORE_METRICS", "Best", "CheckpointRegistry", "RegistryError", "append_record", "best_checkpoint",
            "choose_best", "describe", "eval_checkpoint_name", "files_to_remove", "known_metrics", "live_entries",
@@ -240,7 +241,8 @@ class Best:
 
 
 def best_checkpoint(run_dir: str | os.PathLike, metric: str = "success_rate") -> Best:
-    """The best checkpoint in ``run_dir``'s registry by ``metric``; RegistryError (one line) when there is none."""
+    """The best checkpoint in ``run_dir``'s registry by ``metric``; RegistryError (one line) when there is none,
+    ConfigError naming ``best_metric`` when the registry has no such metric."""
     run_dir = Path(run_dir)
     path = registry_path(run_dir)
     if not path.is_file():
@@ -252,7 +254,7 @@ def best_checkpoint(run_dir: str | os.PathLike, metric: str = "success_rate") ->
                             f"trainer.val_check_interval; or pass --ckpt_path last or a FILE)")
     problem = metric_problem(metric, known_metrics(entries))
     if problem is not None:
-        raise RegistryError(f"best_metric {problem} (the metrics of {path})")
+        raise ConfigError("best_metric", f"{problem} (the metrics of {path})")
     entry, skipped = choose_best(entries, metric, lambda rel: (run_dir / rel).is_file())
     if entry is None:
         raise RegistryError(f"--ckpt_path best: none of the {len(entries)} checkpoint files named in {path} exists "

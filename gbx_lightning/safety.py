@@ -22,6 +22,12 @@ whichever asks first); the guard stops the run at that record with ``NonFiniteEr
 order). Before every checkpoint write it also checks the parameters (``RLModule.find_nonfinite``:
 one host read per checkpoint) and refuses to write, so the last good checkpoint stays.
 
+``trainer.max_time`` stops the run the same way (the CLI hands it to ``GracefulStop`` instead of Lightning's
+``Timer``): checked after every update, the time of the run's training so far (summed over resumed segments,
+as Lightning counts it) against the limit; at the limit the run saves ``last.ckpt`` and stops, with no
+evaluation after (Lightning's own stop runs one, and it and anything after the last update it checked make
+the run overshoot the limit).
+
 A crash (any other exception) saves nothing: the state mid-update is not one a resume can continue
 exactly, and it may be the poisoned one; the last periodic checkpoint stays.
 """
@@ -30,12 +36,15 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from datetime import timedelta
 from typing import Any
 
 from lightning.pytorch.callbacks import Callback, Checkpoint
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-__all__ = ["GracefulStop", "NonFiniteError", "NonFiniteGuard", "RunStopped", "StopOnSignal", "resume_command"]
+__all__ = ["GracefulStop", "NonFiniteError", "NonFiniteGuard", "RunStopped", "StopOnSignal", "max_time_seconds",
+           "resume_command"]
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -52,6 +61,29 @@ class RunStopped(SIGTERMException):
 
     def __str__(self) -> str:
         return f"{self.signal_name}: stopped after optimizer step {self.opt_steps} (env step {self.env_steps})"
+
+
+def max_time_seconds(value) -> float | None:
+    """``trainer.max_time`` as Lightning takes it ("DD:HH:MM:SS", a ``timedelta`` or a dict of its fields) in
+    seconds; None for None. ValueError for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parts = value.split(":")
+        try:
+            if len(parts) != 4:
+                raise ValueError
+            value = timedelta(**dict(zip(("days", "hours", "minutes", "seconds"), map(int, parts))))
+        except ValueError:
+            raise ValueError(f"must be DD:HH:MM:SS (e.g. 00:12:00:00), got {value!r}") from None
+    elif isinstance(value, dict):
+        try:
+            value = timedelta(**value)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ValueError(f"must be DD:HH:MM:SS or a mapping of timedelta fields, got {value!r} ({err})") from None
+    if not isinstance(value, timedelta) or value.total_seconds() <= 0:
+        raise ValueError(f"must be a time > 0 (DD:HH:MM:SS), got {value!r}")
+    return value.total_seconds()
 
 
 class NonFiniteError(RuntimeError):
@@ -75,10 +107,15 @@ class StopOnSignal(Callback):
 
     Args:
         last_ckpt: where the stop's checkpoint goes (the run's ``checkpoints/last.ckpt``); None: stop without saving.
+        max_time: seconds of training (summed over the run's segments) after which to stop the same way; None: no
+            limit. Its clock is kept in checkpoints (this callback's state).
     """
 
-    def __init__(self, last_ckpt: str | os.PathLike | None = None):
+    def __init__(self, last_ckpt: str | os.PathLike | None = None, max_time: float | None = None):
         self.last_ckpt = None if last_ckpt is None else os.fspath(last_ckpt)
+        self.max_time = max_time
+        self._time_before = 0.0   # training seconds of the run's earlier segments (from the checkpoint)
+        self._train_start: float | None = None
         self.requested: str | None = None   # name of the first signal received
         self.stop: RunStopped | None = None
         self._previous: dict[int, Any] = {}
@@ -106,6 +143,22 @@ class StopOnSignal(Callback):
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
         self._previous = {}
 
+    # ---- the training clock: kept in checkpoints, one key whichever of the two classes saved it -----------
+    @property
+    def state_key(self) -> str:
+        return "StopOnSignal"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"train_time_s": self.train_time_s}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._time_before = float(state.get("train_time_s", 0.0))
+
+    @property
+    def train_time_s(self) -> float:
+        """Seconds of training of the whole run so far (this segment's since ``on_train_start``)."""
+        return self._time_before + (time.monotonic() - self._train_start if self._train_start is not None else 0.0)
+
     # ---- hooks -------------------------------------------------------------------------------------
     def setup(self, trainer, pl_module, stage: str) -> None:
         # from here on a signal is a stop request, also while envs are built and kernels compile
@@ -117,12 +170,15 @@ class StopOnSignal(Callback):
         # Lightning put its own SIGTERM notifier in front of ours meanwhile: ours alone decides when to stop
         signal.signal(signal.SIGTERM, self._handle)
         self._start_step = trainer.global_step
+        self._train_start = time.monotonic()
         if self._asked(trainer):   # asked to stop before the first update: nothing new to save
             raise self._stopped(pl_module, trainer)
 
     def _asked(self, trainer) -> bool:
         """Whether to stop here. Under DDP a collective (one all-reduce per update): the ranks stop at the same
         update when any of them got the signal, or the others would wait for it in the next collective."""
+        if self.requested is None and self.max_time is not None and self.train_time_s >= self.max_time:
+            self.requested = "max_time"
         asked = self.requested is not None
         if trainer.world_size > 1:
             asked = bool(trainer.strategy.reduce_boolean_decision(asked, all=False))
@@ -135,6 +191,7 @@ class StopOnSignal(Callback):
             raise self._stopped(pl_module, trainer)
 
     def on_train_end(self, trainer, pl_module) -> None:
+        self._time_before, self._train_start = self.train_time_s, None
         # Lightning's save_last writes last.ckpt when training ends only if it wrote none before: a max_steps that
         # is not a multiple of checkpoint_every would leave last.ckpt behind the steps trained
         self._save_last(trainer)

@@ -257,7 +257,7 @@ def run_savestate(path: Path, rng: random.Random) -> str:
         return f"refused {_one_line(err)}"
     try:
         env = GameBoyEnv(num_envs=2, cpu_threads=1, **options)
-    except (ValueError, TypeError) as err:   # what the module reports as "model.env_kwargs rejected by gameboy: ..."
+    except (ValueError, TypeError) as err:   # what the module reports as "model.env rejected by GameBoyEnv: ..."
         return f"refused {_one_line(err)}"
     for _ in range(4):
         env.step(torch.tensor([rng.randrange(env.num_actions) for _ in range(2)], dtype=torch.int32))
@@ -275,13 +275,15 @@ trainer:
   val_check_interval: 2
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: foraging
-    env_kwargs: {obs_mode: ground_truth, max_steps: 12, grid_size: 8, view_size: 5}
+    env:
+      class_path: gbx_lightning.envs.ForagingEnv
+      init_args: {obs_mode: ground_truth, max_steps: 12, grid_size: 8, view_size: 5}
     num_envs: 4
-    policy: mlp
-    policy_kwargs: {hidden: [16]}
+    policy:
+      class_path: gbx_lightning.models.MLPPolicy
+      init_args: {hidden: [16]}
     gamma: 0.99
     lr: 0.01
     update_every: 3
@@ -298,14 +300,16 @@ GAMEBOY_CFG = """\
 seed_everything: 5
 trainer: {max_steps: 2, accelerator: cpu, devices: 1, val_check_interval: 2, check_val_every_n_epoch: null}
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: gameboy
-    env_kwargs: {rom: orchard, task: orchard/level1, seed: 0, stack_k: 2, action_codec: dpad_noop, max_steps: 6,
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {rom: orchard, task: orchard/level1, seed: 0, stack_k: 2, action_codec: dpad_noop, max_steps: 6,
                frames_per_step: 24, release_after_frames: 8, cpu_threads: 1}
     num_envs: 2
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     rollout_steps: 2
     epochs: 1
     minibatches: 2

@@ -1,25 +1,32 @@
 """The algorithms' shared parts: one metric table and accumulator, log records that do not depend on the callbacks'
 order, the shared arguments defined once and seen whole by LightningCLI."""
 
+import inspect
 import json
 import re
+from functools import partial
 
 import pytest
 import torch
 from lightning.pytorch import Trainer
 from lightning.pytorch.loggers import CSVLogger
 
-from gbx_lightning.algos import A2CModule, PPOModule, REINFORCEModule
+from gbx_lightning.algos import A2CModule, PPOModule, REINFORCEModule, RLModule
 from gbx_lightning.callbacks import TrainingLog, read_training_log
+from gbx_lightning.envs import ForagingEnv
 from gbx_lightning.cli import main
 from gbx_lightning.metrics import LOGGER_NAMES, LossMetrics
+from gbx_lightning.models import MLPPolicy
 from gbx_lightning.safety import NonFiniteGuard, StopOnSignal
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5,
               "food_range": [2, 3], "poison_range": [1, 2], "start_energy": 3.0, "step_cost": 0.5}
-COMMON = dict(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp", policy_kwargs={"hidden": [16]}, seed=3)
+COMMON = dict(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=4, policy=partial(MLPPolicy, hidden=[16]), seed=3)
+# the same in a config: env and policy by class_path
+CONFIG = dict(env={"class_path": "gbx_lightning.envs.ForagingEnv", "init_args": ENV_KWARGS}, num_envs=4,
+              policy={"class_path": "gbx_lightning.models.MLPPolicy", "init_args": {"hidden": [16]}})
 WALL = {"wall_time_s", "sps", "time_env_s", "time_act_s", "time_update_s", "time_other_s"}
 
 
@@ -168,16 +175,18 @@ def test_the_cli_sees_every_argument_of_every_algorithm(cls, tmp_path, capsys):
     """The shared arguments live in RLModule.__init__ only; LightningCLI follows an algorithm's **kwargs to them,
     with the algorithm's own defaults (lr) winning."""
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(f"model:\n  class_path: gbx_lightning.module.{cls.__name__}\n"
-                   f"  init_args: {json.dumps({k: v for k, v in COMMON.items() if k != 'seed'})}\n")
+    cfg.write_text(f"model:\n  class_path: gbx_lightning.algos.{cls.__name__}\n  init_args: {json.dumps(CONFIG)}\n")
     with pytest.raises(SystemExit):
         main(["fit", "--config", str(cfg), "--print_config"])
     import yaml
 
     printed = yaml.safe_load(capsys.readouterr().out)["model"]["init_args"]
-    defaults = cls.hparam_defaults()
-    assert set(printed) == set(defaults)
-    assert printed["lr"] == defaults["lr"] == {A2CModule: 7e-4, PPOModule: 2.5e-4, REINFORCEModule: 1e-3}[cls]
+    shared = set(inspect.signature(RLModule.__init__).parameters) - {"self"}
+    own = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
+    assert set(printed) == shared | own
+    assert printed["lr"] == {A2CModule: 7e-4, PPOModule: 2.5e-4, REINFORCEModule: 1e-3}[cls]
+    assert printed["env"]["class_path"] == "gbx_lightning.envs.ForagingEnv"
+    assert printed["env"]["init_args"]["view_size"] == 5 and printed["policy"]["init_args"]["hidden"] == [16]
     assert printed["env_device"] == "auto" and printed["num_envs"] == 4
 
 
@@ -230,7 +239,7 @@ def test_a_new_algorithm_is_one_file_and_a_config(tmp_path, monkeypatch, capsys)
     (tmp_path / "my_algo.py").write_text(NEW_ALGO)
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = tmp_path / "my_algo.yaml"
-    init = {**{k: v for k, v in COMMON.items() if k != "seed"}, "steps": 2, "eval_episodes": 2}
+    init = {**CONFIG, "steps": 2, "eval_episodes": 2}
     cfg.write_text("seed_everything: 1\ntrainer: {max_steps: 3, accelerator: cpu, devices: 1, limit_val_batches: 0}\n"
                    f"model:\n  class_path: my_algo.OneStepPG\n  init_args: {json.dumps(init)}\n"
                    "progress_refresh: 0\nimage_every: 0\n")
@@ -259,3 +268,32 @@ def test_the_progress_bar_shows_this_batchs_record_also_before_the_log(tmp_path,
             callbacks=[EnvStepsProgressBar(log, refresh_rate=1), log]).fit(A2CModule(update_every=3, **COMMON))
     assert shown == [(1, 1), (2, 2), (3, 3)]
     assert [r["opt_steps"] for r in read_training_log(tmp_path / "train.jsonl") if "loss" in r] == [1, 2, 3]
+
+
+# ---------------------------------------------------------------- env and policy: factories the parser makes
+def test_the_cli_hands_the_module_factories_and_the_hparams_plain_data(tmp_path, monkeypatch):
+    """The parser instantiates model.env/model.policy as factories (jsonargparse's partial of the class with the
+    config's options): the module reads their class and options (``factory_parts``: pinned here, as its form is
+    jsonargparse's), builds with num_envs/device itself, and keeps plain {class_path, init_args} in hparams."""
+    from gbx_lightning.algos.build import factory_parts
+    from gbx_lightning.cli import GbxTrainer
+
+    built = []
+    monkeypatch.setattr(GbxTrainer, "fit", lambda self, model, **kw: built.append(model))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model:\n  class_path: gbx_lightning.algos.A2CModule\n  init_args: {json.dumps(CONFIG)}\n"
+                   "progress_refresh: 0\n")
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs")]) == 0
+    module = built[0]
+    env_class, options = factory_parts(module.env_factory)
+    assert env_class is ForagingEnv and options["view_size"] == 5 and options["obs_mode"] == "ground_truth"
+    assert factory_parts(module.policy_factory) == (MLPPolicy, {"hidden": (16,)})
+    assert module.hparams.env["class_path"] == "gbx_lightning.envs.ForagingEnv"
+    assert module.hparams.env["init_args"]["view_size"] == 5
+    env = module.env_factory(3, torch.device("cpu"))
+    assert isinstance(env, ForagingEnv) and env.num_envs == 3 and env.view_size == 5
+    json.dumps(dict(module.hparams))   # plain data: logs, checkpoints' hyper_parameters
+    # a module built in Python from a class or a functools.partial: the same plain spelling
+    direct = A2CModule(**COMMON)
+    assert direct.hparams.env == {"class_path": "gbx_lightning.envs.foraging.ForagingEnv", "init_args": ENV_KWARGS}
+    assert direct.hparams.policy == {"class_path": "gbx_lightning.models.MLPPolicy", "init_args": {"hidden": [16]}}

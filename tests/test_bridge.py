@@ -21,12 +21,14 @@ trainer:
   val_check_interval: 1
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: gameboy
-    env_kwargs: {task: orchard/level1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, cpu_threads: 2}
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: orchard/level1, stack_k: 2, action_codec: dpad_noop, max_steps: 6, cpu_threads: 2}
     num_envs: 4
-    policy: pixel_cnn
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
     rollout_steps: 4
     epochs: 2
     minibatches: 2
@@ -92,10 +94,9 @@ def test_the_bridge_returns_fresh_tensors_on_its_device_and_checks_actions():
 
 
 def test_env_device_is_checked_and_auto_emulates_on_the_gpu_only_with_enough_envs_per_core():
-    from gbx_lightning.module import GPU_ENVS_PER_CORE, ConfigError, PPOModule, pick_env_device
+    from gbx_lightning.algos import ConfigError
+    from gbx_lightning.algos.build import GPU_ENVS_PER_CORE, pick_env_device
 
-    with pytest.raises(ConfigError, match="env_device must be one of auto, cpu, gpu, got 'cuda'"):
-        PPOModule(env="gameboy", env_kwargs={"task": "orchard/level1"}, env_device="cuda")
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
     with pytest.raises(ConfigError, match="env_device.*Trainer runs on the CPU"):
         pick_env_device("gpu", cpu, 4096, 2)

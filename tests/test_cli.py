@@ -51,9 +51,10 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     (PPO, "--model.init_args.lr=-0.001", "model.lr must be a number > 0, got -0.001"),
     (A2C, "--model.init_args.num_envs=0", "model.num_envs must be an int >= 1, got 0"),
     (A2C, "--model.init_args.update_every=0", "model.update_every must be an int >= 1, got 0"),
-    (A2C, "--model.init_args.env=tetris", "model.env must be one of ['foraging', 'gameboy'], got 'tetris'"),
-    (PPO, "--model.init_args.policy=resnet",
-     "model.policy must be one of ['cnn', 'impala_cnn', 'mlp', 'nature_cnn', 'pixel_cnn'], got 'resnet'"),
+    (A2C, "--model.env.class_path=gbx_lightning.envs.Tetris",
+     "model.env is invalid: module 'gbx_lightning.envs' has no attribute 'Tetris'"),
+    (PPO, "--model.policy={class_path: gbx_lightning.envs.ForagingEnv}",
+     "model.policy must be a subclass of ActorCritic (got gbx_lightning.envs.ForagingEnv)"),
     (PPO, "--model.init_args.minibatches=0", "model.minibatches must be an int >= 1, got 0"),
     (A2C, "--log_every=0", "log_every must be an int >= 1, got 0"),
     (A2C, "--image_every=-1", "image_every must be an int >= 0, got -1"),
@@ -74,27 +75,47 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "val_check_interval..."),
     (A2C, "--trainer.strategy=fsdp", "trainer.strategy must be auto or ddp (or DDPStrategy with options): each "
      "process steps its own envs and DDP all-reduces the gradients, got 'fsdp'"),
-    (A2C, "--model.init_args.env_kwargs={rom: orchard, levle: 2}",
-     "model.env_kwargs.levle is not an option of GameBoyEnv; options: action_codec, check_action_range, cpu_threads, "
+    # what the parser checks against the classes' signatures: names, types, Literal values, at any depth
+    (A2C, "--model.init_args.env.init_args.levle=2",
+     "model.env.levle is not an option of GameBoyEnv; options: action_codec, check_action_range, cpu_threads, "
      "frames_per_step, max_steps, release_after_frames, rom, seed, stack_k, task"),
-    (PPO, "--model.init_args.policy_kwargs={chanels: [8, 16]}",
-     "model.policy_kwargs.chanels is not an option of PixelCNNPolicy; options: channels, hidden"),
-    (A2C, "--model.init_args.env_kwargs.task={base: orchard/level1, goal: /no/such/goal.png}",
-     "model.env_kwargs.task.goal cannot be loaded: goal template /no/such/goal.png does not exist (write one with "
+    (PPO, "--model.policy.chanels=[8, 16]",
+     "model.policy.chanels is not an option of PixelCNNPolicy; options: channels, hidden"),
+    (PPO, "--model.policy.channels=[8]", "model.policy.channels must be a tuple with 2 elements, got [8]"),
+    (A2C, "--model.env.stack_k=two", "model.env.stack_k must be an int, got two"),
+    (A2C, "--model.env.action_codec=dpad_ab", "model.env.action_codec must be one of ['dpad', 'dpad_noop', "
+     "'dpad_ab_start', 'dpad_ab_start_noop'] or a list, got dpad_ab"),
+    (A2C, "--model.init_args.env_device=cuda", "model.env_device must be one of ['auto', 'cpu', 'gpu'], got cuda"),
+    (A2C, "--model.init_args.bogus=1", "model.bogus is not an option of A2CModule; options: adam_eps, entropy_coef, "
+     "env, env_device, eval_episodes, eval_greedy, eval_seed, gamma, lr, max_grad_norm, num_envs, policy, "
+     "sample_transforms, seed, update_every, value_coef"),
+    (A2C, "--model.env.task={base: orchard/level1, start: {framez: 3}}",
+     "model.env.task.start.framez is not a field of Start; fields: state, inputs, frames, variants, variant_frames"),
+    (A2C, "--model.env.task={base: orchard/level1, counters: [{name: x, address: 0xC000, size: 3}]}",
+     "model.env.task.counters[0].size must be one of [1, 2] (bytes, little endian), got 3"),
+    # what only the classes' own checks can see: files, ranges, what a task file says
+    (A2C, "--model.init_args.env.init_args.task={base: orchard/level1, goal: /no/such/goal.png}",
+     "model.env.task.goal cannot be loaded: goal template /no/such/goal.png does not exist (write one with "
      "tools/capture_goal.py)"),
-    (A2C, "--model.init_args.env_kwargs.rom=/no/such/game.gb",
-     "model.env_kwargs.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
-    (PPO, "--model.init_args.env_kwargs.task=orchard/level9",
-     "model.env_kwargs.task is neither a built-in task (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
+    (A2C, "--model.env.rom=/no/such/game.gb",
+     "model.env.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
+    (PPO, "--model.env.task=orchard/level9",
+     "model.env.task is neither a built-in task (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
      "orchard/level5, orchard/level6, orchard/level7) nor a task file: no file at 'orchard/level9'"),
-    (PPO, "--model.init_args.env_kwargs={task: {base: orchard/level1, start: {state: /no/such.state}}}",
-     "model.env_kwargs.task.start.state does not exist: no savestate file at '/no/such.state'"),
-    # the old layout (the game's options beside the engine's): refused, naming the task they spell now
-    (PPO, "--model.init_args.env_kwargs.level=9", "model.env_kwargs.level moved into the task: GameBoyEnv names no "
-     "game now; use task: orchard/level9 (gbx_lightning/envs/task.py)"),
-    (PPO, "--model.init_args.env_kwargs={rom: orchard, start_state: /no/such.state}",
-     "model.env_kwargs.start_state moved into the task: GameBoyEnv names no game now; use task: {base: orchard/level1, "
-     "start: {state: /no/such.state, inputs: null, frames: 0}} (gbx_lightning/envs/task.py)"),
+    (PPO, "--model.env.task={base: orchard/level1, start: {state: /no/such.state}}",
+     "model.env.task.start.state does not exist: no savestate file at '/no/such.state'"),
+    (A2C, "--model.env.stack_k=9", "model.env.stack_k must be an int in [1, 8], got 9"),
+    # what Lightning takes but cannot run: one line before anything long (the fuzzer found the first two)
+    (A2C, "--trainer.check_val_every_n_epoch=-9223372036854775808",
+     "trainer.check_val_every_n_epoch must be an int >= 1 or null, got -9223372036854775808"),
+    (A2C, "--trainer.check_val_every_n_epoch=0", "trainer.check_val_every_n_epoch must be an int >= 1 or null, got 0"),
+    (A2C, "--trainer.max_time=25:00", "trainer.max_time must be DD:HH:MM:SS (e.g. 00:12:00:00), got '25:00'"),
+    # the old layout (env by name, its options in env_kwargs): what changed, spelt with the config's own values
+    (PPO, "--model.init_args.env_kwargs.level=9", "model is in the old config layout (env_kwargs): env and policy are "
+     "class_path specs now; here: {env: {class_path: gbx_lightning.envs.GameBoyEnv, init_args: {level: 9}}} "
+     "(configs/*.yaml, docs/training.md)"),
+    (A2C, "--model.class_path=gbx_lightning.module.A2CModule", "model.class_path gbx_lightning.module.A2CModule is of "
+     "the old config layout: the algorithms live in gbx_lightning.algos now (class_path: gbx_lightning.algos.A2CModule)"),
 ])
 def test_config_errors_name_the_field(tmp_path, capsys, config, override, message):
     code = main(["fit", "--config", config, override, "--runs_dir", str(tmp_path)])
@@ -105,6 +126,51 @@ def test_config_errors_name_the_field(tmp_path, capsys, config, override, messag
     else:
         assert line == f"config error: {message}"
     assert not list(tmp_path.iterdir())
+
+
+def test_an_evaluation_schedule_lightning_would_refuse_mid_setup_is_one_line(tmp_path, capsys):
+    """With check_val_every_n_epoch set, Lightning wants val_check_interval within one epoch (here, the run): its
+    ValueError came from inside fit as a traceback; now one line, and the fresh run leaves nothing."""
+    code = main(["fit", "--config", A2C, "--trainer.check_val_every_n_epoch=1", "--trainer.val_check_interval=4000",
+                 "--runs_dir", str(tmp_path)])
+    assert code == 2 and _one_line_error(capsys.readouterr().err) == (
+        "config error: trainer.val_check_interval must be <= the run's 2000 batches with "
+        "trainer.check_val_every_n_epoch set (1), got 4000; set check_val_every_n_epoch: null to count it over the run")
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_old_layout_config_file_is_one_line_saying_what_changed(tmp_path, capsys):
+    """configs/a2c.yaml as it was before env and policy became class_path specs."""
+    old = tmp_path / "old.yaml"
+    old.write_text("model:\n  class_path: gbx_lightning.module.A2CModule\n  init_args:\n    env: gameboy\n"
+                   "    env_kwargs: {task: orchard/level1, stack_k: 1}\n    policy: pixel_cnn\n"
+                   "    policy_kwargs: {hidden: 64}\n")
+    assert main(["fit", "--config", str(old), "--runs_dir", str(tmp_path / "runs")]) == 2
+    assert _one_line_error(capsys.readouterr().err) == (
+        "config error: model.class_path gbx_lightning.module.A2CModule is of the old config layout: the algorithms "
+        "live in gbx_lightning.algos now (class_path: gbx_lightning.algos.A2CModule); and the model is in the old "
+        "config layout (env, env_kwargs, policy, policy_kwargs): env and policy are class_path specs now; here: "
+        "{env: {class_path: gbx_lightning.envs.GameBoyEnv, init_args: {task: orchard/level1, stack_k: 1}}, "
+        "policy: {class_path: gbx_lightning.models.PixelCNNPolicy, init_args: {hidden: 64}}} "
+        "(configs/*.yaml, docs/training.md)")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("sub", ["fit", "validate", "play"])
+def test_an_old_layout_checkpoint_is_refused_in_one_line_not_loaded(tmp_path, capsys, sub):
+    """A checkpoint saved under the old config layout (its hyper-parameters name the env by name): whatever the
+    config says now, its weights may be another env's or policy's, so it is refused before anything is built."""
+    ckpt = tmp_path / "old.ckpt"
+    torch.save({"hyper_parameters": {"env": "foraging", "env_kwargs": {"max_steps": 12}, "policy": "mlp"},
+                "gbx": {"env_steps": 8, "opt_steps": 2, "world_size": 1}, "state_dict": {}}, ckpt)
+    assert main([sub, "--config", A2C, "--runs_dir", str(tmp_path / "runs"), "--ckpt_path", str(ckpt)]) == 2
+    assert _one_line_error(capsys.readouterr().err) == (
+        f"error: --ckpt_path {ckpt}: the checkpoint is in the old config layout (env, env_kwargs, policy): env and "
+        f"policy are class_path specs now; here: {{env: {{class_path: gbx_lightning.envs.ForagingEnv, init_args: "
+        f"{{max_steps: 12}}}}, policy: {{class_path: gbx_lightning.models.MLPPolicy}}}} (configs/*.yaml, "
+        f"docs/training.md); it was saved by an earlier gbx_lightning: resume it with that version, or start a "
+        f"fresh run")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_validate_with_missing_checkpoint_path(tmp_path, capsys):
@@ -119,7 +185,8 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
         main(["fit", "--config", PPO, "--print_config"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert "class_path: gbx_lightning.module.PPOModule" in out and "rollout_steps: 32" in out
+    assert "class_path: gbx_lightning.algos.PPOModule" in out and "rollout_steps: 32" in out
+    assert "class_path: gbx_lightning.envs.GameBoyEnv" in out and "class_path: gbx_lightning.models.PixelCNNPolicy" in out
     assert "run_name: null" in out and "runs_dir: lightning_logs" in out
 
 
@@ -127,12 +194,5 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
 def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
     code = main(["fit", "--config", str(ROOT / "configs" / name), "--runs_dir", str(tmp_path)])
     assert code == 2
-    assert _one_line_error(capsys.readouterr().err) == ("config error: model.env_kwargs.rom is not a ROM we can run: "
+    assert _one_line_error(capsys.readouterr().err) == ("config error: model.env.rom is not a ROM we can run: "
                                                         "no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)")
-
-
-def test_env_options_given_as_strings_are_read_as_yaml_but_an_empty_string_stays_empty():
-    from gbx_lightning.module import _yaml_values
-
-    got = _yaml_values({"level": "3", "channels": "[8, 16]", "goal": "null", "fail": "", "rom": "game.gb", "x": " "})
-    assert got == {"level": 3, "channels": [8, 16], "goal": None, "fail": "", "rom": "game.gb", "x": " "}

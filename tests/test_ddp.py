@@ -36,13 +36,15 @@ trainer:
   val_check_interval: 1
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: foraging
-    env_kwargs: {json.dumps(ENV_KWARGS)}
+    env:
+      class_path: gbx_lightning.envs.ForagingEnv
+      init_args: {json.dumps(ENV_KWARGS)}
     num_envs: 4
-    policy: mlp
-    policy_kwargs: {{hidden: [16]}}
+    policy:
+      class_path: gbx_lightning.models.MLPPolicy
+      init_args: {{hidden: [16]}}
     rollout_steps: 3
     epochs: 2
     minibatches: 2
@@ -61,13 +63,15 @@ trainer:
   devices: 2
   limit_val_batches: 0
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: gameboy
-    env_kwargs: {task: orchard/level1, stack_k: 1, action_codec: dpad_noop, max_steps: 50}
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: orchard/level1, stack_k: 1, action_codec: dpad_noop, max_steps: 50}
     num_envs: 2
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     update_every: 2
     eval_episodes: 2
 log_every: 1
@@ -229,24 +233,6 @@ def test_game_boy_a2c_under_ddp_with_each_rank_on_its_share_of_the_cores(tmp_pat
     share = max(1, len(os.sched_getaffinity(0)) // 2)
     for rank in (rank0, rank1):
         assert rank["torch_threads"] == share and rank["env_shards"] == min(share, 2)
-
-
-def test_processes_started_by_lightning_take_rank_0s_run(monkeypatch, tmp_path):
-    """Lightning's launcher re-runs the command for ranks 1..K-1 with rank 0's environment: they take its run
-    directory and checkpoint instead of resolving them again (rank 0 may have created version_N by then)."""
-    from gbx_lightning import cli
-
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    cli._share_run(tmp_path / "version_3", "ckpt")  # rank 0, as its command parses
-    shared = json.loads(os.environ[cli._RUN_ENV])
-    assert shared == {"parent": os.getpid(), "run_dir": str(tmp_path / "version_3"), "ckpt_path": "ckpt"}
-    assert cli._run_of_launching_process() is None  # rank 0 itself (no LOCAL_RANK) resolves on its own
-    monkeypatch.setenv(cli._RUN_ENV, json.dumps({**shared, "parent": os.getppid()}))
-    monkeypatch.setenv("LOCAL_RANK", "1")
-    assert cli._run_of_launching_process() == (tmp_path / "version_3", "ckpt")  # a child of that rank 0
-    monkeypatch.setenv(cli._RUN_ENV, json.dumps({**shared, "parent": os.getppid() + 1}))
-    assert cli._run_of_launching_process() is None  # a stale choice of another process: not ours
-    monkeypatch.delenv(cli._RUN_ENV)
 
 
 def test_ranks_that_chose_different_runs_stop_with_one_line():

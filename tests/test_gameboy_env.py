@@ -194,8 +194,8 @@ def test_goal_template_ends_the_episode_with_its_bonus(rom_path, tmp_path):
 
 
 def test_bad_options_are_named(rom_path):
-    """Every option and task field is checked (GameBoyEnv.check_options) before anything is built; the error
-    names it."""
+    """Every option's value and task field is checked (GameBoyEnv.check_options) before anything is built; the
+    error names it. (Option names and types in a config are the parser's: tests/test_cli.py.)"""
     cases = [(dict(task=dict(reward="orchard_seeds")),
               r"task.reward must be one of \('goal',\) or a list of reward items, got 'orchard_seeds'"),
              (dict(rom="/nonexistent/game.gb"), "rom is not a ROM we can run: no ROM file at"),
@@ -213,8 +213,8 @@ def test_bad_options_are_named(rom_path):
     with pytest.raises(OptionError, match=r"task is neither a built-in task \(orchard/level1, .*\) nor a task file: "
                                           r"no file at 'orchard/level0'"):
         GameBoyEnv(1, task="orchard/level0")
-    with pytest.raises(OptionError, match="levle is not an option of GameBoyEnv"):
-        GameBoyEnv.check_options(levle=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'levle'"):   # a config's: the parser's
+        GameBoyEnv(1, levle=1)
 
 
 @pytest.mark.cuda

@@ -22,14 +22,16 @@ trainer:
   val_check_interval: 3
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: gameboy
-    env_kwargs: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
                  max_steps: 6, cpu_threads: 2}
     num_envs: 3
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     update_every: 2
     lr: 0.001
     eval_episodes: 2

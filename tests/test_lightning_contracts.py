@@ -2,6 +2,7 @@
 loudly instead of silently changing training."""
 
 import json
+from functools import partial
 
 import pytest
 import torch
@@ -9,14 +10,16 @@ from lightning.pytorch import Callback, Trainer
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
+from gbx_lightning.algos import A2CModule, PPOModule
 from gbx_lightning.callbacks import TrainingLog, logger_metrics
-from gbx_lightning.module import A2CModule, PPOModule
+from gbx_lightning.envs import ForagingEnv
+from gbx_lightning.models import MLPPolicy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5,
               "food_range": [2, 3], "poison_range": [1, 2], "start_energy": 3.0, "step_cost": 0.5}
-COMMON = dict(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp", policy_kwargs={"hidden": [16]}, seed=3)
+COMMON = dict(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=4, policy=partial(MLPPolicy, hidden=[16]), seed=3)
 
 
 def _module(algo, **kw):
@@ -141,7 +144,7 @@ def test_progress_bar_redraws_every_refresh_rate_batches_and_at_the_end(tmp_path
     drawn = []
     monkeypatch.setattr(RichProgressBar, "on_train_batch_end",
                         lambda self, trainer, pl_module, outputs, batch, batch_idx: drawn.append(batch_idx + 1))
-    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=2, policy="mlp", policy_kwargs={"hidden": [8]},
+    module = A2CModule(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=2, policy=partial(MLPPolicy, hidden=[8]),
                        update_every=1, seed=0)
     log = TrainingLog(tmp_path / "train.jsonl", config={}, log_every=1)
     _fit(module, 7, [log, EnvStepsProgressBar(log, refresh_rate=3)], progress_bar=True)

@@ -36,13 +36,15 @@ trainer:
   val_check_interval: 1
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: foraging
-    env_kwargs: {json.dumps(ENV_KWARGS)}
+    env:
+      class_path: gbx_lightning.envs.ForagingEnv
+      init_args: {json.dumps(ENV_KWARGS)}
     num_envs: 4
-    policy: mlp
-    policy_kwargs: {{hidden: [16]}}
+    policy:
+      class_path: gbx_lightning.models.MLPPolicy
+      init_args: {{hidden: [16]}}
     rollout_steps: 3
     epochs: 2
     minibatches: 2
@@ -310,7 +312,8 @@ def test_fit_ends_with_a_table_of_the_registry_the_best_marked(straight):
 def test_validate_and_test_with_ckpt_path_best_evaluate_that_file(straight, capsys):
     cfg, runs, run_dir, evals, _ = straight
     step = _ranked_steps(evals)[0]
-    assert _fit(cfg, runs, "--ckpt_path", "best", sub="validate") == 0
+    # on the episodes fit evaluated on (the default is held-out ones: tests/test_run_lifecycle.py)
+    assert _fit(cfg, runs, "--ckpt_path", "best", "--eval_seed", "fit", sub="validate") == 0
     err = capsys.readouterr().err
     e = evals[step]
     assert (f"validate: --ckpt_path best (by success_rate): step {step} (env steps {3 * step}; success_rate "
@@ -319,7 +322,7 @@ def test_validate_and_test_with_ckpt_path_best_evaluate_that_file(straight, caps
     # the evaluation it logged (into the run's own train.jsonl) is the one fit made of that step: same weights
     last = read_training_log(run_dir / "train.jsonl")[-1]["eval"]
     assert last == evals[step]
-    assert _fit(cfg, runs, "--ckpt_path", "best", sub="test") == 0
+    assert _fit(cfg, runs, "--ckpt_path", "best", "--eval_seed", "fit", sub="test") == 0
     test = read_training_log(run_dir / "train.jsonl")[-1]["eval"]
     assert test["stage"] == "test" and test["opt_steps"] == step
     assert test["test/success_rate"] == e["eval/success_rate"] and test["test/return_mean"] == e["eval/return_mean"]
@@ -401,14 +404,16 @@ TINY_GB_A2C = """
 seed_everything: 5
 trainer: {max_steps: 6, accelerator: cpu, devices: 1, val_check_interval: 3, check_val_every_n_epoch: null}
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: gameboy
-    env_kwargs: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
                  max_steps: 6, cpu_threads: 2}
     num_envs: 3
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     update_every: 2
     lr: 0.001
     eval_episodes: 2
@@ -430,7 +435,8 @@ def test_play_best_on_the_game_boy_writes_the_clip_of_that_file(tmp_path, capsys
     best = run_dir / "checkpoints" / "eval" / f"step{_ranked_steps(evals)[0]:08d}.ckpt"
     capsys.readouterr()
     assert _fit(cfg, runs, "--ckpt_path", "best", "--out", str(tmp_path / "best.gif"), sub="play") == 0
-    assert capsys.readouterr().err.strip().endswith(f": {best}")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2].endswith(f": {best}") and err[-1] == "play: acting by sampling from the policy, as evaluation does"
     assert _fit(cfg, runs, "--ckpt_path", str(best), "--out", str(tmp_path / "file.gif"), sub="play") == 0
     assert (tmp_path / "best.gif").read_bytes() == (tmp_path / "file.gif").read_bytes()
 

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import signal
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,12 @@ import torch
 import yaml
 from lightning.pytorch import Callback, Trainer
 
+from gbx_lightning.algos import ConfigError, REINFORCEModule
 from gbx_lightning.callbacks import read_training_log
 from gbx_lightning.cli import main
 from gbx_lightning.data import RolloutStream
-from gbx_lightning.envs import make_env
-from gbx_lightning.models import logprob_entropy, make_policy
-from gbx_lightning.module import ConfigError, REINFORCEModule
+from gbx_lightning.envs import ForagingEnv, make_env
+from gbx_lightning.models import MLPPolicy, logprob_entropy, make_policy
 from gbx_lightning.rl import monte_carlo_returns, reinforce_loss
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
@@ -202,7 +203,7 @@ T = 12  # rollout_steps = the env's episode limit
 
 
 def _module(**kw):
-    options = dict(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp", policy_kwargs={"hidden": [16]},
+    options = dict(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=4, policy=partial(MLPPolicy, hidden=[16]),
                    rollout_steps=T, seed=7)
     return REINFORCEModule(**{**options, **kw})
 
@@ -300,9 +301,10 @@ TINY = f"""
 seed_everything: 3
 trainer: {{max_steps: 2, accelerator: cpu, devices: 1, val_check_interval: 4, check_val_every_n_epoch: null}}
 model:
-  class_path: gbx_lightning.module.REINFORCEModule
-  init_args: {{env: foraging, env_kwargs: {json.dumps(ENV_KWARGS)}, num_envs: 4, policy: mlp,
-              policy_kwargs: {{hidden: [16]}}, rollout_steps: {T}, accumulate: 2, lr: 0.01, eval_episodes: 3}}
+  class_path: gbx_lightning.algos.REINFORCEModule
+  init_args: {{env: {{class_path: gbx_lightning.envs.ForagingEnv, init_args: {json.dumps(ENV_KWARGS)}}}, num_envs: 4,
+              policy: {{class_path: gbx_lightning.models.MLPPolicy, init_args: {{hidden: [16]}}}},
+              rollout_steps: {T}, accumulate: 2, lr: 0.01, eval_episodes: 3}}
 checkpoint_every: 1
 log_every: 1
 progress_refresh: 0
@@ -396,10 +398,9 @@ def test_a_stop_between_two_accumulated_rollouts_resumes_exactly(cfg, tmp_path, 
 
 # ---------------------------------------------------------------- config errors, the shipped config
 @pytest.mark.parametrize("override, message", [
-    (dict(rollout_steps=11), "rollout_steps must be >= the env's episode limit env_kwargs.max_steps = 12 "
+    (dict(rollout_steps=11), "rollout_steps must be >= the env's episode limit env.max_steps = 12 "
                              "(Monte-Carlo returns need every episode to end inside one rollout), got 11"),
     (dict(accumulate=0), "accumulate must be an int >= 1, got 0"),
-    (dict(normalize_advantages="yes"), "normalize_advantages must be true or false, got 'yes'"),
     (dict(baseline=False, bootstrap_truncated=True),
      "bootstrap_truncated needs baseline: true (a truncated return is completed with the learned V(s')), "
      "got baseline: false"),
@@ -412,14 +413,14 @@ def test_config_errors_name_the_field(override, message):
 
 def test_the_episode_limit_is_the_envs_default_when_not_given():
     kwargs = {k: v for k, v in ENV_KWARGS.items() if k != "max_steps"}   # ForagingEnv's default: 200
-    with pytest.raises(ConfigError, match=r"^rollout_steps must be >= .*env_kwargs.max_steps = 200 .*, got 12$"):
-        _module(env_kwargs=kwargs)
+    with pytest.raises(ConfigError, match=r"^rollout_steps must be >= .*env.max_steps = 200 .*, got 12$"):
+        _module(env=partial(ForagingEnv, **kwargs))
 
 
 def test_the_cli_prints_a_config_error_in_one_line(cfg, tmp_path, capsys):
     assert _fit(cfg, tmp_path / "runs", "--model.init_args.rollout_steps", "5") == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "config error: model.rollout_steps must be >= the env's episode limit env_kwargs.max_steps = 12 "
+        "config error: model.rollout_steps must be >= the env's episode limit env.max_steps = 12 "
         "(Monte-Carlo returns need every episode to end inside one rollout), got 5")
     assert not (tmp_path / "runs").exists()   # refused before any run directory is made
 
@@ -429,8 +430,8 @@ def test_shipped_config_trains_the_built_in_task_for_a2cs_env_steps():
     ours = yaml.safe_load((ROOT / "configs" / "reinforce.yaml").read_text())
     a2c = yaml.safe_load((ROOT / "configs" / "a2c.yaml").read_text())
     m, a = ours["model"]["init_args"], a2c["model"]["init_args"]
-    assert ours["model"]["class_path"] == "gbx_lightning.module.REINFORCEModule"
-    for key in ("env", "env_kwargs", "policy", "eval_episodes"):
+    assert ours["model"]["class_path"] == "gbx_lightning.algos.REINFORCEModule"
+    for key in ("env", "policy", "eval_episodes"):
         assert m[key] == a[key], key
     env_steps = ours["trainer"]["max_steps"] * m["rollout_steps"] * m["num_envs"] * m.get("accumulate", 1)
     assert env_steps == a2c["trainer"]["max_steps"] * a["update_every"] * a["num_envs"] == 320_000

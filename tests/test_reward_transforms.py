@@ -5,6 +5,7 @@ GameBoyEnv, state round trips, a resumed fit equal to the uninterrupted one, and
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-from gbx_lightning.envs import GameBoyEnv
+from gbx_lightning.envs import ForagingEnv, GameBoyEnv
 from gbx_lightning.envs.reward_transforms import (RewardContext, RewardSpecError, build_reward_pipeline,
                                                   check_reward_spec)
 from gbx_lightning.envs.rewards import ram_delta, ram_level, ram_value, update_moments
+from gbx_lightning.models import MLPPolicy
 from gbx_lightning.rl import normalize_advantages, normalize_rewards, ppo_loss
 from gbx_lightning.rl.normalize import apply_sample_transforms
 from gbx_lightning.roms import orchard
@@ -352,8 +354,8 @@ def test_learners_apply_the_sample_transforms_where_they_belong(monkeypatch):
     batches = []
     monkeypatch.setattr(module_mod.PPOModule, "on_train_batch_start", lambda self, batch, i: batches.append(batch))
     env_kwargs = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5}
-    model = module_mod.PPOModule(env="foraging", env_kwargs=env_kwargs, num_envs=4, policy="mlp",
-                                 policy_kwargs={"hidden": [8]}, rollout_steps=5, epochs=1, minibatches=2, seed=0,
+    model = module_mod.PPOModule(env=partial(ForagingEnv, **env_kwargs), num_envs=4,
+                                 policy=partial(MLPPolicy, hidden=[8]), rollout_steps=5, epochs=1, minibatches=2, seed=0,
                                  normalize_advantages=False,
                                  sample_transforms=[{"name": "reward_norm"}, {"name": "advantage_norm", "per": "env"}])
     Trainer(max_steps=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
@@ -379,26 +381,28 @@ trainer:
   val_check_interval: 3
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: gameboy
-    env_kwargs:
-      task:
-        base: orchard/level1
-        start: {variants: 2}
-        reward:
-          - {name: step_cost}
-          - {name: goal_distance}
-          - {name: success_bonus}
-          - {name: clip, low: -0.05, high: 0.5}
-          - {name: return_norm, gamma: 0.9}
-      stack_k: 1
-      action_codec: dpad_noop
-      max_steps: 6
-      cpu_threads: 2
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args:
+        task:
+          base: orchard/level1
+          start: {variants: 2}
+          reward:
+            - {name: step_cost}
+            - {name: goal_distance}
+            - {name: success_bonus}
+            - {name: clip, low: -0.05, high: 0.5}
+            - {name: return_norm, gamma: 0.9}
+        stack_k: 1
+        action_codec: dpad_noop
+        max_steps: 6
+        cpu_threads: 2
     num_envs: 3
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     update_every: 2
     lr: 0.001
     eval_episodes: 2
@@ -468,57 +472,59 @@ def test_the_statistic_survives_a_checkpoint_that_leaves_the_envs_out():
 
 # ---------------------------------------------------------------------------------------------- config errors
 def _hp(reward=None, **kw):
+    """The module's arguments as the parser hands them to ``check_config``: the env and policy as class_path specs."""
     env_kwargs = {"task": {"base": "orchard/level1"}, "action_codec": "dpad_noop"}
     if reward is not None:
         env_kwargs["task"]["reward"] = reward
-    return dict(env="gameboy", env_kwargs=env_kwargs, num_envs=2, policy="pixel_cnn", gamma=0.99, lr=1e-3,
+    return dict(env={"class_path": "gbx_lightning.envs.GameBoyEnv", "init_args": env_kwargs}, num_envs=2,
+                policy={"class_path": "gbx_lightning.models.PixelCNNPolicy"}, gamma=0.99, lr=1e-3,
                 max_grad_norm=0.5, value_coef=0.5, entropy_coef=0.01, adam_eps=1e-5, seed=0, eval_episodes=2, **kw)
 
 
 @pytest.mark.parametrize("reward, message", [
     ([{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "scale", "factor": "x"}],
-     "env_kwargs.task.reward[2].factor must be a number, got 'x'"),
+     "env.task.reward[2].factor must be a number, got 'x'"),
     ([{"name": "sclae", "factor": 2}],
-     "env_kwargs.task.reward[0].name must be one of ['clip', 'fail_penalty', 'goal_distance', 'ram', 'return_norm', "
+     "env.task.reward[0].name must be one of ['clip', 'fail_penalty', 'goal_distance', 'ram', 'return_norm', "
      "'scale', 'step_cost', 'success_bonus'] or an import path package.module.Name, got 'sclae'"),
     ([{"name": "scale", "facter": 2}],
-     "env_kwargs.task.reward[0].facter is not a parameter of scale; parameters: factor"),
-    ([{"name": "scale"}], "env_kwargs.task.reward[0].factor is required by scale (missing)"),
-    ([{"name": "clip", "low": 1.0, "high": -1.0}], "env_kwargs.task.reward[0].high must be >= low = 1.0, got -1.0"),
-    ([{"name": "return_norm", "gamma": 1.5}], "env_kwargs.task.reward[0].gamma must be a number in [0, 1], got 1.5"),
-    ([{"name": "fail_penalty", "penalty": 1}], "env_kwargs.task.reward[0].penalty must be a number <= 0.0, got 1"),
+     "env.task.reward[0].facter is not a parameter of scale; parameters: factor"),
+    ([{"name": "scale"}], "env.task.reward[0].factor is required by scale (missing)"),
+    ([{"name": "clip", "low": 1.0, "high": -1.0}], "env.task.reward[0].high must be >= low = 1.0, got -1.0"),
+    ([{"name": "return_norm", "gamma": 1.5}], "env.task.reward[0].gamma must be a number in [0, 1], got 1.5"),
+    ([{"name": "fail_penalty", "penalty": 1}], "env.task.reward[0].penalty must be a number <= 0.0, got 1"),
     ([{"name": "ram", "address": 0x8000}],
-     "env_kwargs.task.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got 32768"),
+     "env.task.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got 32768"),
     ([{"name": "ram", "address": 0xC000, "bits": 12}],
-     "env_kwargs.task.reward[0].bits must be <= 8 * size = 8, got 12"),
+     "env.task.reward[0].bits must be <= 8 * size = 8, got 12"),
     ([{"name": "ram", "address": 0xDFFF, "size": 2}],
-     "env_kwargs.task.reward[0].address + size - 1 must be <= 0xDFFF (WRAM), got 0xDFFF + 2"),
+     "env.task.reward[0].address + size - 1 must be <= 0xDFFF (WRAM), got 0xDFFF + 2"),
     ([{"name": "ram", "address": "0xC000"}],
-     "env_kwargs.task.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got '0xC000'"),
+     "env.task.reward[0].address must be a WRAM address, an int in 0xC000..0xDFFF, got '0xC000'"),
     ([{"name": "ram", "address": 0xC000, "mode": "max"}],
-     "env_kwargs.task.reward[0].mode must be one of ['delta', 'level'], got 'max'"),
+     "env.task.reward[0].mode must be one of ['delta', 'level'], got 'max'"),
     ([{"name": "ram", "address": 0xC000, "size": 2, "signed": "yes"}],
-     "env_kwargs.task.reward[0].signed must be one of [False, True], got 'yes'"),
+     "env.task.reward[0].signed must be one of [False, True], got 'yes'"),
     ([{"name": "tests._reward_items.nope"}],
-     "env_kwargs.task.reward[0].name cannot be imported: 'tests._reward_items.nope' (AttributeError: module "
+     "env.task.reward[0].name cannot be imported: 'tests._reward_items.nope' (AttributeError: module "
      "'tests._reward_items' has no attribute 'nope')"),
     ([{"name": "tests._reward_items.NOT_CALLABLE"}],
-     "env_kwargs.task.reward[0].name must name a function or a class, got 'tests._reward_items.NOT_CALLABLE' (int)"),
+     "env.task.reward[0].name must name a function or a class, got 'tests._reward_items.NOT_CALLABLE' (int)"),
     ([{"name": "tests._reward_items.given_reward", "colum": "x"}],
-     "env_kwargs.task.reward[0].colum is not a parameter of tests._reward_items.given_reward; parameters: column"),
+     "env.task.reward[0].colum is not a parameter of tests._reward_items.given_reward; parameters: column"),
     ([{"name": "tests._reward_items.negate", "kind": "transform", "weight": 2}],
-     "env_kwargs.task.reward[0].weight applies to terms only (this item is a transform); leave it out"),
+     "env.task.reward[0].weight applies to terms only (this item is a transform); leave it out"),
     ([{"name": "tests._reward_items.negate"}],
-     "env_kwargs.task.reward[0] does not fit tests._reward_items.negate(ctx, **params): missing a required argument: "
+     "env.task.reward[0] does not fit tests._reward_items.negate(ctx, **params): missing a required argument: "
      "'ctx'"),
-    ([], "env_kwargs.task.reward must list at least one item (an empty list would train on 0)"),
-    (["scale"], "env_kwargs.task.reward[0] must be a mapping with a name (one of ['clip', 'fail_penalty', "
+    ([], "env.task.reward must list at least one item (an empty list would train on 0)"),
+    (["scale"], "env.task.reward[0] must be a mapping with a name (one of ['clip', 'fail_penalty', "
                 "'goal_distance', 'ram', 'return_norm', 'scale', 'step_cost', 'success_bonus'] or an import path "
                 "package.module.Name), got 'scale'"),
-    ("shaped", "env_kwargs.task.reward must be one of ('goal',) or a list of reward items, got 'shaped'"),
+    ("shaped", "env.task.reward must be one of ('goal',) or a list of reward items, got 'shaped'"),
 ])
 def test_bad_reward_items_are_one_line_config_errors(reward, message):
-    from gbx_lightning.module import A2CModule, ConfigError
+    from gbx_lightning.algos import A2CModule, ConfigError
 
     with pytest.raises(ConfigError) as err:
         A2CModule.check_config(**_hp(reward))
@@ -527,16 +533,16 @@ def test_bad_reward_items_are_one_line_config_errors(reward, message):
 
 def test_a_goal_term_without_a_goal_template_is_refused(tmp_path):
     """A game of your own (here the built-in ROM as a file: no banner templates come with it)."""
-    from gbx_lightning.module import A2CModule, ConfigError
+    from gbx_lightning.algos import A2CModule, ConfigError
     from gbx_lightning.roms import build_rom
 
     rom = tmp_path / "game.gb"
     rom.write_bytes(build_rom("orchard"))
     hp = _hp([{"name": "step_cost"}, {"name": "success_bonus"}])
-    hp["env_kwargs"] = {"rom": str(rom), "task": {"reward": hp["env_kwargs"]["task"]["reward"]}}
+    hp["env"]["init_args"] = {"rom": str(rom), "task": {"reward": hp["env"]["init_args"]["task"]["reward"]}}
     with pytest.raises(ConfigError) as err:
         A2CModule.check_config(**hp)
-    assert str(err.value) == ("env_kwargs.task.reward[1] (success_bonus) needs a goal template: set the task's goal "
+    assert str(err.value) == ("env.task.reward[1] (success_bonus) needs a goal template: set the task's goal "
                               "(tools/capture_goal.py makes one)")
     with pytest.raises(RewardSpecError, match=r"^reward\[0\] \(fail_penalty\) needs a fail template"):
         check_reward_spec([{"name": "fail_penalty"}], has_goal=True, has_fail=False)
@@ -548,17 +554,15 @@ def test_a_goal_term_without_a_goal_template_is_refused(tmp_path):
     ("A2CModule", [{"name": "reward_norm", "per": "episode"}],
      "sample_transforms[0].per must be one of ['batch', 'env'], got 'episode'"),
     ("A2CModule", [{"name": "reward_norm", "eps": 0}], "sample_transforms[0].eps must be a number > 0, got 0"),
-    ("A2CModule", "reward_norm", "sample_transforms must be a list of {name: ..., per: batch | env} items or null, "
-                                 "got 'reward_norm'"),
     ("PPOModule", [{"name": "advantage_norm", "per": "env"}],
      "sample_transforms[0] must be used with normalize_advantages: false (that one normalises every minibatch's "
      "advantages again; set it false to normalise by this item), got {'name': 'advantage_norm', 'per': 'env'}"),
 ])
 def test_bad_sample_transforms_are_one_line_config_errors(cls, transforms, message):
-    import gbx_lightning.module as module_mod
+    import gbx_lightning.algos as algos
 
-    with pytest.raises(module_mod.ConfigError) as err:
-        getattr(module_mod, cls).check_config(**_hp(sample_transforms=transforms))
+    with pytest.raises(algos.ConfigError) as err:
+        getattr(algos, cls).check_config(**_hp(sample_transforms=transforms))
     assert str(err.value) == message
 
 
@@ -567,9 +571,8 @@ def test_the_cli_prints_the_reward_error_in_one_line_before_building_anything(tm
 
     cfg = tmp_path / "gb.yaml"
     cfg.write_text(TINY)
-    code = main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs"), "--model.init_args.env_kwargs",
-                 '{task: {base: orchard/level1, reward: [{name: step_cost}, {name: goal_distance}, '
-                 '{name: scale, factor: x}]}}'])
+    code = main(["fit", "--config", str(cfg), "--runs_dir", str(tmp_path / "runs"), "--model.env.task",
+                 '{base: orchard/level1, reward: [{name: step_cost}, {name: goal_distance}, {name: scale, factor: x}]}'])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err == ["config error: model.env_kwargs.task.reward[2].factor must be a number, got 'x'"]
+    assert code == 2 and err == ["config error: model.env.task.reward[2].factor must be a number, got 'x'"]
     assert not (tmp_path / "runs").exists()

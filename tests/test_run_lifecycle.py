@@ -27,13 +27,15 @@ trainer:
   val_check_interval: 2
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: foraging
-    env_kwargs: {json.dumps(ENV_KWARGS)}
+    env:
+      class_path: gbx_lightning.envs.ForagingEnv
+      init_args: {json.dumps(ENV_KWARGS)}
     num_envs: 4
-    policy: mlp
-    policy_kwargs: {{hidden: [16]}}
+    policy:
+      class_path: gbx_lightning.models.MLPPolicy
+      init_args: {{hidden: [16]}}
     rollout_steps: 3
     epochs: 2
     minibatches: 2
@@ -191,18 +193,18 @@ def test_hyper_parameters_reach_tensorboards_hparams_tab(cfg, tmp_path):
     data = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
     hparams = data.session_start_info.hparams
     assert hparams["lr"].number_value == 0.01 and hparams["rollout_steps"].number_value == 3
-    assert hparams["env"].string_value == "foraging" and hparams["max_steps"].number_value == 8
+    assert hparams["env/class_path"].string_value == "gbx_lightning.envs.ForagingEnv"
+    assert hparams["env/init_args/view_size"].number_value == 5 and hparams["max_steps"].number_value == 8
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
     assert "eval/success_rate" in [m.name.tag for m in experiment.metric_infos]
 
 
 def test_an_env_option_the_env_rejects_is_one_line_and_leaves_nothing(cfg, tmp_path, capsys):
     runs = tmp_path / "runs"
-    assert _run(cfg, runs, "--model.init_args.env_kwargs.obs_mode", "pixels") == 2
+    assert _run(cfg, runs, "--model.env.view_size", "4") == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "config error: model.env_kwargs rejected by foraging: obs_mode must be one of ('ground_truth', 'proxy'), "
-        "got 'pixels'")
-    assert not list((runs / "tiny").iterdir())
+        "config error: model.env rejected by ForagingEnv: view_size must be odd (the agent sits at the centre), got 4")
+    assert not (runs / "tiny").exists()
 
 
 @pytest.mark.parametrize("args,expected", [
@@ -210,9 +212,7 @@ def test_an_env_option_the_env_rejects_is_one_line_and_leaves_nothing(cfg, tmp_p
     (["fit", "--trainer.max_step", "5"], "unrecognized arguments: --trainer.max_step 5"),  # no prefix matching
 ])
 def test_what_the_parser_refuses(cfg, tmp_path, capsys, args, expected):
-    with pytest.raises(SystemExit) as exc:
-        main([*args[:1], "--config", str(cfg), "--runs_dir", str(tmp_path), *args[1:]])
-    assert exc.value.code == 2
+    assert main([*args[:1], "--config", str(cfg), "--runs_dir", str(tmp_path), *args[1:]]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {expected}"
 
 
@@ -235,3 +235,150 @@ def test_default_root_dir_is_where_runs_go_and_logger_false_keeps_only_the_jsonl
     assert (run_dir / "config.yaml").is_file() and not list(run_dir.glob("events.out.tfevents.*"))
     assert main(["fit", "--config", str(cfg), "--trainer.default_root_dir", str(tmp_path / "a"), "--runs_dir",
                  str(tmp_path / "b")]) == 2
+
+
+# ---------------------------------------------------------------- what a user sees: no noise, the numbers that matter
+def test_a_resume_and_a_validate_print_no_warning_a_user_learns_to_ignore(cfg, tmp_path, capfd):
+    """Lightning's "Checkpoint directory ... exists and is not empty" (every resume: the run's own directory) and
+    "Please add the following callbacks" (validate of a checkpoint whose fit had callbacks with state) are not said."""
+    runs = tmp_path / "runs"
+    assert _run(cfg, runs, "--trainer.max_time", "00:01:00:00") == 0
+    capfd.readouterr()
+    assert _run(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "12", "--trainer.max_time", "00:01:00:00") == 0
+    assert _run(cfg, runs, sub="validate") == 0
+    assert _run(cfg, runs, sub="test") == 0
+    out = "".join(capfd.readouterr())
+    assert "exists and is not empty" not in out and "Please add the following callbacks" not in out
+    assert "validate: episodes 3" in out and "test: episodes 3" in out
+
+
+def test_the_progress_bar_counts_the_whole_run_and_says_train(cfg, tmp_path, monkeypatch):
+    """One bar for the run: after a resume it goes on from the batches done (not from 0), out of the run's total,
+    and it is named "train" (Lightning's "Epoch 0/-2" names an epoch the run does not have)."""
+    from lightning.pytorch.callbacks import RichProgressBar
+
+    seen = []
+    real = RichProgressBar._update
+
+    def spy(self, bar_id, current, *args, **kwargs):
+        if bar_id is not None and bar_id == self.train_progress_bar_id:
+            task = self.progress.tasks[bar_id]
+            seen.append((int(current), int(task.total), task.description.strip()))
+        return real(self, bar_id, current, *args, **kwargs)
+
+    monkeypatch.setattr(RichProgressBar, "_update", spy)
+    runs = tmp_path / "runs"
+    assert _run(cfg, runs, "--progress_refresh", "1") == 0   # 8 optimizer steps = 2 rollouts of 4
+    assert seen == [(1, 2, "train"), (2, 2, "train")]
+    seen.clear()
+    assert _run(cfg, runs, "--progress_refresh", "1", "--ckpt_path", "last", "--trainer.max_steps", "16") == 0
+    assert seen == [(3, 4, "train"), (4, 4, "train")]
+
+
+def test_validate_and_test_evaluate_held_out_episodes_unless_asked_and_say_which(cfg, tmp_path, capsys):
+    """--ckpt_path best was chosen on fit's evaluation episodes; scored again on those its number would be biased
+    up. By default validate and test play other episodes (seed eval_seed + HELD_OUT) and print the seed;
+    --eval_seed fit replays fit's (the registry's number exactly), --eval_seed N any."""
+    from gbx_lightning.cli.app import HELD_OUT
+    from gbx_lightning.registry import best_checkpoint
+
+    runs = tmp_path / "runs"
+    assert _run(cfg, runs) == 0
+    run_dir = runs / "tiny" / "version_0"
+    best = best_checkpoint(run_dir).entry
+    capsys.readouterr()
+
+    def evaluate(*extra):
+        assert _run(cfg, runs, "--ckpt_path", "best", *extra, sub="validate") == 0
+        err = capsys.readouterr().err
+        line = next(ln for ln in err.splitlines() if ln.startswith("validate: evaluation episodes of seed"))
+        return line, _records(run_dir / "train.jsonl")[2][-1]["eval"]
+
+    line, held_out = evaluate()
+    assert line == (f"validate: evaluation episodes of seed {1_000_003 + HELD_OUT} (held out: fit evaluated on seed "
+                    f"1000003; --eval_seed fit replays those)")
+    line, replayed = evaluate("--eval_seed", "fit")
+    assert line == "validate: evaluation episodes of seed 1000003 (the episodes fit evaluated on)"
+    assert replayed["eval/return_mean"] == best["metrics"]["return_mean"] and replayed["opt_steps"] == best["opt_steps"]
+    assert held_out["eval/return_mean"] != replayed["eval/return_mean"]   # other episodes
+    line, chosen = evaluate("--eval_seed", "7")
+    assert line == "validate: evaluation episodes of seed 7 (--eval_seed)"
+    assert _run(cfg, runs, "--ckpt_path", "best", "--eval_seed", "7", sub="test") == 0
+    assert "test: evaluation episodes of seed 7" in capsys.readouterr().err
+    assert _records(run_dir / "train.jsonl")[2][-1]["eval"]["test/return_mean"] == chosen["eval/return_mean"]
+
+
+def test_max_time_stops_within_an_update_with_no_evaluation_after_and_resumes(cfg, tmp_path, capsys):
+    """trainer.max_time stops the run between two updates, as a signal does: last.ckpt saved, a stop record, the
+    resume command printed, exit 0, and no evaluation at the stop (Lightning's Timer runs one there, and a long
+    one made runs overshoot the limit). The clock is the run's: resumed with the same limit, it stops at once."""
+    runs = tmp_path / "runs"
+    args = ["--trainer.max_steps", "-1", "--model.init_args.anneal_lr", "false", "--trainer.val_check_interval",
+            "1000000", "--trainer.max_time", "00:00:00:02", "--checkpoint_every", "1000000"]
+    assert _run(cfg, runs, *args) == 0
+    err = capsys.readouterr().err
+    run_dir = runs / "tiny" / "version_0"
+    records = [json.loads(line) for line in (run_dir / "train.jsonl").read_text().splitlines()]
+    stop = records[-1]["stop"]
+    assert stop["signal"] == "max_time" and stop["opt_steps"] > 0 and not any("eval" in r for r in records)
+    assert f"max_time: stopped after optimizer step {stop['opt_steps']}" in err and "larger --trainer.max_time" in err
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert ckpt["global_step"] == stop["opt_steps"] and ckpt["callbacks"]["StopOnSignal"]["train_time_s"] >= 2
+    assert "Timer" not in ckpt["callbacks"]   # Lightning's Timer is not in the run
+    assert _run(cfg, runs, *args, "--ckpt_path", "last") == 0   # the run's 2 s are spent: no update more
+    assert json.loads((run_dir / "train.jsonl").read_text().splitlines()[-1])["stop"]["opt_steps"] == stop["opt_steps"]
+
+
+def test_play_acts_as_evaluation_does_unless_told_and_says_how(tmp_path, capsys):
+    """play samples from the policy by default, as evaluation does (model.eval_greedy false), and says so;
+    --greedy true acts by argmax and says that is not what evaluation does."""
+    cfg = tmp_path / "gb.yaml"
+    cfg.write_text(TINY_GB)
+    runs = tmp_path / "runs"
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(runs)]) == 0
+    capsys.readouterr()
+    for extra, said in (([], "play: acting by sampling from the policy, as evaluation does"),
+                        (["--greedy", "true"], "play: acting greedily (argmax), not as evaluation does "
+                                               "(model.eval_greedy: false)")):
+        assert main(["play", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last", "--out",
+                     str(tmp_path / "clip.gif"), "--max_steps", "6", *extra]) == 0
+        assert said in capsys.readouterr().err.splitlines()
+
+
+TINY_GB = """
+seed_everything: 5
+trainer: {max_steps: 2, accelerator: cpu, devices: 1, val_check_interval: 100, check_val_every_n_epoch: null}
+model:
+  class_path: gbx_lightning.algos.A2CModule
+  init_args:
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: {base: orchard/level1, start: {variants: 1}}, stack_k: 1, action_codec: dpad_noop,
+                  max_steps: 6, cpu_threads: 1}
+    num_envs: 2
+    policy: {class_path: gbx_lightning.models.PixelCNNPolicy, init_args: {channels: [4, 8], hidden: 16}}
+    update_every: 2
+    eval_episodes: 2
+progress_refresh: 0
+image_every: 0
+"""
+
+
+def test_an_old_env_state_in_the_checkpoint_is_one_line_no_traceback(tmp_path, capsys):
+    """A checkpoint whose env state an earlier layout saved (GameBoyEnv's version 1): the resume stops in one line
+    saying what and what to do, with no traceback before it."""
+    cfg = tmp_path / "gb.yaml"
+    cfg.write_text(TINY_GB)
+    runs = tmp_path / "runs"
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(runs)]) == 0
+    last = runs / "gb" / "version_0" / "checkpoints" / "last.ckpt"
+    ckpt = torch.load(last, map_location="cpu", weights_only=False)
+    ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]["version"] = 1
+    torch.save(ckpt, last)
+    capsys.readouterr()
+    assert main(["fit", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last",
+                 "--trainer.max_steps", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
+        "error: --ckpt_path: GameBoyEnv.load_state_dict: this env state was saved by the old GameBoyEnv layout "
+        "(version 1, before tasks")

@@ -21,8 +21,8 @@ import torch
 
 from gbx_lightning.callbacks import AtomicCheckpointIO, drop_torn_line, read_training_log
 from gbx_lightning.cli import main
-from gbx_lightning.module import RLModule
-from gbx_lightning.safety import resume_command
+from gbx_lightning.algos import RLModule
+from gbx_lightning.safety import RunStopped, StopOnSignal, resume_command
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
@@ -35,8 +35,9 @@ TINY_A2C = f"""
 seed_everything: 3
 trainer: {{max_steps: 8, accelerator: cpu, devices: 1, val_check_interval: 4, check_val_every_n_epoch: null}}
 model:
-  class_path: gbx_lightning.module.A2CModule
-  init_args: {{env: foraging, env_kwargs: {FORAGING}, num_envs: 4, policy: mlp, policy_kwargs: {{hidden: [16]}},
+  class_path: gbx_lightning.algos.A2CModule
+  init_args: {{env: {{class_path: gbx_lightning.envs.ForagingEnv, init_args: {FORAGING}}}, num_envs: 4,
+              policy: {{class_path: gbx_lightning.models.MLPPolicy, init_args: {{hidden: [16]}}}},
               update_every: 3, lr: 0.01, eval_episodes: 3}}
 checkpoint_every: 2
 log_every: 1
@@ -47,14 +48,16 @@ TINY_GB_PPO = """
 seed_everything: 5
 trainer: {max_steps: 12, accelerator: cpu, devices: 1, val_check_interval: 2, check_val_every_n_epoch: null}
 model:
-  class_path: gbx_lightning.module.PPOModule
+  class_path: gbx_lightning.algos.PPOModule
   init_args:
-    env: gameboy
-    env_kwargs: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
                  max_steps: 6, cpu_threads: 2}
     num_envs: 3
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     rollout_steps: 2
     epochs: 2
     minibatches: 2
@@ -218,7 +221,7 @@ def _python(code: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedPro
 HEADER = """
 import os, signal, sys, torch
 from gbx_lightning.cli import main
-from gbx_lightning.module import RLModule
+from gbx_lightning.algos import RLModule
 """
 
 
@@ -427,11 +430,14 @@ def test_find_nonfinite_reads_the_first_bad_step_per_term():
     """Known answer on the module alone: rows of steps 1..5, the value loss infinite at step 3, the gradient norm
     NaN at 4: step 3, value loss first; explained variance NaN is not a failure."""
     from gbx_lightning.metrics import LossMetrics
-    from gbx_lightning.module import A2CModule
+    from functools import partial
 
-    module = A2CModule(env="foraging", env_kwargs=json.loads(json.dumps(
-        {"obs_mode": "ground_truth", "grid_size": 8, "view_size": 5})), num_envs=2, policy="mlp",
-        policy_kwargs={"hidden": [4]})
+    from gbx_lightning.algos import A2CModule
+    from gbx_lightning.envs import ForagingEnv
+    from gbx_lightning.models import MLPPolicy
+
+    module = A2CModule(env=partial(ForagingEnv, obs_mode="ground_truth", grid_size=8, view_size=5), num_envs=2,
+                       policy=partial(MLPPolicy, hidden=[4]))
     module.build_policy(module._make_env(2))
     for step in range(1, 6):
         module.opt_steps = step
@@ -453,14 +459,16 @@ GB_A2C = """
 seed_everything: 5
 trainer: {max_steps: 4, accelerator: cpu, devices: 1, val_check_interval: 100, check_val_every_n_epoch: null}
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: gameboy
-    env_kwargs: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {task: {base: orchard/level1, start: {variants: 2}}, stack_k: 2, action_codec: dpad_noop,
                  max_steps: 6, cpu_threads: 2}
     num_envs: 3
-    policy: pixel_cnn
-    policy_kwargs: {channels: [4, 8], hidden: 16}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {channels: [4, 8], hidden: 16}
     update_every: 2
     eval_episodes: 2
 checkpoint_every: 2
@@ -521,3 +529,44 @@ def test_resume_command_replaces_ckpt_path_and_names_the_version():
         "python -m gbx_lightning fit --config c.yaml --lr 1 --ckpt_path last --version 2"
     assert resume_command(["fit", "--run_name", "a b"], None) == \
         "python -m gbx_lightning fit --run_name 'a b' --ckpt_path last"
+
+
+def test_max_time_stops_at_the_first_update_that_ends_past_it(monkeypatch):
+    """Known answer on a clock that moves 1 s per update: max_time 3 s stops after update 3, not one later and
+    not at an epoch or evaluation boundary; the clock's time is the callback's state (the run's, across resumes)."""
+    from functools import partial
+
+    from lightning.pytorch import Callback, Trainer
+
+    import gbx_lightning.safety as safety
+    from gbx_lightning.algos import A2CModule
+    from gbx_lightning.envs import ForagingEnv
+    from gbx_lightning.models import MLPPolicy
+
+    clock = {"t": 100.0}
+    monkeypatch.setattr(safety.time, "monotonic", lambda: clock["t"])
+
+    class Tick(Callback):
+        def on_train_batch_end(self, *args):
+            clock["t"] += 1.0
+
+    stop = StopOnSignal(max_time=3.0)
+    module = A2CModule(env=partial(ForagingEnv, grid_size=8, view_size=5), num_envs=2,
+                       policy=partial(MLPPolicy, hidden=[4]), update_every=2)
+    trainer = Trainer(max_steps=10, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+                      callbacks=[Tick(), stop])
+    with pytest.raises(RunStopped) as err:
+        trainer.fit(module)
+    assert err.value.signal_name == "max_time" and err.value.opt_steps == 3
+    assert stop.state_dict() == {"train_time_s": 3.0}
+    resumed = StopOnSignal(max_time=5.0)
+    resumed.load_state_dict(stop.state_dict())
+    assert resumed.train_time_s == 3.0
+
+
+@pytest.mark.parametrize("value, seconds", [("00:00:25:00", 1500.0), ({"minutes": 2}, 120.0), (None, None)])
+def test_max_time_is_read_as_lightning_reads_it(value, seconds):
+    from gbx_lightning.safety import max_time_seconds
+
+    assert max_time_seconds(value) == seconds

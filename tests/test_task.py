@@ -1,7 +1,7 @@
 """Tasks (envs/task.py): orchard's levels as built-in task files checked against orchard.py, a user's task from a
 YAML file (paths relative to it) equal to the same task inline, counters reported and checkpointed only by the
-task that defines them, one-line errors naming task.<field>, and the old layout (the game's options beside the
-engine's, and env states saved by it) refused in one line that names the new spelling."""
+task that defines them, one-line errors naming task.<field>, and env states saved by the old layout refused in one
+line."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,6 @@ from gbx_lightning.emu.buttons import read_trace, trace_segments
 from gbx_lightning.envs import Counter, GameBoyEnv, Start, Task, Template, load_task
 from gbx_lightning.envs.base import OptionError
 from gbx_lightning.envs.goal import save_goal
-from gbx_lightning.envs.task import moved_options
 from gbx_lightning.roms import ROM_DIR, TASK_DIR, available_tasks, build_rom, orchard
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -223,58 +222,3 @@ def test_the_rom_comes_from_the_env_or_the_task(rom_path):
     # the env's rom wins over the task's: the ROM file's own bytes, with orchard's templates (same ROM: accepted)
     env = GameBoyEnv(1, rom=str(rom_path), task="orchard/level1", cpu_threads=1)
     assert env.rom_name == str(rom_path) and env.goal is not None
-
-
-# ---------------------------------------------------------------------------------------------- the old layout
-@pytest.mark.parametrize("options, option, spelled", [
-    (dict(rom="orchard", level=3), "level", "orchard/level3"),
-    (dict(level=2, stack_k=1), "level", "orchard/level2"),
-    (dict(rom="orchard", level=3, start_frames=47, fail_penalty=-2.0), "level",
-     "{base: orchard/level3, start: {frames: 47}, fail_penalty: -2.0}"),
-    (dict(rom="orchard", reward="orchard_seeds", seed_reward=0.25), "reward",
-     "{base: orchard/level1, reward: [{name: step_cost}, {name: goal_distance}, {name: success_bonus}, "
-     "{name: fail_penalty}, {name: ram, address: 49423, weight: 0.25}]}"),
-    (dict(rom="pokered.gb", start_state="start.state", goal="goal.png", start_variants=8, tau=0.2),
-     "start_state", "{start: {state: start.state, variants: 8}, goal: {path: goal.png, tau: 0.2}}"),
-    (dict(rom="game.gb", level=2), "level",
-     "orchard/level2 (orchard's levels are tasks of the built-in ROM: leave rom out)"),
-    (dict(rom="orchard", fail=""), "fail", "{base: orchard/level1, fail: null}"),
-])
-def test_the_old_layout_is_refused_naming_the_task_it_spells_now(options, option, spelled):
-    """Each message is one line whose task, pasted into a config, builds what the old options built."""
-    got = moved_options(options)
-    assert got is not None and got[0] == option
-    others = [k for k in options if k not in ("rom", "stack_k", option)]
-    also = f" (as did {', '.join(others)})" if others else ""
-    assert got[1] == f"moved into the task{also}: GameBoyEnv names no game now; use task: {spelled} " \
-                     f"(gbx_lightning/envs/task.py)"
-    with pytest.raises(OptionError) as err:
-        GameBoyEnv.check_options(**options)
-    assert str(err.value) == f"{option} {got[1]}"
-
-
-def test_the_task_an_old_spelling_names_is_a_task():
-    """The task a refusal spells (here for level 1 with 2 start states) loads: the level's start, templates and
-    counters, with its variants."""
-    old = dict(rom="orchard", level=1, start_variants=2)
-    spelled = moved_options(old)[1].split("use task: ")[1].rsplit(" (", 1)[0]
-    import yaml
-
-    task = load_task(yaml.safe_load(spelled))
-    assert task.start.variants == 2 and read_trace(task.start.inputs) == orchard.level_select_inputs(1)
-    assert task.goal.path.endswith("orchard_clear.png") and task.counters[0].name == "seeds_eaten"
-    assert moved_options(dict(stack_k=1, task="orchard/level1")) is None
-
-
-def test_the_cli_refuses_the_old_spelling_in_one_line(tmp_path, capsys):
-    from pathlib import Path
-
-    from gbx_lightning.cli import main
-
-    config = str(Path(__file__).resolve().parents[1] / "configs" / "a2c.yaml")
-    code = main(["fit", "--config", config, "--runs_dir", str(tmp_path / "runs"),
-                 "--model.init_args.env_kwargs={rom: orchard, level: 2, stack_k: 1}"])
-    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if not ln.startswith("Seed set")]
-    assert code == 2 and err == ["config error: model.env_kwargs.level moved into the task: GameBoyEnv names no game "
-                                 "now; use task: orchard/level2 (gbx_lightning/envs/task.py)"]
-    assert not (tmp_path / "runs").exists()

@@ -1,6 +1,7 @@
 """Training application: step accounting, stream state round-trip, fit -> resume via the CLI, logs."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,11 @@ from lightning.pytorch import Callback, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from gbx_lightning.callbacks import AtomicCheckpointIO, TrainingLog
+from gbx_lightning.algos import A2CModule, PPOModule
 from gbx_lightning.cli import main
 from gbx_lightning.data import RolloutStream
-from gbx_lightning.envs import make_env
-from gbx_lightning.models import make_policy
-from gbx_lightning.module import A2CModule, PPOModule
-from gbx_lightning.models import logprob_entropy
+from gbx_lightning.envs import ForagingEnv, make_env
+from gbx_lightning.models import MLPPolicy, logprob_entropy, make_policy
 from gbx_lightning.rl import a2c_td0
 
 ENV_KWARGS = {"obs_mode": "ground_truth", "max_steps": 12, "grid_size": 8, "view_size": 5,
@@ -31,13 +31,15 @@ trainer:
   val_check_interval: 4
   check_val_every_n_epoch: null
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: foraging
-    env_kwargs: {json.dumps(ENV_KWARGS)}
+    env:
+      class_path: gbx_lightning.envs.ForagingEnv
+      init_args: {json.dumps(ENV_KWARGS)}
     num_envs: 4
-    policy: mlp
-    policy_kwargs: {{hidden: [16]}}
+    policy:
+      class_path: gbx_lightning.models.MLPPolicy
+      init_args: {{hidden: [16]}}
     update_every: 3
     lr: 0.01
     eval_episodes: 3
@@ -54,8 +56,8 @@ def _tiny_trainer(max_steps, **kw):
 
 
 def test_a2c_opt_steps_are_env_steps_per_env_over_update_every():
-    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
-                       policy_kwargs={"hidden": [16]}, update_every=3, seed=0)
+    module = A2CModule(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=4, policy=partial(MLPPolicy, hidden=[16]),
+                       update_every=3, seed=0)
     trainer = _tiny_trainer(5)
     trainer.fit(module)
     assert module.opt_steps == 5 == trainer.global_step
@@ -64,8 +66,8 @@ def test_a2c_opt_steps_are_env_steps_per_env_over_update_every():
 
 
 def test_ppo_steps_per_rollout():
-    module = PPOModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
-                       policy_kwargs={"hidden": [16]}, rollout_steps=6, epochs=2, minibatches=3, seed=0)
+    module = PPOModule(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=4, policy=partial(MLPPolicy, hidden=[16]),
+                       rollout_steps=6, epochs=2, minibatches=3, seed=0)
     trainer = _tiny_trainer(12)  # 2 rollouts x (2 epochs x 3 minibatches)
     trainer.fit(module)
     assert module.opt_steps == 12 == trainer.global_step
@@ -148,8 +150,8 @@ def test_a2c_update_gradient_equals_accumulated_per_step_gradients():
     (1/update_every each) on the same transitions with the same weights: what the module's docstring claims."""
     k, n, seed = 3, 4, 11
     torch.manual_seed(0)
-    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=n, policy="mlp",
-                       policy_kwargs={"hidden": [16]}, update_every=k, max_grad_norm=None, entropy_coef=0.01,
+    module = A2CModule(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=n, policy=partial(MLPPolicy, hidden=[16]),
+                       update_every=k, max_grad_norm=None, entropy_coef=0.01,
                        seed=seed)
     spy = _GradsBeforeStep()
     _tiny_trainer(1, callbacks=[spy]).fit(module)
@@ -276,8 +278,8 @@ class _Boom(Callback):
 
 
 def test_a_dying_run_writes_an_error_record_and_a_checkpoint(tmp_path):
-    module = A2CModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=2, policy="mlp",
-                       policy_kwargs={"hidden": [8]}, update_every=2, seed=0)
+    module = A2CModule(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=2, policy=partial(MLPPolicy, hidden=[8]),
+                       update_every=2, seed=0)
     log = TrainingLog(tmp_path / "train.jsonl", config={}, log_every=1)
     ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, every_n_train_steps=100, save_on_exception=True)
     trainer = Trainer(max_steps=10, accelerator="cpu", logger=False, callbacks=[log, ckpt, _Boom()],
@@ -310,7 +312,7 @@ def test_atomic_checkpoint_io_never_leaves_a_torn_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # no temporary left behind
 
 
-TINY_PPO = TINY_A2C.replace("gbx_lightning.module.A2CModule", "gbx_lightning.module.PPOModule").replace(
+TINY_PPO = TINY_A2C.replace("gbx_lightning.algos.A2CModule", "gbx_lightning.algos.PPOModule").replace(
     "    update_every: 3\n", "    rollout_steps: 3\n    epochs: 2\n    minibatches: 2\n").replace(
     "checkpoint_every: 2", "checkpoint_every: 4").replace("val_check_interval: 4", "val_check_interval: 1")
 
@@ -332,17 +334,17 @@ def test_ppo_resume_matches_uninterrupted_run(tmp_path):
 
 def test_ppo_refuses_a_max_steps_inside_a_rollout():
     """A run stopped inside a rollout's epochs x minibatches loop would lose the rest of that update on resume."""
-    from gbx_lightning.module import ConfigError
+    from gbx_lightning.algos import ConfigError
 
-    module = PPOModule(env="foraging", env_kwargs=ENV_KWARGS, num_envs=4, policy="mlp",
-                       policy_kwargs={"hidden": [16]}, rollout_steps=3, epochs=2, minibatches=2, seed=0)
+    module = PPOModule(env=partial(ForagingEnv, **ENV_KWARGS), num_envs=4, policy=partial(MLPPolicy, hidden=[16]),
+                       rollout_steps=3, epochs=2, minibatches=2, seed=0)
     with pytest.raises(ConfigError, match=r"^trainer.max_steps must be a multiple of epochs \* minibatches = 4 "
                                           r"\(PPO updates whole rollouts\), got 6; use 8 or 4$"):
         _tiny_trainer(6).fit(module)
 
 
 def test_linear_anneal_known_values_and_extension():
-    from gbx_lightning.module import LinearAnneal
+    from gbx_lightning.algos import LinearAnneal
 
     anneal = LinearAnneal(8)
     assert [anneal(k) for k in (0, 4, 7, 8, 9)] == [1.0, 0.5, 0.125, 0.0, 0.0]

@@ -98,14 +98,16 @@ def test_capture_goal_from_savestates_and_fit_from_one_yaml(game, tmp_path):
 seed_everything: 0
 trainer: {{max_steps: 4, accelerator: cpu, devices: 1, val_check_interval: 4, check_val_every_n_epoch: null}}
 model:
-  class_path: gbx_lightning.module.A2CModule
+  class_path: gbx_lightning.algos.A2CModule
   init_args:
-    env: gameboy
-    env_kwargs: {{rom: {game / 'game.gb'}, task: {{start: {{state: {game / 'start.state'}}}, goal: {goal}}},
+    env:
+      class_path: gbx_lightning.envs.GameBoyEnv
+      init_args: {{rom: {game / 'game.gb'}, task: {{start: {{state: {game / 'start.state'}}}, goal: {goal}}},
                  action_codec: dpad_noop, stack_k: 2, max_steps: 10, cpu_threads: 1}}
     num_envs: 2
-    policy: pixel_cnn
-    policy_kwargs: {{channels: [4, 8], hidden: 16}}
+    policy:
+      class_path: gbx_lightning.models.PixelCNNPolicy
+      init_args: {{channels: [4, 8], hidden: 16}}
     update_every: 2
     eval_episodes: 2
 progress_refresh: 0
@@ -120,7 +122,8 @@ def _config_error(capsys, tmp_path, start_state=None, goal=None, **env_kwargs) -
                      ([f"goal: {goal}"] if goal else []))
     options = ", ".join([f"{k}: {v}" for k, v in env_kwargs.items()] + ([f"task: {{{task}}}"] if task else []))
     code = main(["fit", "--config", str(Path(__file__).resolve().parents[1] / "configs" / "a2c.yaml"),
-                 "--runs_dir", str(tmp_path / "runs"), f"--model.init_args.env_kwargs={{{options}}}"])
+                 "--runs_dir", str(tmp_path / "runs"),
+                 f"--model.env={{class_path: gbx_lightning.envs.GameBoyEnv, init_args: {{{options}}}}}"])
     err = [ln for ln in capsys.readouterr().err.strip().splitlines() if not ln.startswith("Seed set")]
     assert code == 2 and len(err) == 1 and "Traceback" not in err[0] and not (tmp_path / "runs").exists()
     return err[0]
@@ -129,19 +132,19 @@ def _config_error(capsys, tmp_path, start_state=None, goal=None, **env_kwargs) -
 def test_each_missing_or_mismatched_file_is_one_line(game, tmp_path, capsys):
     rom, start = game / "game.gb", game / "start.state"
     assert _config_error(capsys, tmp_path, rom=tmp_path / "nope.gb").startswith(
-        "config error: model.env_kwargs.rom is not a ROM we can run: no ROM file at")
+        "config error: model.env.rom is not a ROM we can run: no ROM file at")
     assert _config_error(capsys, tmp_path, rom=rom, start_state=tmp_path / "nope.state") == (
-        f"config error: model.env_kwargs.task.start.state does not exist: no savestate file at "
+        f"config error: model.env.task.start.state does not exist: no savestate file at "
         f"'{tmp_path / 'nope.state'}'")
     small = tmp_path / "small.png"
     small.write_bytes(encode_png(np.zeros((10, 12), np.uint8)))
     assert _config_error(capsys, tmp_path, rom=rom, start_state=start, goal=small) == (
-        f"config error: model.env_kwargs.task.goal cannot be loaded: goal template {small}: expected a 80x72 image "
+        f"config error: model.env.task.goal cannot be loaded: goal template {small}: expected a 80x72 image "
         f"(the 72x80 observation), got 12x10")
     other = tmp_path / "other.png"
     save_goal(other, np.zeros((72, 80), np.uint8), {"rom_sha256": "ab" * 32})
     assert _config_error(capsys, tmp_path, rom=rom, goal=other).startswith(
-        f"config error: model.env_kwargs.task.goal was captured from another ROM: {other} has ROM sha256 abababababab")
+        f"config error: model.env.task.goal was captured from another ROM: {other} has ROM sha256 abababababab")
     # a state file of ours knows its ROM: one saved for another game is refused
     other_rom = tmp_path / "other.gb"
     data = bytearray(build_rom("orchard"))
@@ -150,10 +153,10 @@ def test_each_missing_or_mismatched_file_is_one_line(game, tmp_path, capsys):
     gb = VecGameBoy(str(other_rom), 1)
     gb.save_state(tmp_path / "theirs.npz")
     assert _config_error(capsys, tmp_path, rom=rom, start_state=tmp_path / "theirs.npz").startswith(
-        f"config error: model.env_kwargs.task.start.state cannot be loaded: {tmp_path / 'theirs.npz'} was saved for "
+        f"config error: model.env.task.start.state cannot be loaded: {tmp_path / 'theirs.npz'} was saved for "
         f"another ROM")
     # a PyBoy state whose cartridge layout does not fit the ROM (an MBC1 cartridge's state for a ROM-only one)
     garbage = tmp_path / "garbage.state"
     garbage.write_bytes(io.BytesIO(b"\x1d" + b"\x00" * 100).getvalue())
     assert _config_error(capsys, tmp_path, rom=rom, start_state=garbage).startswith(
-        "config error: model.env_kwargs.task.start.state cannot be loaded:")
+        "config error: model.env.task.start.state cannot be loaded:")

@@ -152,12 +152,12 @@ def main() -> None:
             variants = [(f"{k} process(es)", k, []) for k in args.procs]
             if args.one_core and env_name == "gameboy":
                 variants.insert(1, ("1 process, emulation on 1 core", 1,
-                                    ["--model.init_args.env_kwargs.cpu_threads", "1"]))
+                                    ["--model.env.cpu_threads", "1"]))
             copies = {}
             if args.independent:
                 k = max(args.procs)
                 label = f"{k} independent processes"
-                variants.append((label, 1, ["--model.init_args.env_kwargs.cpu_threads", "1"]
+                variants.append((label, 1, ["--model.env.cpu_threads", "1"]
                                  if env_name == "gameboy" else []))
                 copies[label] = k
             results: dict[str, list[dict]] = {label: [] for label, _, _ in variants}

@@ -160,7 +160,11 @@ def fit(args) -> int:
     import torch
     from lightning.pytorch import Callback, Trainer
 
-    from gbx_lightning.module import PPOModule
+    from functools import partial
+
+    from gbx_lightning.algos import PPOModule
+    from gbx_lightning.envs import GameBoyEnv
+    from gbx_lightning.models import PixelCNNPolicy
 
     cycle = args.epochs * args.minibatches
     torch.set_num_threads(1)      # as the configs do (torch_threads: 1): the CPU's cores are the env shards'
@@ -187,7 +191,7 @@ def fit(args) -> int:
         if shards is not None:
             kw["cpu_threads"] = shards
         torch.manual_seed(0)
-        module = PPOModule(env="gameboy", env_kwargs=kw, num_envs=n, policy="pixel_cnn", seed=0,
+        module = PPOModule(env=partial(GameBoyEnv, **kw), num_envs=n, policy=PixelCNNPolicy, seed=0,
                            rollout_steps=args.rollout_steps, epochs=args.epochs,
                            minibatches=args.minibatches, lr=2.5e-4,
                            env_device=env_device)

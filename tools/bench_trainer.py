@@ -40,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -50,12 +51,12 @@ from lightning.pytorch import Callback, Trainer  # noqa: E402
 from lightning.pytorch.loggers import TensorBoardLogger  # noqa: E402
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
+from gbx_lightning.algos import A2CModule, PPOModule  # noqa: E402
 from gbx_lightning.callbacks import TrainingLog, logger_metrics  # noqa: E402
 from gbx_lightning.data import IntervalStats  # noqa: E402
-from gbx_lightning.envs import make_env  # noqa: E402
-from gbx_lightning.models import logprob_entropy, make_policy, sample_actions  # noqa: E402
+from gbx_lightning.envs import ENV_REGISTRY, make_env  # noqa: E402
 from gbx_lightning.metrics import LOSS_TERMS  # noqa: E402
-from gbx_lightning.module import A2CModule, PPOModule  # noqa: E402
+from gbx_lightning.models import POLICY_REGISTRY, logprob_entropy, make_policy, sample_actions  # noqa: E402
 from gbx_lightning.rl import a2c_td0, explained_variance, gae, ppo_loss  # noqa: E402
 
 # env -> (env kwargs, policy, policy kwargs, num_envs a2c/ppo, update_every, rollout_steps), as in configs/
@@ -118,8 +119,8 @@ class _Clock(Callback):
 
 def run_fit(args, seed: int) -> tuple[float, float]:
     torch.manual_seed(seed)
-    common = dict(env=args.env, env_kwargs=_env_kwargs(args), num_envs=args.num_envs, policy=args.policy,
-                  policy_kwargs=_policy_kwargs(args), seed=seed)
+    common = dict(env=partial(ENV_REGISTRY[args.env], **_env_kwargs(args)), num_envs=args.num_envs,
+                  policy=partial(POLICY_REGISTRY[args.policy], **_policy_kwargs(args)), seed=seed)
     if args.algo == "a2c":
         module = A2CModule(update_every=args.update_every, **common)
     else:

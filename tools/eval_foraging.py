@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import yaml  # noqa: E402
 
+from gbx_lightning.algos.build import factory_parts  # noqa: E402
 from gbx_lightning.data import EvalEpisodes  # noqa: E402
 from gbx_lightning.envs import make_env  # noqa: E402
-from gbx_lightning.models import make_policy  # noqa: E402
 
 
 class UniformPolicy(torch.nn.Module):
@@ -69,9 +69,10 @@ def evaluate(policy, env_kwargs: dict, episodes: int, seed: int) -> dict[str, fl
 def load_run(run_dir: Path):
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     init = cfg["model"]["init_args"]
-    env_kwargs = init.get("env_kwargs") or {}
+    _, env_kwargs = factory_parts(init["env"])
     probe = make_env("foraging", num_envs=1, **env_kwargs)
-    policy = make_policy(init["policy"], probe.obs_shape, probe.num_actions, **(init.get("policy_kwargs") or {}))
+    policy_class, policy_kwargs = factory_parts(init["policy"])
+    policy = policy_class(probe.obs_shape, probe.num_actions, **policy_kwargs)
     state = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     policy.load_state_dict({k[len("policy."):]: v for k, v in state["state_dict"].items() if k.startswith("policy.")})
     policy.eval()

@@ -2,7 +2,7 @@
 
     python tools/random_policy.py configs/a2c.yaml [--episodes 1024] [--seed S]
 
-Builds the env exactly as the config's module would (``env``, ``env_kwargs``), runs one episode per
+Builds the env exactly as the config's module would (``model.env``: class_path, init_args), runs one episode per
 env with uniformly random actions through the same evaluation loop as ``validate``
 (``data.EvalEpisodes``; default seed: the config's ``eval_seed``), and prints what ``validate``
 prints: success rate (an episode that did not end counts as a failure), mean steps to success,
@@ -31,11 +31,12 @@ def main(argv=None) -> int:
 
     wp.config.quiet = True
     wp.config.log_level = wp.LOG_WARNING
+    from gbx_lightning.algos.build import factory_parts
     from gbx_lightning.data import EvalEpisodes
-    from gbx_lightning.envs import make_env
 
     init = yaml.safe_load(Path(args.config).read_text())["model"]["init_args"]
-    env = make_env(init["env"], num_envs=args.episodes, device="cpu", **(init.get("env_kwargs") or {}))
+    env_class, options = factory_parts(init["env"])
+    env = env_class(args.episodes, "cpu", **options)
 
     class Uniform(nn.Module):
         def forward(self, obs):

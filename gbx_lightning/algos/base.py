@@ -37,13 +37,13 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from lightning.pytorch import LightningModule
 
-from gbx_lightning.algos.build import build_env, build_policy
-from gbx_lightning.algos.config import ConfigError, check_common, yaml_values
+from gbx_lightning.algos.build import EnvFactory, PolicyFactory, build_env, build_policy, factory_spec
+from gbx_lightning.algos.config import ConfigError, check_common, old_layout_problem
 from gbx_lightning.algos.evaluation import episode_means
 from gbx_lightning.data import UNBOUNDED, EvalEpisodes, RolloutStream
 from gbx_lightning.metrics import LossMetrics
@@ -77,16 +77,18 @@ class RLModule(LightningModule):
     by ``class_path`` (``gbx_lightning.algos.<file>.<Class>``); nothing is registered.
 
     Args:
-        env: registered env name (``gbx_lightning.envs.ENV_REGISTRY``).
-        env_kwargs: env options (e.g. GameBoyEnv ``level``, ForagingEnv ``obs_mode``); ``num_envs`` and
-            ``device`` are set by the module.
+        env: the env, by class and options: ``{class_path: gbx_lightning.envs.GameBoyEnv, init_args: {task:
+            orchard/level1, ...}}`` (or ``ForagingEnv``, or a ``VecEnvBase`` subclass of yours); the module
+            builds it with ``num_envs`` and the device (``algos/build.py``). In Python: a class or a
+            ``functools.partial`` of one.
         num_envs: envs stepped in parallel for training.
         env_device: where the envs run. ``"gpu"``: on the Trainer's GPU. ``"cpu"``: on the CPU's cores; with a
             GPU Trainer that is hybrid mode, the policy on the GPU and the observations sent over through pinned
             buffers (``envs/bridge.py``). ``"auto"``: the CPU when the Trainer is on the CPU, else the GPU only
             for ``num_envs >= GPU_ENVS_PER_CORE`` x this process's cores (``pick_env_device``; README, "GPU").
-        policy: registered policy name (``gbx_lightning.models.POLICY_REGISTRY``).
-        policy_kwargs: policy options (e.g. ``hidden``).
+        policy: the policy network, by class and options: ``{class_path: gbx_lightning.models.PixelCNNPolicy,
+            init_args: {hidden: 256}}`` (``models.py``); the module sizes it by the env's observation shape and
+            number of actions.
         gamma: discount factor.
         lr: Adam's learning rate.
         max_grad_norm: clip the gradient's norm to this before each optimizer step (null: no clipping).
@@ -105,16 +107,17 @@ class RLModule(LightningModule):
     sample_transform_names: tuple[str, ...] = ("reward_norm",)
     log_every = 1                    # optimizer steps per log interval (interval_metrics); TrainingLog sets its own
 
-    def __init__(self, env: str = "foraging", env_kwargs: dict | None = None, num_envs: int = 32,
-                 env_device: str = "auto", policy: str = "cnn", policy_kwargs: dict | None = None,
-                 gamma: float = 0.99, lr: float = 1e-3, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
+    def __init__(self, env: EnvFactory, policy: PolicyFactory, num_envs: int = 32,
+                 env_device: Literal["auto", "cpu", "gpu"] = "auto", gamma: float = 0.99, lr: float = 1e-3, max_grad_norm: float | None = 0.5, value_coef: float = 0.5,
                  entropy_coef: float = 0.01, adam_eps: float = 1e-5, seed: int | None = None, eval_episodes: int = 32,
                  eval_greedy: bool = False, eval_seed: int = 1_000_003):
         super().__init__()
         self.save_hyperparameters()   # these and the algorithm's own (Lightning reads every __init__ frame)
+        # the hyper-parameters hold plain data (logs, checkpoints): under the CLI Lightning puts the config's
+        # {class_path, init_args} there; a module built in Python gets the same spelt from its factories
+        self.hparams.env, self.hparams.policy = factory_spec(self.hparams.env), factory_spec(self.hparams.policy)
+        self.env_factory, self.policy_factory = env, policy
         self.check_config(**self.hparams)
-        for key in ("env_kwargs", "policy_kwargs"):
-            self.hparams[key] = yaml_values(self.hparams[key])
         self.automatic_optimization = False
         self.policy = None
         self.env = None
@@ -131,6 +134,7 @@ class RLModule(LightningModule):
         self.env_state_max_bytes: int | None = 256 << 20  # env state above this is left out of checkpoints
         self.restored_env_state: dict | None = None  # what the checkpoint resumed from said of its env state
         self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
+        self.eval_episode_seed: int | None = None   # another seed's episodes to evaluate on (the CLI's validate/test)
 
     # ---- config validation (also called by the CLI before anything is instantiated) ---------------
     @classmethod
@@ -164,16 +168,17 @@ class RLModule(LightningModule):
     def build_policy(self, env) -> torch.nn.Module:
         """The policy, built once, sized by ``env`` (``setup``; ``play`` with an env of its own)."""
         if self.policy is None:
-            self.policy = build_policy(self.hparams, env)
+            self.policy = build_policy(self.policy_factory, env)
         return self.policy
 
     def _make_env(self, num_envs: int):
-        return build_env(self.hparams, num_envs, self._attached_trainer())
+        return build_env(self.env_factory, self.hparams.env_device, num_envs, self._attached_trainer())
 
     def setup(self, stage: str) -> None:
         """Build the env(s) this stage needs and the policy (sized by the env). Runs before checkpoint restore."""
         if stage == "fit":
             self.check_max_steps(self.trainer.max_steps, **self.hparams)
+            self.check_val_schedule(self.trainer)
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self.build_policy(self.env)
@@ -220,10 +225,24 @@ class RLModule(LightningModule):
         """T: env steps of all N envs per batch (the ``rollout_field`` hyper-parameter)."""
         return self.hparams[self.rollout_field]
 
+    def batch_budget(self, max_steps: int) -> int:
+        """The run's batches (rollouts) for ``trainer.max_steps`` optimizer steps (UNBOUNDED for -1): the stream's
+        length, so the run is one epoch of them."""
+        return -(-max_steps // self.opt_steps_per_batch) if max_steps > 0 else UNBOUNDED
+
+    def check_val_schedule(self, trainer) -> None:
+        """Lightning's rule, said before anything is built (the CLI calls this once the Trainer exists; ``setup``
+        again): with ``check_val_every_n_epoch`` set, an int ``val_check_interval`` counts batches of one epoch,
+        and the run is one epoch (its batch budget). Lightning's own refusal comes from inside ``fit``."""
+        interval = trainer.val_check_interval
+        batches = self.batch_budget(trainer.max_steps)
+        if trainer.check_val_every_n_epoch is not None and isinstance(interval, int) and interval > batches:
+            raise ConfigError("trainer.val_check_interval", f"must be <= the run's {batches} batches with "
+                              f"trainer.check_val_every_n_epoch set ({trainer.check_val_every_n_epoch}), got "
+                              f"{interval}; set check_val_every_n_epoch: null to count it over the run")
+
     def train_dataloader(self):
-        num_batches = UNBOUNDED
-        if self.trainer.max_steps > 0:
-            num_batches = -(-self.trainer.max_steps // self.opt_steps_per_batch)
+        num_batches = self.batch_budget(self.trainer.max_steps)
         rank, world = self.ranks()
         self.stream = RolloutStream(self.env, self.policy, self.process_seed + rank, num_batches,
                                     self.steps_per_rollout(), env_state_max_bytes=self.env_state_max_bytes,
@@ -281,6 +300,10 @@ class RLModule(LightningModule):
         checkpoint["gbx_metrics"] = self.loss_metrics.state_dict()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
+        problem = old_layout_problem(checkpoint.get("hyper_parameters") or {})
+        if problem is not None:   # its weights may be another env's or policy's: refuse, say what changed
+            raise ConfigError("--ckpt_path", f"{problem}; this checkpoint was saved by an earlier gbx_lightning: "
+                              f"resume it with that version, or start a fresh run")
         counters = checkpoint.get("gbx", {})
         trainer = self._attached_trainer()
         saved, world = int(counters.get("world_size", 1)), self.ranks()[1]
@@ -393,7 +416,8 @@ class RLModule(LightningModule):
     # ---- evaluation: `validate` / `test` (and validation during fit) -------------------------------
     def _eval_loader(self):
         rank, _ = self.ranks()
-        return EvalEpisodes(self._get_eval_env(), self.policy, self.hparams.eval_seed + rank,
+        seed = self.hparams.eval_seed if self.eval_episode_seed is None else self.eval_episode_seed
+        return EvalEpisodes(self._get_eval_env(), self.policy, seed + rank,
                             greedy=self.hparams.eval_greedy, record_clip=rank == 0)
 
     def val_dataloader(self):

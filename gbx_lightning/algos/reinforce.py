@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 from gbx_lightning.algos.base import RLModule
-from gbx_lightning.algos.config import ConfigError, episode_limit, require, require_number
+from gbx_lightning.algos.config import ConfigError, episode_limit, require_number
 from gbx_lightning.rl import monte_carlo_returns, reinforce_loss
 
 __all__ = ["REINFORCEModule"]
@@ -85,22 +85,18 @@ class REINFORCEModule(RLModule):
     def check_args(cls, hp: dict[str, Any]) -> None:
         for name in ("rollout_steps", "accumulate"):
             require_number(name, hp[name], low=1, integer=True)
-        for name in ("baseline", "normalize_advantages", "bootstrap_truncated"):
-            require(isinstance(hp[name], bool), name, "true or false", hp[name])
         if hp["bootstrap_truncated"] and not hp["baseline"]:
             raise ConfigError("bootstrap_truncated", "needs baseline: true (a truncated return is completed with the "
                               "learned V(s')), got baseline: false")
         limit = episode_limit(hp)
         if limit is not None and hp["rollout_steps"] < limit:
-            raise ConfigError("rollout_steps", f"must be >= the env's episode limit env_kwargs.max_steps = {limit} "
+            raise ConfigError("rollout_steps", f"must be >= the env's episode limit env.max_steps = {limit} "
                               f"(Monte-Carlo returns need every episode to end inside one rollout), got "
                               f"{hp['rollout_steps']}")
 
-    def train_dataloader(self):
-        stream = super().train_dataloader()
-        if self.trainer.max_steps > 0:   # accumulate rollouts per optimizer step
-            stream.num_batches = self.trainer.max_steps * self.hparams.accumulate
-        return stream
+    def batch_budget(self, max_steps: int) -> int:
+        """``accumulate`` rollouts per optimizer step."""
+        return max_steps * self.hparams.accumulate if max_steps > 0 else super().batch_budget(max_steps)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         """Backward one [T, N] rollout's REINFORCE loss; every ``accumulate`` rollouts, one optimizer step."""

@@ -1,16 +1,17 @@
-"""Torch-facing vector envs. `make_env(name, **kwargs)` builds one by registry name.
+"""Torch-facing vector envs. A config names one by class (``model.env: {class_path: gbx_lightning.envs.GameBoyEnv,
+init_args: {...}}``); ``make_env(name, **kwargs)`` builds one by a short name (tools, tests).
 
 base.py the VecEnv protocol; gameboy.py the Game Boy engine and task.py what a game is to it (start,
 templates, reward, counters); foraging.py the grid world."""
 
 from __future__ import annotations
 
-from .base import EpisodeStats, VecEnv, check_actions
+from .base import EpisodeStats, VecEnv, VecEnvBase, check_actions
 from .foraging import ForagingEnv
 from .gameboy import GameBoyEnv
 from .task import Counter, Start, Task, Template, load_task
 
-# name -> constructor taking keyword arguments (num_envs, device, seed, env-specific options)
+# short names for tools and tests (configs name the class: model.env.class_path); name -> constructor
 ENV_REGISTRY: dict[str, type] = {"foraging": ForagingEnv, "gameboy": GameBoyEnv}
 
 
@@ -22,4 +23,4 @@ def make_env(name: str, **kwargs) -> VecEnv:
 
 
 __all__ = ["ENV_REGISTRY", "Counter", "EpisodeStats", "ForagingEnv", "GameBoyEnv", "Start", "Task", "Template",
-           "VecEnv", "check_actions", "load_task", "make_env"]
+           "VecEnv", "VecEnvBase", "check_actions", "load_task", "make_env"]

@@ -47,6 +47,14 @@ class VecEnv(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+class VecEnvBase:
+    """What an env class derives from so that a config can name it: ``model.env: {class_path: ..., init_args:
+    {...}}`` is checked by the parser against the module's ``EnvFactory`` type, whose return type must be a
+    class (a ``Protocol`` such as ``VecEnv`` cannot be checked against a class path). No behaviour: ``VecEnv``
+    says what an env does. The constructor takes ``(num_envs, device, *, options...)``: the module supplies the
+    first two, the config the options."""
+
+
 @runtime_checkable
 class VecEnvExtras(Protocol):
     """What an env may offer beyond VecEnv; ``data.RolloutStream`` and the callbacks probe each with ``getattr``
@@ -75,6 +83,11 @@ class OptionError(ValueError):
     def __init__(self, option: str, message: str):
         super().__init__(f"{option} {message}")
         self.option, self.message = option, message
+
+
+class StateError(ValueError):
+    """An env state (a checkpoint's) that this env cannot load: another layout version, env or task. The CLI
+    reports it in one line; the message says what does not fit and what to do."""
 
 
 def resolve_device(device: str | torch.device) -> torch.device:

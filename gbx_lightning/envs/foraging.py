@@ -48,13 +48,13 @@ total. Pass `check_action_range=True` for a host-side check that raises (debuggi
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import warp as wp
 
-from .base import check_actions, check_float, check_int, check_int_range, resolve_device
+from .base import StateError, VecEnvBase, check_actions, check_float, check_int, check_int_range, resolve_device
 
 EMPTY, WALL, FOOD, POISON = wp.constant(0), wp.constant(1), wp.constant(2), wp.constant(3)
 CELL_NAMES = ("empty", "wall", "food", "poison")
@@ -358,7 +358,7 @@ def _seed32(seed) -> int:
     return s - (1 << 32) if s >= (1 << 31) else s
 
 
-class ForagingEnv:
+class ForagingEnv(VecEnvBase):
     """N foraging grid worlds stepped in one Warp launch; see the module docstring for the rules.
 
     Args:
@@ -387,10 +387,10 @@ class ForagingEnv:
     def __init__(
         self,
         num_envs: int = 64,
-        *,
         device: str | torch.device = "cpu",
+        *,
         seed: int = 0,
-        obs_mode: str = "ground_truth",
+        obs_mode: Literal["ground_truth", "proxy"] = "ground_truth",
         grid_size: int = 16,
         view_size: int = 11,
         food_range: tuple[int, int] = (4, 8),
@@ -536,16 +536,16 @@ class ForagingEnv:
         where = "ForagingEnv.load_state_dict"
         missing = [k for k in ("version", "num_envs", "grid_size", *self._STATE) if k not in state]
         if missing:
-            raise ValueError(f"{where}: state is missing {missing}; expected a ForagingEnv.state_dict()")
+            raise StateError(f"{where}: state is missing {missing}; expected a ForagingEnv.state_dict()")
         if state["version"] != _STATE_VERSION:
-            raise ValueError(f"{where}: version must be {_STATE_VERSION}, got {state['version']!r}")
+            raise StateError(f"{where}: version must be {_STATE_VERSION}, got {state['version']!r}")
         for key, mine in (("num_envs", self.num_envs), ("grid_size", self.grid_size)):
             if state[key] != mine:
-                raise ValueError(f"{where}: {key} must be {mine} (this env), got {state[key]!r}")
+                raise StateError(f"{where}: {key} must be {mine} (this env), got {state[key]!r}")
         for name in self._STATE:
             dst, src = getattr(self, "_" + name), torch.as_tensor(state[name]).cpu().numpy()
             if src.shape != dst.shape:
-                raise ValueError(f"{where}: {name} must have shape {list(dst.shape)}, got {list(src.shape)}")
+                raise StateError(f"{where}: {name} must have shape {list(dst.shape)}, got {list(src.shape)}")
             dst.assign(src.astype(wp.dtype_to_numpy(dst.dtype)))
         self._seed = state.get("seed", self._seed)
         self._sync()

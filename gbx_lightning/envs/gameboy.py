@@ -54,13 +54,15 @@ from gbx_lightning.emu.buttons import read_trace, trace_segments
 from gbx_lightning.emu.cartridge import RomError, load_cartridge
 from gbx_lightning.roms import resolve_rom
 
-from .actions import resolve_codec
-from .base import EpisodeStats, OptionError, check_actions, check_float, check_int, resolve_device
+from gbx_lightning.checks import number_problem
+
+from .actions import CodecName, resolve_codec
+from .base import EpisodeStats, OptionError, StateError, VecEnvBase, check_actions, check_float, check_int, resolve_device
 from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
 from .reward_transforms import RewardContext, build_reward_pipeline
 from .rewards import consecutive_hits, goal_distance, ram_counter_delta, ram_value
-from .task import Task, check_task, load_start_state, load_task, moved_options, start_states
+from .task import Task, TaskFields, check_task, load_start_state, load_task, start_states
 
 __all__ = ["GameBoyEnv"]
 
@@ -83,24 +85,25 @@ class _Shard:
     wram: torch.Tensor     # uint8 [n, 8192]: the machines' WRAM, zero-copy
 
 
-class GameBoyEnv:
+class GameBoyEnv(VecEnvBase):
     """N Game Boys running one ROM, stepped together on a task; see the module docstring.
 
     Args:
         num_envs: envs stepped in parallel.
         device: "cpu" or "cuda[:K]".
         rom: a built-in ROM name ("orchard") or a path to a .gb file; None: the task's ``rom``.
-        task: a ``Task``, a built-in task name ("orchard/level1"), a task YAML file, or a mapping of
-            task fields (``envs/task.py``); None: power-on, no goal or fail screen, the "goal" reward.
+        task: a built-in task name ("orchard/level1"), a task YAML file, or a mapping of task fields
+            (``envs/task.py``; ``base: NAME`` to start from a task); in Python also a ``Task``. None:
+            power-on, no goal or fail screen, the "goal" reward.
         seed: seeds the reset generator (which start state each reset uses).
-        frames_per_step, release_after_frames: a step's length and how long its buttons are held.
+        frames_per_step: a step's length in frames.
+        release_after_frames: frames of a step its buttons are held (released for the rest).
         stack_k: observation frames (1..8; newest last).
-        action_codec: a name from ``envs.actions.ACTION_CODECS`` or a list of button combinations.
+        action_codec: a codec name (``envs.actions.ACTION_CODECS``) or a list of button combinations
+            (e.g. ["-", "right", "a+right"]).
         max_steps: truncation (time limit) in steps.
         cpu_threads: CPU shards (one launch thread each); None = every core this process may use.
         check_action_range: on CUDA, also check action ranges on the host (a sync per step).
-        **moved: refused: an option of the old layout (level, start_state, goal, reward, ...), now a task
-            field; the error spells the task they make (``task.moved_options``). Goes with ``env_kwargs``.
     """
 
     obs_dtype = torch.uint8
@@ -108,45 +111,32 @@ class GameBoyEnv:
 
     @classmethod
     def check_options(cls, **options) -> None:
-        """Check the options and the task's files without building anything (milliseconds): values, the
-        ROM's header, the task (start states against the ROM, trace, templates, reward items). Raises
-        OptionError naming the option ("task.start.state ..."); the CLI runs this before any long work."""
+        """The options' values and the task's files, checked without building anything (milliseconds): ranges,
+        the ROM's header, the task (start states against the ROM, trace, templates, reward items). Names and
+        types are the parser's (this signature's annotations); this is what it cannot see. Raises OptionError
+        naming the option ("task.start.state ..."); the CLI runs this before any long work."""
         cls._checked(options)
 
     @classmethod
     def _checked(cls, options: dict) -> tuple[Task, bytes | str, str]:
-        """check_options' work; returns (the task, what VecGameBoy loads, the ROM's display name)."""
-        moved = moved_options(options)
-        if moved is not None:
-            raise OptionError(*moved)
-        params = inspect.signature(cls.__init__).parameters
-        opts = {k: p.default for k, p in params.items() if k != "self" and p.kind is not p.VAR_KEYWORD}
-        unknown = sorted(set(options) - set(opts), key=str)
-        if unknown:
-            listed = sorted(set(opts) - {"num_envs", "device"})   # those two are given by whoever builds the env
-            raise OptionError(unknown[0], f"is not an option of GameBoyEnv; options: {', '.join(listed)}")
+        """check_options' work on ``options`` over the constructor's defaults; returns (the task, what
+        VecGameBoy loads, the ROM's display name)."""
+        opts = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+                if p.default is not p.empty}
         opts.update(options)
 
-        def number(option, check, *args, **kwargs):
-            try:
-                check(option, opts[option], *args, **kwargs)
-            except (TypeError, ValueError) as err:
-                raise OptionError(option, str(err).removeprefix(option + " ")) from None
+        def number(option, **bounds):
+            problem = number_problem(opts[option], integer=True, **bounds)
+            if problem is not None:
+                raise OptionError(option, problem)
 
-        if opts["num_envs"] is not inspect.Parameter.empty:
-            number("num_envs", check_int, minimum=1)
-        number("seed", check_int, minimum=0)
-        number("frames_per_step", check_int, minimum=1)
+        number("seed", low=0)
+        number("frames_per_step", low=1)
         if isinstance(opts["frames_per_step"], int):
-            number("release_after_frames", check_int, minimum=0, maximum=opts["frames_per_step"])
-        number("stack_k", check_int, minimum=1, maximum=8)
-        number("max_steps", check_int, minimum=1)
-        if opts["cpu_threads"] is not None:
-            number("cpu_threads", check_int, minimum=1)
-        try:
-            resolve_device(opts["device"])
-        except ValueError as err:
-            raise OptionError("device", str(err).removeprefix("device ")) from None
+            number("release_after_frames", low=0, high=opts["frames_per_step"])
+        number("stack_k", low=1, high=8)
+        number("max_steps", low=1)
+        number("cpu_threads", low=1, none="null")
         task = load_task(opts["task"])
         rom_option = "rom" if opts["rom"] is not None else "task.rom"
         rom = opts["rom"] if opts["rom"] is not None else task.rom
@@ -157,21 +147,21 @@ class GameBoyEnv:
             source, name = resolve_rom(rom)
             cart = load_cartridge(source)
         except (RomError, FileNotFoundError, TypeError) as err:
-            raise OptionError(rom_option, f"is not a ROM we can run: {str(err).removeprefix('rom: ')}") from None
+            raise OptionError(rom_option, f"is not a ROM we can run: {err}") from None
         check_task(task, cart, name)
-        try:
-            resolve_codec(opts["action_codec"])
-        except ValueError as err:
-            raise OptionError("action_codec", str(err).removeprefix("action_codec ").removeprefix("action_codec: "))
+        resolve_codec(opts["action_codec"])
         return task, source, name
 
-    def __init__(self, num_envs: int, device: str | torch.device = "cpu", *, rom: str | os.PathLike | None = None,
-                 task: Task | str | os.PathLike | dict | None = None, seed: int = 0, frames_per_step: int = 24,
-                 release_after_frames: int = 8, stack_k: int = 4, action_codec: str | list[str] = "dpad_ab_start_noop",
-                 max_steps: int = 1000, cpu_threads: int | None = None, check_action_range: bool = False, **moved):
+    def __init__(self, num_envs: int, device: str | torch.device = "cpu", *, rom: str | None = None,
+                 task: str | TaskFields | None = None, seed: int = 0, frames_per_step: int = 24,
+                 release_after_frames: int = 8, stack_k: int = 4, action_codec: CodecName | list[str] = "dpad_ab_start_noop",
+                 max_steps: int = 1000, cpu_threads: int | None = None, check_action_range: bool = False):
         # ---- options and task, all checked before any kernel work (check_options: one place for every check) ----
-        options = {k: v for k, v in locals().items() if k not in ("self", "__class__", "moved")}
-        self.task, rom_source, self.rom_name = self._checked({**options, **moved})
+        options = {k: v for k, v in locals().items() if k not in ("self", "__class__", "num_envs", "device")}
+        problem = number_problem(num_envs, low=1, integer=True)
+        if problem is not None:
+            raise OptionError("num_envs", problem)
+        self.task, rom_source, self.rom_name = self._checked(options)
         task = self.task
         self.num_envs, self.device = num_envs, resolve_device(device)
         self.frames_per_step, self.release_after_frames = frames_per_step, release_after_frames
@@ -344,22 +334,22 @@ class GameBoyEnv:
         """Restore a state_dict() of an env built with the same ROM, num_envs, stack_k and task counters."""
         where = "GameBoyEnv.load_state_dict"
         if state.get("version") == 1:
-            raise ValueError(f"{where}: this env state was saved by the old GameBoyEnv layout (version 1, before "
+            raise StateError(f"{where}: this env state was saved by the old GameBoyEnv layout (version 1, before "
                              f"tasks: orchard's seeds counters in every env's state); version {_STATE_VERSION} keeps "
                              f"a task's counters under 'counters'. Start a fresh run, or resume with the code that "
                              f"saved it")
         missing = [k for k in ("version", "num_envs", "rom_sha256", "stack_k", "generator", "machines",
                                *self._STATE_TENSORS) if k not in state]
         if missing:
-            raise ValueError(f"{where}: state is missing {missing}; expected a GameBoyEnv.state_dict()")
+            raise StateError(f"{where}: state is missing {missing}; expected a GameBoyEnv.state_dict()")
         if state["version"] != _STATE_VERSION:
-            raise ValueError(f"{where}: version must be {_STATE_VERSION}, got {state['version']!r}")
+            raise StateError(f"{where}: version must be {_STATE_VERSION}, got {state['version']!r}")
         for key, mine in (("num_envs", self.num_envs), ("rom_sha256", self.rom_sha256), ("stack_k", self.stack_k)):
             if state[key] != mine:
-                raise ValueError(f"{where}: {key} must be {mine!r} (this env), got {state[key]!r}")
+                raise StateError(f"{where}: {key} must be {mine!r} (this env), got {state[key]!r}")
         saved = sorted(state.get("counters", {}))
         if saved != sorted(c.name for c in self.counters):
-            raise ValueError(f"{where}: counters must be {sorted(c.name for c in self.counters)} (this env's task), "
+            raise StateError(f"{where}: counters must be {sorted(c.name for c in self.counters)} (this env's task), "
                              f"got {saved}")
         self._sync()
         for name in self._machines[0].state_names:
@@ -367,7 +357,7 @@ class GameBoyEnv:
             for gb, lo, hi in zip(self._machines, self._bounds, self._bounds[1:]):
                 dst = gb.state_array(name)
                 if full.shape[1:] != tuple(dst.shape[1:]) or full.shape[0] != self.num_envs:
-                    raise ValueError(f"{where}: machines[{name!r}] must have shape "
+                    raise StateError(f"{where}: machines[{name!r}] must have shape "
                                      f"{[self.num_envs, *dst.shape[1:]]}, got {list(full.shape)}")
                 dst.assign(np.ascontiguousarray(full[lo:hi]).astype(wp.dtype_to_numpy(dst.dtype)))
         for key in self._STATE_TENSORS:
@@ -390,7 +380,7 @@ class GameBoyEnv:
     def _loaded(self, where: str, key: str, value, like: torch.Tensor) -> torch.Tensor:
         src = torch.as_tensor(value)
         if tuple(src.shape) != tuple(like.shape) or src.dtype != like.dtype:
-            raise ValueError(f"{where}: {key} must be {like.dtype} {list(like.shape)}, got {src.dtype} "
+            raise StateError(f"{where}: {key} must be {like.dtype} {list(like.shape)}, got {src.dtype} "
                              f"{list(src.shape)}")
         return src.to(self.device).clone()
 

@@ -5,7 +5,7 @@ bonus at the end, clipping or normalisation), and a new term should not need an 
 env. A task's ``reward`` (``envs/task.py``) is a preset name or a list of items, run in list order
 at every step of every env:
 
-    reward:                                         # model.init_args.env_kwargs.task.reward
+    reward:                                         # model.init_args.env.init_args.task.reward
       - {name: step_cost, cost: -0.01}
       - {name: goal_distance}                      # alpha: the goal's JSON (or the task's alpha)
       - {name: ram, address: 0xC0A4, weight: 0.1}  # +0.1 per step the byte at $C0A4 counts up

@@ -42,7 +42,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, Required, TypedDict, Union, get_type_hints
 
 import numpy as np
 import yaml
@@ -58,8 +58,8 @@ from .base import OptionError
 from .goal import GoalError, load_goal
 from .reward_transforms import PRESETS, WRAM, RewardSpecError, check_reward_spec
 
-__all__ = ["Counter", "Start", "Task", "Template", "check_task", "is_state_file", "load_start_state", "load_task",
-           "moved_options"]
+__all__ = ["Counter", "Start", "Task", "TaskFields", "Template", "check_task", "is_state_file", "load_start_state",
+           "load_task"]
 
 _ZIP_MAGIC = b"PK\x03\x04"   # our state files are .npz (zip); PyBoy states start with a version byte
 # info keys every env reports (base.VecEnv) and GameBoyEnv's own: a counter may not take them
@@ -111,6 +111,34 @@ class Task:
     fail_penalty: float = -1.0
     counters: list[Counter] = field(default_factory=list)
     name: str = ""        # a label for logs and repr (a built-in task's name, a file's path)
+
+
+# ---------------------------------------------------------------------------------------------- config types
+def _fields_of(cls, doc: str, replace: dict | None = None, required: tuple[str, ...] = (),
+               extra: dict | None = None) -> type:
+    """A TypedDict with ``cls``'s fields, each optional but ``required``: a mapping of some of the fields, as a
+    config spells a task. The parser checks every key and value type against it (an unknown field, a string for
+    an int), and keeps only the keys given, so a ``base`` task's fields stay where the mapping says nothing.
+    Built from the dataclass, so a new field is spelt in configs at once."""
+    hints = get_type_hints(cls)
+    fields = {}
+    for f in dataclasses.fields(cls):
+        kind = (replace or {}).get(f.name, hints[f.name])
+        fields[f.name] = Required[kind] if f.name in required else kind
+    spec = TypedDict(f"{cls.__name__}Fields", {**fields, **(extra or {})}, total=False)
+    spec.__doc__ = doc
+    return spec
+
+
+StartFields = _fields_of(Start, "Start's fields, as a config spells them (any of them; the rest: the base's, or "
+                                "Start's defaults).")
+TemplateFields = _fields_of(Template, "A template's fields (over the base's template, or path required).")
+CounterFields = _fields_of(Counter, "A counter's fields (name and address required).", required=("name", "address"))
+TaskFields = _fields_of(Task, "A task as a mapping of its fields (module docstring); ``base`` names the task they "
+                              "replace fields of.",
+                        replace={"start": Union[StartFields, None], "goal": Union[str, TemplateFields, None],
+                                 "fail": Union[str, TemplateFields, None], "counters": list[CounterFields]},
+                        extra={"base": str})   # a built-in task name or a task file
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -409,74 +437,3 @@ def check_task(task: Task, cart, rom_name: str) -> None:
         if loaded.rom_sha256 not in (None, cart.sha256):
             raise OptionError(f"task.{name}", f"was captured from another ROM: {template.path} has ROM sha256 "
                                               f"{loaded.rom_sha256[:12]}..., {rom_name} has {cart.sha256[:12]}...")
-
-
-# ---------------------------------------------------------------------------------------------- the old layout
-# GameBoyEnv options of the old layout, now Task fields: old name -> where it lives in a task mapping. Only to name
-# the new spelling in the refusal; this section goes when configs stop passing env options as env_kwargs.
-_MOVED = {"start_state": ("start", "state"), "start_frames": ("start", "frames"), "start_inputs": ("start", "inputs"),
-          "start_variants": ("start", "variants"), "variant_frames": ("start", "variant_frames"),
-          "goal": ("goal", "path"), "tau": ("goal", "tau"), "k_consecutive": ("goal", "k_consecutive"),
-          "fail": ("fail", "path"), "fail_tau": ("fail", "tau"), "reward": ("reward",), "step_cost": ("step_cost",),
-          "alpha": ("alpha",), "goal_bonus": ("goal_bonus",), "fail_penalty": ("fail_penalty",),
-          "seed_reward": ("reward",), "level": ()}
-
-
-def moved_options(options: Mapping) -> tuple[str, str] | None:
-    """(option, message) when ``options`` (GameBoyEnv keywords) use the old layout, where the game's start,
-    templates and reward were env options: the message spells the whole ``task`` they make now, e.g.
-    ``level moved into the task ...: use task: orchard/level1``. None when nothing moved."""
-    moved = [k for k in options if k in _MOVED]
-    if not moved:
-        return None
-    rom = options.get("rom", "orchard")     # the old default ROM was orchard, whose level 1 was the default task
-    orchard = isinstance(rom, str) and rom == "orchard"
-    level = options.get("level", 1)
-    base = f"orchard/level{level}" if isinstance(level, int) and not isinstance(level, bool) else "orchard/level1"
-    new: dict[str, Any] = {"base": base} if orchard else {}
-    for key in moved:
-        value = options[key]
-        if key == "level":
-            continue
-        if key == "reward" and value == "orchard_seeds" or key == "seed_reward":
-            # the former preset: the goal terms and a RAM term on the byte orchard's tasks count as seeds_eaten
-            seeds = next(c for c in load_task("orchard/level1").counters if c.name == "seeds_eaten")
-            value = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"},
-                     {"name": "fail_penalty"}, {"name": "ram", "address": seeds.address,
-                                                "weight": options.get("seed_reward", 0.1)}]
-        if key in ("goal", "fail") and value == "":
-            value = None                    # "" switched a built-in template off; null does now
-        *parents, leaf = _MOVED[key]
-        node = new
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = _plain(value)
-    if orchard and ("start_state" in moved or "start_inputs" in moved and "level" not in moved):
-        # a start of one's own replaced the level's select inputs (and their frames) in the old layout
-        start = new["start"]
-        new["start"] = {**start, "inputs": start.get("inputs"), "frames": start.get("frames", 0)}
-    for name in ("goal", "fail"):           # {path: X} alone reads better as X
-        if isinstance(new.get(name), dict) and list(new[name]) == ["path"]:
-            new[name] = new[name]["path"]
-    if not new:                             # level alone, with a ROM of one's own
-        spelled = f"{base} (orchard's levels are tasks of the built-in ROM: leave rom out)"
-    elif list(new) == ["base"]:
-        spelled = base
-    else:
-        spelled = yaml.safe_dump(new, default_flow_style=True, sort_keys=False, width=10 ** 6).strip()
-    also = f" (as did {', '.join(moved[1:])})" if len(moved) > 1 else ""
-    return moved[0], (f"moved into the task{also}: GameBoyEnv names no game now; use task: {spelled} "
-                      f"(gbx_lightning/envs/task.py)")
-
-
-def _plain(value):
-    """A value as YAML can write it (tuples as lists, paths as strings, anything else by its repr)."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)

@@ -60,7 +60,7 @@ def resolve_rom(rom: str | os.PathLike) -> tuple[bytes | str, str]:
     if not is_file and str(rom) in available_roms():
         return build_rom(str(rom)), str(rom)
     if not is_file:
-        raise FileNotFoundError(f"rom: no ROM file at {os.fspath(rom)!r} "
+        raise FileNotFoundError(f"no ROM file at {os.fspath(rom)!r} "
                                 f"(built-in ROMs: {', '.join(available_roms())})")
     return os.fspath(rom), os.fspath(rom)
 

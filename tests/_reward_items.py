@@ -34,3 +34,19 @@ class StepCounter:
 
 
 NOT_CALLABLE = 3
+
+
+class OwnWeight:
+    """A term with a weight of its own (default 0.01), as a user writes one: the pipeline hands it the item's weight
+    and does not multiply by it again."""
+
+    def __init__(self, weight: float = 0.01):
+        self.weight = weight
+
+    def __call__(self, ctx):
+        return self.weight * ctx.env.base
+
+
+def own_weight(ctx, weight: float = 0.01):
+    """The same as a function."""
+    return weight * ctx.env.base

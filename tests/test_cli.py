@@ -101,7 +101,8 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "model.env.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
     (PPO, "--model.env.task=orchard/level9",
      "model.env.task is neither a built-in task (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
-     "orchard/level5, orchard/level6, orchard/level7) nor a task file: no file at 'orchard/level9'"),
+     "orchard/level5, orchard/level6, orchard/level7, pokered/explore) nor a task file: no file at "
+     "'orchard/level9'"),
     (PPO, "--model.env.task={base: orchard/level1, start: {state: /no/such.state}}",
      "model.env.task.start.state does not exist: no savestate file at '/no/such.state'"),
     (A2C, "--model.env.stack_k=9", "model.env.stack_k must be an int in [1, 8], got 9"),
@@ -190,9 +191,33 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
     assert "run_name: null" in out and "runs_dir: lightning_logs" in out
 
 
-@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml"])
+@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml", "pokered_explore_ppo.yaml"])
 def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
     code = main(["fit", "--config", str(ROOT / "configs" / name), "--runs_dir", str(tmp_path)])
     assert code == 2
     assert _one_line_error(capsys.readouterr().err) == ("config error: model.env.rom is not a ROM we can run: "
                                                         "no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_parses_in_the_class_path_layout(capsys, path):
+    """Each configs/*.yaml passes the parser (every field typed by its class) and names its module, env and policy
+    by class_path; a Game Boy env built in it passes GameBoyEnv's own checks up to a user's own files."""
+    import yaml
+
+    from gbx_lightning.envs import GameBoyEnv
+    from gbx_lightning.envs.base import OptionError
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--config", str(path), "--print_config"])
+    assert exc.value.code == 0
+    model = yaml.safe_load(capsys.readouterr().out)["model"]
+    assert model["class_path"].startswith("gbx_lightning.algos.")
+    env, policy = model["init_args"]["env"], model["init_args"]["policy"]
+    assert env["class_path"].startswith("gbx_lightning.envs.") and policy["class_path"].startswith("gbx_lightning.models.")
+    if env["class_path"] == "gbx_lightning.envs.GameBoyEnv":
+        options = yaml.safe_load(path.read_text())["model"]["init_args"]["env"]["init_args"]
+        if path.name.startswith("pokered_"):
+            with pytest.raises(OptionError, match=r"^rom is not a ROM we can run: no ROM file at 'roms/pokered.gb'"):
+                GameBoyEnv.check_options(**options)
+        else:
+            GameBoyEnv.check_options(**options)

@@ -485,8 +485,9 @@ def _hp(reward=None, **kw):
     ([{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "scale", "factor": "x"}],
      "env.task.reward[2].factor must be a number, got 'x'"),
     ([{"name": "sclae", "factor": 2}],
-     "env.task.reward[0].name must be one of ['clip', 'fail_penalty', 'goal_distance', 'ram', 'return_norm', "
-     "'scale', 'step_cost', 'success_bonus'] or an import path package.module.Name, got 'sclae'"),
+     "env.task.reward[0].name must be one of ['clip', 'explore', 'fail_penalty', 'goal_distance', 'ram', "
+     "'ram_bits', 'ram_max', 'ram_sum', 'return_norm', 'scale', 'step_cost', 'success_bonus'] or an import path "
+     "package.module.Name, got 'sclae'"),
     ([{"name": "scale", "facter": 2}],
      "env.task.reward[0].facter is not a parameter of scale; parameters: factor"),
     ([{"name": "scale"}], "env.task.reward[0].factor is required by scale (missing)"),
@@ -518,9 +519,9 @@ def _hp(reward=None, **kw):
      "env.task.reward[0] does not fit tests._reward_items.negate(ctx, **params): missing a required argument: "
      "'ctx'"),
     ([], "env.task.reward must list at least one item (an empty list would train on 0)"),
-    (["scale"], "env.task.reward[0] must be a mapping with a name (one of ['clip', 'fail_penalty', "
-                "'goal_distance', 'ram', 'return_norm', 'scale', 'step_cost', 'success_bonus'] or an import path "
-                "package.module.Name), got 'scale'"),
+    (["scale"], "env.task.reward[0] must be a mapping with a name (one of ['clip', 'explore', "
+                "'fail_penalty', 'goal_distance', 'ram', 'ram_bits', 'ram_max', 'ram_sum', 'return_norm', 'scale', "
+                "'step_cost', 'success_bonus'] or an import path package.module.Name), got 'scale'"),
     ("shaped", "env.task.reward must be one of ('goal',) or a list of reward items, got 'shaped'"),
 ])
 def test_bad_reward_items_are_one_line_config_errors(reward, message):

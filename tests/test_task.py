@@ -43,8 +43,11 @@ def test_orchard_level_files_are_what_orchard_py_says(level):
 
 
 def test_the_built_in_tasks_are_the_files_under_roms_tasks():
-    assert available_tasks() == [f"orchard/level{n}" for n in range(1, 8)]
-    assert sorted(p.name for p in (TASK_DIR / "orchard").iterdir()) == [f"level{n}.yaml" for n in range(1, 8)]
+    """Every YAML file under roms/tasks/GAME is a task but a game's RAM map (ram.yaml, envs/ram_map.py)."""
+    assert available_tasks() == [f"orchard/level{n}" for n in range(1, 8)] + ["pokered/explore"]
+    assert sorted(p.name for p in (TASK_DIR / "orchard").iterdir()) == \
+        [f"level{n}.yaml" for n in range(1, 8)] + ["ram.yaml"]
+    assert sorted(p.name for p in (TASK_DIR / "pokered").iterdir()) == ["explore.yaml", "ram.yaml"]
     # by name, by file path and as a copy of the Task: the same task
     by_file = load_task(TASK_DIR / "orchard" / "level2.yaml")
     assert by_file.name == str(TASK_DIR / "orchard" / "level2.yaml")
@@ -154,14 +157,15 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
 # ---------------------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("spec, message", [
     (3, "task must be a built-in task name (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
-        "orchard/level5, orchard/level6, orchard/level7), a task YAML file or a mapping of task fields, got 3"),
+        "orchard/level5, orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task "
+        "fields, got 3"),
     ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, reward, step_cost, alpha, "
-                   "goal_bonus, fail_penalty, counters, name"),
+                   "goal_bonus, fail_penalty, counters, ram_map, milestones, pool, requires, name"),
     ({"base": "orchard/level9"}, "task.base is neither a built-in task (orchard/level1, orchard/level2, "
-                                 "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7) nor "
-                                 "a task file: no file at 'orchard/level9'"),
+                                 "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, "
+                                 "pokered/explore) nor a task file: no file at 'orchard/level9'"),
     ({"base": 1}, "task.base must be a built-in task name (orchard/level1, orchard/level2, orchard/level3, "
-                  "orchard/level4, orchard/level5, orchard/level6, orchard/level7) or a task file, got 1"),
+                  "orchard/level4, orchard/level5, orchard/level6, orchard/level7, pokered/explore) or a task file, got 1"),
     ({"start": {"frame": 3}}, "task.start.frame is not a field of Start; fields: state, inputs, frames, variants, "
                               "variant_frames"),
     ({"start": [1]}, "task.start must be a mapping of Start fields (state, inputs, frames, variants, variant_frames), "
@@ -174,7 +178,8 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
     ({"fail": {"path": "f.png", "k_consecutive": 0}}, "task.fail.k_consecutive must be an int >= 1 or null, got 0"),
     ({"counters": {"name": "x"}}, "task.counters must be a list of {name: ..., address: ...} mappings, got "
                                   "{'name': 'x'}"),
-    ({"counters": [{"name": "x"}]}, "task.counters[0].address is required by Counter (missing)"),
+    ({"counters": [{"name": "x"}]}, "task.counters[0].address or field (a RAM map name): give exactly one of "
+                                    "them"),
     ({"counters": [{"name": "x", "address": 0x8000}]}, "task.counters[0].address must be a WRAM address, an int in "
                                                        "0xC000..0xDFFF, got 32768"),
     ({"counters": [{"name": "x", "address": 0xDFFF, "size": 2}]}, "task.counters[0].address must be a WRAM address, "

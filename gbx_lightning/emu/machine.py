@@ -241,6 +241,43 @@ class VecGameBoy:
             arrays[name] = wp.array(stacked, dtype=arr.dtype, device=self.device)
         return Snapshot(arrays, len(rows_list), self.cart.sha256)
 
+    def make_pool(self, rows_list: list, capacity: int) -> Snapshot:
+        """A cache of ``capacity`` states on this device whose first ``len(rows_list)`` entries are rows_list (as
+        ``make_cache``) and the rest zeros, to be filled by ``store_into``: start states and a pool of states
+        harvested from running envs in one cache, so ``restore_from`` resets envs from either."""
+        if not rows_list or capacity < len(rows_list):
+            raise ValueError(f"capacity: expected at least len(rows_list) = {len(rows_list)} (>= 1), got {capacity}")
+        arrays = {}
+        for name, arr in self._arrays.items():
+            stacked = np.stack([np.asarray(r[name]) for r in rows_list]).astype(wp.dtype_to_numpy(arr.dtype))
+            full = wp.zeros((capacity,) + tuple(arr.shape[1:]), dtype=arr.dtype, device=self.device)
+            wp.copy(full, wp.array(stacked, dtype=arr.dtype, device=self.device), count=stacked.size)
+            arrays[name] = full
+        return Snapshot(arrays, capacity, self.cart.sha256)
+
+    def store_into(self, cache: Snapshot, envs: wp.array, mask: wp.array) -> None:
+        """cache state j <- env envs[j], for every j with mask[j] != 0 (an env index outside 0..num_envs-1 copies
+        nothing): the reverse of ``restore_from``, harvesting running envs' states into a pool (``make_pool``).
+        envs: int32[cache entries], mask: uint8[cache entries], wp.arrays on this device read in the kernels (no
+        host sync); the launches are recorded on the first call for these arrays and replayed after."""
+        if not isinstance(cache, Snapshot) or cache.rom_sha256 != self.cart.sha256 \
+                or set(cache.arrays) != set(self._arrays):
+            raise ValueError("cache: expected a Snapshot from make_pool()/make_cache() of a machine with this "
+                             "cartridge")
+        for name, arr in (("envs", envs), ("mask", mask)):
+            want = wp.int32 if name == "envs" else wp.uint8
+            if not isinstance(arr, wp.array) or arr.dtype != want or arr.shape != (cache.num_envs,) \
+                    or arr.device != self.device:
+                raise ValueError(f"{name}: expected a {want.__name__}[{cache.num_envs}] wp.array on {self.device}, "
+                                 f"got {arr!r}")
+        rec = getattr(self, "_store", None)
+        if rec is None or rec[0] is not cache or rec[1] is not envs or rec[2] is not mask:
+            # gather_rows with the roles swapped: each cache entry (a "dst env") takes a machine's row as its "slot"
+            rec = self._store = (cache, envs, mask, [record_gather(a, cache.arrays[n], envs, mask)
+                                                     for n, a in self._arrays.items()])
+        for cmd in rec[3]:
+            cmd.launch()
+
     def restore_from(self, cache: Snapshot, slots: wp.array, mask: wp.array) -> None:
         """env i <- cache state slots[i], for every i with mask[i] != 0: the reset of ended RL
         envs. slots: int32[num_envs], mask: uint8[num_envs], both wp.arrays on this device,

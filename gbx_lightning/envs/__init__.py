@@ -2,14 +2,16 @@
 init_args: {...}}``); ``make_env(name, **kwargs)`` builds one by a short name (tools, tests).
 
 base.py the VecEnv protocol; gameboy.py the Game Boy engine and task.py what a game is to it (start,
-templates, reward, counters); foraging.py the grid world."""
+templates, reward, counters, milestones, state pool); ram_map.py a game's RAM as named fields;
+foraging.py the grid world."""
 
 from __future__ import annotations
 
 from .base import EpisodeStats, VecEnv, VecEnvBase, check_actions
 from .foraging import ForagingEnv
 from .gameboy import GameBoyEnv
-from .task import Counter, Start, Task, Template, load_task
+from .ram_map import RamField, RamMap, load_ram_map
+from .task import Counter, Milestone, Pool, Start, Swarm, Task, Template, load_task
 
 # short names for tools and tests (configs name the class: model.env.class_path); name -> constructor
 ENV_REGISTRY: dict[str, type] = {"foraging": ForagingEnv, "gameboy": GameBoyEnv}
@@ -22,5 +24,6 @@ def make_env(name: str, **kwargs) -> VecEnv:
     return ENV_REGISTRY[name](**kwargs)
 
 
-__all__ = ["ENV_REGISTRY", "Counter", "EpisodeStats", "ForagingEnv", "GameBoyEnv", "Start", "Task", "Template",
-           "VecEnv", "VecEnvBase", "check_actions", "load_task", "make_env"]
+__all__ = ["ENV_REGISTRY", "Counter", "EpisodeStats", "ForagingEnv", "GameBoyEnv", "Milestone", "Pool", "RamField",
+           "RamMap", "Start", "Swarm", "Task", "Template", "VecEnv", "VecEnvBase", "check_actions", "load_ram_map",
+           "load_task", "make_env"]

@@ -28,6 +28,12 @@ then ``variants`` states ``variant_frames`` idle frames apart). All of them sit 
 device; an env that ended is reset by a masked restore from the cache, the entry drawn from the
 env's seeded generator: no disk I/O, no Python loop over envs, no host sync.
 
+Milestones and the state pool. The task's milestones (``envs/milestones.py``) are read from RAM at
+every step's end and reported in ``info`` when an episode ends. A task's ``pool`` (``envs/pool.py``)
+adds rows to the start-state cache: a training env harvests states whose milestone score rose into
+them, draws a share of its resets from them and, every ``swarm.every`` steps, restarts the envs behind
+the best one from its state (their episodes end truncated). ``train(False)`` / ``eval()``: none of it.
+
 Performance notes. Per step: the codec lookup, the launch(es), one copy that builds the
 new stack (the K-1 kept frames and the new one, into fresh memory that the caller may keep),
 the reward math and the masked reset, all device tensor ops. On CUDA every Warp launch goes
@@ -50,6 +56,7 @@ import torch
 import warp as wp
 
 from gbx_lightning.emu import VecGameBoy
+from gbx_lightning.emu import state as S
 from gbx_lightning.emu.buttons import read_trace, trace_segments
 from gbx_lightning.emu.cartridge import RomError, load_cartridge
 from gbx_lightning.roms import resolve_rom
@@ -59,10 +66,13 @@ from gbx_lightning.checks import number_problem
 from .actions import CodecName, resolve_codec
 from .base import EpisodeStats, OptionError, StateError, VecEnvBase, check_actions, check_float, check_int, resolve_device
 from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
+from .milestones import MilestoneTracker
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
+from .pool import PoolRows, StatePool, draw_pool_slots, harvest_plan, pool_capacity, pool_state_bytes, swarm_plan
 from .reward_transforms import RewardContext, build_reward_pipeline
 from .rewards import consecutive_hits, goal_distance, ram_counter_delta, ram_value
-from .task import Task, TaskFields, check_task, load_start_state, load_task, start_states
+from .task import (Task, TaskFields, check_task, counter_location, load_start_state, load_task, missing_required,
+                   start_states)
 
 __all__ = ["GameBoyEnv"]
 
@@ -138,6 +148,11 @@ class GameBoyEnv(VecEnvBase):
         number("max_steps", low=1)
         number("cpu_threads", low=1, none="null")
         task = load_task(opts["task"])
+        missing = missing_required(task, opts["rom"])
+        if missing is not None:
+            raise OptionError("rom" if missing == "rom" else f"task.{missing}",
+                              f"is required by the task {task.name or '(inline)'}: a game that cannot ship with "
+                              f"gbx_lightning needs your own file here (the task file says which)")
         rom_option = "rom" if opts["rom"] is not None else "task.rom"
         rom = opts["rom"] if opts["rom"] is not None else task.rom
         if rom is None:
@@ -149,6 +164,13 @@ class GameBoyEnv(VecEnvBase):
         except (RomError, FileNotFoundError, TypeError) as err:
             raise OptionError(rom_option, f"is not a ROM we can run: {err}") from None
         check_task(task, cart, name)
+        if task.pool is not None and isinstance(opts["stack_k"], int):
+            machine = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for _, shape, dt in
+                          S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec()))))
+            per_state = pool_state_bytes(machine, opts["stack_k"])
+            if pool_capacity(task.pool.max_mb, per_state) < 1:
+                raise OptionError("task.pool.max_mb", f"holds no state: one takes {per_state / (1 << 20):.3f} MB "
+                                                      f"(machine and frame stack), got {task.pool.max_mb}")
         resolve_codec(opts["action_codec"])
         return task, source, name
 
@@ -191,6 +213,7 @@ class GameBoyEnv(VecEnvBase):
         self.fail_k = check_int("k_consecutive", task.fail.k_consecutive if task.fail is not None and
                                 task.fail.k_consecutive is not None else fail_json["k_consecutive"], minimum=1)
         self.counters = list(task.counters)
+        self._counter_at = [counter_location(c, task.ram_map) for c in self.counters]   # (address, size) each
 
         # ---- machines: one VecGameBoy per CPU shard (one launch thread each), one on CUDA ----------
         if cpu_threads is None:
@@ -229,18 +252,43 @@ class GameBoyEnv(VecEnvBase):
         self._dist_wp = wp.from_torch(self._dist)
         self._goal_t = self._template_tensors(self.goal)
 
-        # ---- start states ---------------------------------------------------------------------------
-        self._cache, cache_obs = self._build_start_cache(rom_source)
-        self.num_start_states = self._cache.num_envs
+        # ---- start states (and the pool's rows after them: envs/pool.py) ----------------------------
+        rows, cache_obs = self._build_start_cache(rom_source)
+        self.num_start_states = len(rows)
+        capacity = 0
+        if task.pool is not None:
+            capacity = pool_capacity(task.pool.max_mb, pool_state_bytes(self._machines[0].state_bytes_per_env,
+                                                                        self.stack_k))
+            self._cache = self._machines[0].make_pool(rows, self.num_start_states + capacity + 1)  # + the swarm row
+        else:
+            self._cache = self._machines[0].make_cache(rows)
+        cache_rows = self._cache.num_envs
+        cache_obs = torch.cat([cache_obs, cache_obs.new_zeros((cache_rows - len(rows), *cache_obs.shape[1:]))])
         self._cache_stack = cache_obs[:, None].expand(-1, self.stack_k, -1, -1).contiguous()
-        self._cache_words = wp.from_torch(self._cache_stack.view(torch.int64).reshape(self.num_start_states, -1))
+        self._cache_words = wp.from_torch(self._cache_stack.view(torch.int64).reshape(cache_rows, -1))
         self._cache_dist = (goal_distance(cache_obs, *self._goal_t) if self._goal_t is not None
-                            else torch.zeros(self.num_start_states, device=dev))
+                            else torch.zeros(cache_rows, device=dev))
+        self._obs_views = [wp.to_torch(sh.obs) for sh in self._shards]   # each step's newest frames (harvests)
+
+        # ---- milestones and the state pool (envs/milestones.py, envs/pool.py) ----------------------------
+        self.training = True
+        self.milestones = MilestoneTracker(task.milestones, task.ram_map, n, dev)
+        self.state_pool = StatePool(task.pool, capacity, dev) if task.pool is not None else None
+        if self.state_pool is not None:
+            self._pool_rows = PoolRows(self._cache, self._cache_stack, self._cache_dist, self._machines, self._bounds,
+                                       dev)
+            names = [m.name for m in task.milestones]
+            self._score_index = torch.tensor([names.index(k) for k in task.pool.score], device=dev)
+            self._score_weight = torch.tensor([float(w) for w in task.pool.score.values()], device=dev)
+        self._base_score = torch.zeros(n, dtype=torch.float32, device=dev)   # the score of each episode's start
+        self._score = torch.zeros(n, dtype=torch.float32, device=dev)        # each env's score at the last step
+        self._from_pool = torch.zeros(n, dtype=torch.bool, device=dev)       # its episode started from a pooled state
+        self._swarm_clock = 0                                                # steps since reset(): swarms count them
 
         # ---- reward pipeline (envs/reward_transforms.py): the task's preset or list ---------------------
         self.reward_pipeline = build_reward_pipeline(
             task.reward, n, dev, {"step_cost": self.step_cost, "alpha": self.alpha, "goal_bonus": self.goal_bonus,
-                                  "fail_penalty": self.fail_penalty})
+                                  "fail_penalty": self.fail_penalty}, ram_map=task.ram_map)
 
         # ---- episode state --------------------------------------------------------------------------
         self._generator = torch.Generator(device=dev)
@@ -276,6 +324,12 @@ class GameBoyEnv(VecEnvBase):
             self._steps.zero_()
             self._counter_before.copy_(self._read_counters())
             self._counter_episode.zero_()
+            if self.milestones:
+                self.milestones.begin(self)
+            self._base_score.zero_()
+            self._score.zero_()
+            self._from_pool.zero_()
+            self._swarm_clock = 0
             self._stats.reset()
             if self._trained_stats is not None:
                 self._trained_stats.reset()
@@ -315,6 +369,10 @@ class GameBoyEnv(VecEnvBase):
             extra["counters"] = {c.name: {"before": self._counter_before[i].cpu().clone(),
                                           "episode": self._counter_episode[i].cpu().clone()}
                                  for i, c in enumerate(self.counters)}
+        if self.milestones:
+            extra["milestones"] = self.milestones.state_dict()
+        if self.state_pool is not None:
+            extra["pool"] = self._pool_state()
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "rom_sha256": self.rom_sha256,
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
                 "machines": machines, "stats": self._stats.state_dict(), **tensors,
@@ -328,7 +386,12 @@ class GameBoyEnv(VecEnvBase):
         tensors = sum(t.numel() * t.element_size() for t in tensors)
         stats = [self._stats] + ([self._trained_stats] if self._trained_stats is not None else [])
         stats = sum(t.numel() * t.element_size() for s in stats for t in (s.running_return, s.running_length))
-        return machines + tensors + stats + self._generator.get_state().numel() + self.reward_pipeline.state_nbytes
+        extras = self.milestones.state_nbytes
+        if self.state_pool is not None:   # the entries in use (one host read) and the per-env scores
+            extras += int(self.state_pool.filled) * pool_state_bytes(self._machines[0].state_bytes_per_env,
+                                                                     self.stack_k) + 9 * self.num_envs
+        return (machines + tensors + stats + self._generator.get_state().numel() + self.reward_pipeline.state_nbytes
+                + extras)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict() of an env built with the same ROM, num_envs, stack_k and task counters."""
@@ -351,6 +414,9 @@ class GameBoyEnv(VecEnvBase):
         if saved != sorted(c.name for c in self.counters):
             raise StateError(f"{where}: counters must be {sorted(c.name for c in self.counters)} (this env's task), "
                              f"got {saved}")
+        if ("pool" in state) != (self.state_pool is not None):
+            raise StateError(f"{where}: the state was saved {'with' if 'pool' in state else 'without'} a state pool, "
+                             f"this env's task has {'one' if self.state_pool is not None else 'none'}")
         self._sync()
         for name in self._machines[0].state_names:
             full = torch.as_tensor(state["machines"][name]).numpy()
@@ -365,6 +431,10 @@ class GameBoyEnv(VecEnvBase):
         for i, c in enumerate(self.counters):
             for part, dst in (("before", self._counter_before), ("episode", self._counter_episode)):
                 dst[i] = self._loaded(where, f"counters[{c.name!r}][{part!r}]", state["counters"][c.name][part], dst[i])
+        if self.milestones:
+            self.milestones.load_state_dict(state.get("milestones", {}), f"{where}: milestones")
+        if self.state_pool is not None:
+            self._load_pool_state(state["pool"], where)
         self._generator.set_state(state["generator"])
         self._stats.load_state_dict(state["stats"])
         if self._trained_stats is not None:
@@ -376,6 +446,57 @@ class GameBoyEnv(VecEnvBase):
         self.reward_pipeline.sync(self)   # what the items remember of the machines (RAM terms' last values)
         self._seed = state.get("seed", self._seed)
         self._sync()
+
+    def _pool_state(self) -> dict[str, Any]:
+        """The pool's entries in use (their machines, frame stacks, distances, scores) and its bookkeeping, with the
+        ROM they were harvested from; the per-env scores; the swarm clock."""
+        used = torch.nonzero(self.state_pool.entry_serial >= 0).flatten()
+        rows = self.num_start_states + used
+        machines = {name: wp.to_torch(arr)[rows].cpu().clone() for name, arr in self._cache.arrays.items()}
+        return {"rom_sha256": self.rom_sha256, "entries": used.cpu(), "machines": machines,
+                "stack": self._cache_stack[rows].cpu().clone(), "dist": self._cache_dist[rows].cpu().clone(),
+                "score": self._pool_rows.score[rows].cpu().clone(), "book": self.state_pool.state_dict(),
+                "base_score": self._base_score.cpu().clone(), "env_score": self._score.cpu().clone(),
+                "from_pool": self._from_pool.cpu().clone(), "swarm_clock": self._swarm_clock}
+
+    def _load_pool_state(self, state: dict[str, Any], where: str) -> None:
+        """Put a ``_pool_state`` back; a pool harvested from another ROM is refused in one line."""
+        if state.get("rom_sha256") != self.rom_sha256:
+            raise StateError(f"{where}: the state pool was harvested from another ROM (sha256 "
+                             f"{str(state.get('rom_sha256'))[:12]}...), this env runs {self.rom_sha256[:12]}...")
+        used = torch.as_tensor(state["entries"]).long()
+        if used.numel() and int(used.max()) >= self.state_pool.capacity:
+            raise StateError(f"{where}: the state pool holds entries up to {int(used.max())}, this task's pool has "
+                             f"{self.state_pool.capacity} (pool.max_mb as saved, and the same stack_k)")
+        self.state_pool.load_state_dict(state["book"], where)
+        rows = (self.num_start_states + used).to(self.device)
+        for name, arr in self._cache.arrays.items():
+            view = wp.to_torch(arr)
+            src = torch.as_tensor(state["machines"][name])
+            if tuple(src.shape[1:]) != tuple(view.shape[1:]):
+                raise StateError(f"{where}: pool machines[{name!r}] must be [entries, {list(view.shape[1:])}], got "
+                                 f"{list(src.shape)}")
+            view[rows] = src.to(self.device, view.dtype)
+        self._cache_stack[rows] = self._loaded(where, "pool stack", state["stack"], self._cache_stack[rows])
+        self._cache_dist[rows] = self._loaded(where, "pool dist", state["dist"], self._cache_dist[rows])
+        self._pool_rows.score[rows] = self._loaded(where, "pool score", state["score"], self._pool_rows.score[rows])
+        self._base_score = self._loaded(where, "pool base_score", state["base_score"], self._base_score)
+        self._score = self._loaded(where, "pool env_score", state["env_score"], self._score)
+        self._from_pool = self._loaded(where, "pool from_pool", state["from_pool"], self._from_pool)
+        self._swarm_clock = int(state["swarm_clock"])
+
+    def train(self, mode: bool = True) -> "GameBoyEnv":
+        """Training (the default) or not: an env that is not training (an evaluation env: ``eval()``) starts every
+        episode from the task's start states, harvests nothing and never swarms, whatever its task's pool says."""
+        self.training = bool(mode)
+        return self
+
+    def eval(self) -> "GameBoyEnv":
+        return self.train(False)
+
+    def pool_stats(self) -> dict[str, float]:
+        """The state pool's numbers (entries, scores, totals; one host read), {} without a pool."""
+        return self.state_pool.stats() if self.state_pool is not None else {}
 
     def _loaded(self, where: str, key: str, value, like: torch.Tensor) -> torch.Tensor:
         src = torch.as_tensor(value)
@@ -434,8 +555,8 @@ class GameBoyEnv(VecEnvBase):
         return tuple(wp.array(a, device=d) for a in (images, weights, boxes, scale))
 
     def _build_start_cache(self, rom_source):
-        """Run the task's start recipe for each of its start states on a one-env machine; stack the states
-        into a device cache."""
+        """Run the task's start recipe for each of its start states on a one-env machine: (their machine rows,
+        their screens uint8 [S, 72, 80] on the device)."""
         start = self.task.start
         trace = read_trace(start.inputs, "task.start.inputs") if start.inputs is not None else [(0, 0)]
         variant_frames = self.frames_per_step if start.variant_frames is None else start.variant_frames
@@ -452,13 +573,20 @@ class GameBoyEnv(VecEnvBase):
                     probe.run_frames(variant_frames, render="obs")
                 rows.append(probe.env_rows(0))
                 obs.append(rows[-1]["obs"])
-        cache = self._machines[0].make_cache(rows)
-        return cache, torch.from_numpy(np.stack(obs)).to(self.device)
+        return rows, torch.from_numpy(np.stack(obs)).to(self.device)
 
-    def _draw_slots(self) -> None:
+    def _draw_slots(self, from_pool: bool = False) -> None:
+        """Each env's next start: a start state drawn uniformly; with ``from_pool`` (a training step of a task with a
+        pool), a pooled state instead with probability ``pool.sample`` while the pool holds any."""
         if self.num_start_states > 1:
             torch.randint(0, self.num_start_states, (self.num_envs,), generator=self._generator,
                           device=self.device, out=self._slots)
+        if from_pool:
+            n, pool = self.num_envs, self.state_pool
+            use = torch.rand(n, generator=self._generator, device=self.device) < pool.config.sample
+            use = use & (pool.filled > 0)
+            picked = draw_pool_slots(pool.weights(), torch.rand(n, generator=self._generator, device=self.device))
+            self._slots.copy_(torch.where(use, self.num_start_states + picked, self._slots.long()))
 
     def _restore_machines(self) -> None:
         self._on_shards(lambda i: self._shards[i].gb.restore_from(self._cache, self._shards[i].slots,
@@ -498,7 +626,28 @@ class GameBoyEnv(VecEnvBase):
         """int32 [C, N]: each task counter's value now (a copy)."""
         if not self.counters:
             return self._counter_before
-        return torch.stack([ram_value(self.read_ram(c.address, c.size)) for c in self.counters])
+        return torch.stack([ram_value(self.read_ram(address, size)) for address, size in self._counter_at])
+
+    def _newest_frames(self) -> torch.Tensor:
+        """uint8 [N, 72, 80]: the screens the step just drew (the kernels' buffers, before any reset)."""
+        return self._obs_views[0] if len(self._obs_views) == 1 else torch.cat(self._obs_views)
+
+    def _pool_step(self, score: torch.Tensor, terminated: torch.Tensor, dist: torch.Tensor, swarm) -> None:
+        """Harvest the best states whose score rose (and the swarm's best env into the swarm row) before the resets
+        read the cache (envs/pool.py)."""
+        pool, s0 = self.state_pool, self.num_start_states
+        src, dst, ok = harvest_plan(score, pool.candidates(score, self._score, terminated), pool.entry_score,
+                                    pool.entry_serial, pool.config.per_step)
+        rows = s0 + dst
+        if swarm is not None:
+            best, targets = swarm
+            src, rows = torch.cat([src, best.view(1)]), torch.cat([rows, rows.new_full((1,), self._cache.num_envs - 1)])
+            ok = torch.cat([ok, targets.any().view(1)])
+        newest = self._newest_frames()[src]
+        stacks = torch.cat([self._stack[src, 1:], newest[:, None]], 1)
+        self._pool_rows.write(rows, src, ok, stacks, dist[src], score[src])
+        h = dst.shape[0]
+        pool.accept(score[src[:h]], dst, ok[:h])
 
     def _after_frames(self):
         """Everything after the frames ran: goal tests, reward, episode ends, the new stacks, resets."""
@@ -518,6 +667,21 @@ class GameBoyEnv(VecEnvBase):
         self._steps += 1
         truncated = (self._steps >= self.max_steps) & ~terminated
 
+        # milestones from this step's RAM; with a pool, each env's score and, when due, a swarm (its targets end
+        # truncated: they restart from the best env's state)
+        pooling = self.state_pool is not None and self.training
+        score, swarm = self._score, None
+        if self.milestones:
+            progress = self.milestones.update(self)
+            if pooling:
+                score = self._base_score + (progress[self._score_index].to(torch.float32)
+                                            * self._score_weight[:, None]).sum(0)
+                swarm_cfg = self.state_pool.config.swarm
+                self._swarm_clock += 1
+                if swarm_cfg is not None and self._swarm_clock % swarm_cfg.every == 0:
+                    swarm = swarm_plan(score, ~terminated, swarm_cfg.fraction, self._generator)
+                    truncated = truncated | (swarm[1] & ~terminated)
+
         # the reward, from this step's screens and RAM (before the ended envs are reset): trained on, and the game's
         reward, game_reward = self.reward_pipeline(RewardContext(self, terminated, truncated, success, failed, dist,
                                                                  self._prev_dist))
@@ -534,17 +698,26 @@ class GameBoyEnv(VecEnvBase):
             info["trained_return"] = self._trained_stats.update(reward, terminated, truncated)[0]
         for i, c in enumerate(self.counters):
             info[c.name] = torch.where(done, self._counter_episode[i], 0)
+        if self.milestones:
+            info.update(self.milestones.report(done))
+        if self.state_pool is not None:
+            info["from_pool"] = torch.where(done, self._from_pool.to(torch.int32), 0)
 
-        # the new stacks (fresh memory, the caller may keep them), then the machines of ended envs reset
+        # the pool takes what it harvests before the resets read it; then the new stacks (fresh memory, the caller
+        # may keep them), then the machines of ended envs reset
+        if pooling:
+            self._pool_step(score, terminated, dist, swarm)
         self._reset_mask.copy_(done)
-        self._draw_slots()
+        self._draw_slots(from_pool=pooling)
+        if swarm is not None:
+            self._slots.copy_(torch.where(swarm[1], self._cache.num_envs - 1, self._slots.long()))
         final_obs = torch.empty((n, *self.obs_shape), dtype=torch.uint8, device=dev)
         obs = torch.empty_like(final_obs)
         words = [wp.from_torch(t.view(torch.int64).reshape(n, -1)) for t in (self._stack, final_obs, obs)]
         chunk = 1 if dev.type == "cuda" else words[0].shape[1]
         self._on_shards(lambda i: self._stacks_and_resets(i, words, chunk))
         slots = self._slots.long()
-        start_dist = self._cache_dist[0] if self.num_start_states == 1 else self._cache_dist[slots]
+        start_dist = self._cache_dist[0] if self._cache.num_envs == 1 else self._cache_dist[slots]
         self._prev_dist = torch.where(done, start_dist, dist)
         zero = torch.zeros((), dtype=torch.int32, device=dev)
         self._hits = torch.where(done, zero, self._hits)
@@ -553,6 +726,15 @@ class GameBoyEnv(VecEnvBase):
         if self.counters:
             self._counter_episode = torch.where(done, zero, self._counter_episode)
             self._counter_before = self._read_counters()
+        if self.milestones:
+            self.milestones.begin(self, done)
+        if self.state_pool is not None:
+            start_score = self._pool_rows.score[slots]
+            self._base_score = torch.where(done, start_score, self._base_score)
+            self._score = torch.where(done, start_score, score)
+            self._from_pool = torch.where(done, slots >= self.num_start_states, self._from_pool)
+            if swarm is not None:
+                self.state_pool.swarmed += swarm[1].sum()
         self.reward_pipeline.sync(self)
         self._stack = obs
         info["final_obs"] = final_obs

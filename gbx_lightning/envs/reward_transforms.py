@@ -23,7 +23,9 @@ term on its seeds-eaten byte.)
 Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula):
 
 * a **term** computes a value per env and adds it to the reward: ``step_cost``,
-  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, and yours (the default kind);
+  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, the RAM map's ``explore``,
+  ``ram_bits``, ``ram_sum``, ``ram_max`` (``envs/ram_rewards.py``: fields by name from the task's
+  ``ram_map``), and yours (the default kind);
 * a **transform** maps the reward summed so far: ``scale``, ``clip``, ``return_norm``, and
   yours with ``kind: transform``. A term listed after a transform is added untransformed.
 
@@ -62,7 +64,9 @@ Your own item, by import path (``name: package.module.Attr``; the module must be
   ``reset()``, ``state_dict()`` / ``load_state_dict(state)`` (saved in checkpoints, with the
   envs' state).
 
-A term's value is multiplied by ``weight`` (default 1). ``ctx`` is a ``RewardContext``: the env
+A term's value is multiplied by ``weight`` (default 1), once: a function or class that names a
+parameter ``weight`` of its own is handed the item's weight instead (its own default when the item
+gives none) and the pipeline multiplies by 1. ``ctx`` is a ``RewardContext``: the env
 (``ctx.env.read_ram(addr, length)``), and bool/float [N] tensors ``terminated``, ``truncated``,
 ``done``, ``success``, ``failed``, ``dist``, ``prev_dist``; a per-episode term of your own is
 ``torch.where(ctx.done, value, 0.0)``. Every item is checked (names, values, imports, signatures)
@@ -81,6 +85,8 @@ import torch
 
 from gbx_lightning.checks import number_problem
 
+from .base import OptionError
+from .ram_map import RamMap, resolve_field
 from .rewards import (clip_reward, discounted_return, normalize_by_return_std, progress_reward, ram_delta, ram_level,
                       ram_value, scale_reward, update_moments)
 
@@ -153,10 +159,18 @@ class RewardItem:
     kind = "term"
     needs: tuple[str, ...] = ()
     PARAMS: dict[str, Param] = {}
+    # parameters that name fields of the task's RAM map (envs/ram_map.py): True = a list of them, False = one;
+    # resolved to RamFields before the item is built
+    FIELD_PARAMS: dict[str, bool] = {}
 
     @classmethod
     def check(cls, params: dict) -> tuple[str, str] | None:
         """(parameter, problem) for a problem between parameters (e.g. clip's low > high), else None."""
+        return None
+
+    @classmethod
+    def check_fields(cls, params: dict) -> tuple[str, str] | None:
+        """(parameter, problem) for a problem with the resolved RAM map fields, else None."""
         return None
 
     def sync(self, env) -> None:
@@ -196,9 +210,17 @@ class GoalDistance(RewardItem):
 
 
 def _wram_address_problem(value) -> str | None:
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or not WRAM[0] <= value <= WRAM[1]:
         return f"must be a WRAM address, an int in 0x{WRAM[0]:X}..0x{WRAM[1]:X}, got {value!r}"
     return None
+
+
+def _field_ref_problem(value) -> str | None:
+    if value is None or isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool):
+        return None
+    return f"must be a RAM map field name (or a WRAM address), got {value!r}"
 
 
 class RamTerm(RewardItem):
@@ -208,16 +230,23 @@ class RamTerm(RewardItem):
                                                                (or the episode's start)
         mode level: x = ram_level(now, bits, signed)
 
-    ``now`` is the little-endian number in ``size`` bytes (1 or 2) from ``address``; ``bits`` (default
+    ``now`` is the little-endian number in ``size`` bytes (1 or 2) from ``address``, or the task's RAM map
+    ``field`` (a name; its size, byte order and BCD, one number of 1 or 2 bytes); ``bits`` (default
     8 * size) is the counter's width, where it wraps.
     """
-    PARAMS = {"address": Param(problem=_wram_address_problem), "weight": Param(1.0, bounds={}),
-              "mode": Param("delta", choices=("delta", "level")), "size": Param(1, choices=(1, 2)),
+    PARAMS = {"address": Param(None, problem=_wram_address_problem), "field": Param(None, problem=_field_ref_problem),
+              "weight": Param(1.0, bounds={}), "mode": Param("delta", choices=("delta", "level")),
+              "size": Param(1, choices=(1, 2)),
               "bits": Param(None, bounds=dict(low=1, high=16, integer=True, none="null")),
               "signed": Param(False, choices=(False, True))}
+    FIELD_PARAMS = {"field": False}
 
     @classmethod
     def check(cls, params: dict) -> tuple[str, str] | None:
+        if (params["address"] is None) == (params["field"] is None):
+            return "address", "or field (a RAM map name): give exactly one of them"
+        if params["field"] is not None:
+            return None
         if params["address"] + params["size"] - 1 > WRAM[1]:
             return "address", (f"+ size - 1 must be <= 0x{WRAM[1]:X} (WRAM), got 0x{params['address']:X} + "
                                f"{params['size']}")
@@ -225,13 +254,29 @@ class RamTerm(RewardItem):
             return "bits", f"must be <= 8 * size = {8 * params['size']}, got {params['bits']}"
         return None
 
-    def __init__(self, address: int, weight: float, mode: str, size: int, bits: int | None, signed: bool,
+    @classmethod
+    def check_fields(cls, params: dict) -> tuple[str, str] | None:
+        f = params["field"]
+        if f is not None and (f.count != 1 or f.size > 2):
+            return "field", (f"must be one number of 1 or 2 bytes, got {f.describe()}; ram_sum reads arrays and "
+                             f"wider numbers")
+        if f is not None and params["bits"] is not None and params["bits"] > f.bits:
+            return "bits", f"must be <= the field's {f.bits} bits, got {params['bits']}"
+        return None
+
+    def __init__(self, address: int | None, field, weight: float, mode: str, size: int, bits: int | None, signed: bool,
                  num_envs: int, device: torch.device):
+        from .ram_map import FieldReader
+        if field is not None:
+            address, size = field.address, field.size
+        self.reader = FieldReader(field, device) if field is not None else None
         self.address, self.weight, self.mode, self.size = address, float(weight), mode, size
         self.bits, self.signed = 8 * size if bits is None else bits, bool(signed)
         self.before = torch.zeros(num_envs, dtype=torch.int32, device=device)
 
     def _read(self, env) -> torch.Tensor:
+        if self.reader is not None:
+            return self.reader(env)[:, 0].to(torch.int32)
         return ram_value(env.read_ram(self.address, self.size))
 
     def sync(self, env) -> None:
@@ -438,17 +483,26 @@ def _user_item(i: int, item: dict) -> tuple[Callable, str, float, dict]:
     kind = item.get("kind", "term")
     if kind not in ("term", "transform"):
         raise RewardSpecError(f"{where}.kind", f"must be one of ['term', 'transform'], got {kind!r}")
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        sig = None                            # a builtin without a signature: called as is
+    # a function or class that names a parameter `weight` owns it: the item's weight is passed to it (its own
+    # default when the item has none) and the pipeline multiplies by 1, never by both (the double scaling of a
+    # class with weight=0.01 given weight: 0.02 was 0.0002)
+    owns_weight = sig is not None and "weight" in sig.parameters and \
+        sig.parameters["weight"].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     weight = item.get("weight", 1.0)
-    if "weight" in item and kind == "transform":
+    if "weight" in item and kind == "transform" and not owns_weight:
         raise RewardSpecError(f"{where}.weight", "applies to terms only (this item is a transform); leave it out")
     problem = number_problem(weight)
     if problem is not None:
         raise RewardSpecError(f"{where}.weight", problem)
-    params = {k: v for k, v in item.items() if k not in _USER_KEYS}
-    try:
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
-        return target, kind, weight, params   # a builtin without a signature: called as is
+    params = {k: v for k, v in item.items() if k not in _USER_KEYS or k == "weight" and owns_weight}
+    if owns_weight:
+        weight = 1.0
+    if sig is None:
+        return target, kind, weight, params
     names = sig.parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in names.values())
     if inspect.isclass(target):
@@ -471,8 +525,9 @@ def _user_item(i: int, item: dict) -> tuple[Callable, str, float, dict]:
     return target, kind, weight, params
 
 
-def _builtin_params(i: int, item: dict) -> tuple[type[RewardItem], dict]:
-    """The built-in's class and its params with plain defaults filled in (env defaults left as None)."""
+def _builtin_params(i: int, item: dict, ram_map: RamMap | None = None) -> tuple[type[RewardItem], dict]:
+    """The built-in's class and its params with plain defaults filled in (env defaults left as None) and the RAM
+    map's fields resolved (``FIELD_PARAMS``)."""
     cls = BUILTINS[item["name"]]
     where = f"reward[{i}]"
     for key in item:
@@ -495,7 +550,28 @@ def _builtin_params(i: int, item: dict) -> tuple[type[RewardItem], dict]:
     bad = cls.check(params)
     if bad is not None:
         raise RewardSpecError(f"{where}.{bad[0]}", bad[1])
-    return cls, params
+    return cls, _resolve_fields(cls, params, ram_map, where)
+
+
+def _resolve_fields(cls, params: dict, ram_map: RamMap | None, where: str) -> dict:
+    """``params`` with the names of ``cls.FIELD_PARAMS`` replaced by RamFields (RewardSpecError naming the item's
+    field, e.g. ``reward[2].fields[1]``)."""
+    out = dict(params)
+    for key, many in cls.FIELD_PARAMS.items():
+        value = params.get(key)
+        if value is None:
+            continue
+        try:
+            if many:
+                out[key] = [resolve_field(ram_map, ref, f"{where}.{key}[{j}]") for j, ref in enumerate(value)]
+            else:
+                out[key] = resolve_field(ram_map, value, f"{where}.{key}")
+        except OptionError as err:
+            raise RewardSpecError(err.option, err.message) from None
+    bad = cls.check_fields(out)
+    if bad is not None:
+        raise RewardSpecError(f"{where}.{bad[0]}", bad[1])
+    return out
 
 
 def _items(spec) -> list:
@@ -516,14 +592,14 @@ def _items(spec) -> list:
     return list(spec)
 
 
-def check_reward_spec(spec, *, has_goal: bool, has_fail: bool) -> None:
+def check_reward_spec(spec, *, has_goal: bool, has_fail: bool, ram_map: RamMap | None = None) -> None:
     """Check a ``reward`` list without building anything (user items are imported and their signatures
     checked). Raises RewardSpecError naming the item and field. ``has_goal``/``has_fail``: whether the env
     will have a goal / fail template (goal_distance and success_bonus read the goal; fail_penalty the fail)."""
     templates = {"goal": has_goal, "fail": has_fail}
     for i, item in enumerate(_items(spec)):
         if item["name"] in BUILTINS:
-            cls, _ = _builtin_params(i, item)
+            cls, _ = _builtin_params(i, item, ram_map)
             for need in cls.needs:
                 if not templates[need]:
                     raise RewardSpecError(f"reward[{i}]", f"({item['name']}) needs a {need} template: set the "
@@ -532,7 +608,8 @@ def check_reward_spec(spec, *, has_goal: bool, has_fail: bool) -> None:
             _user_item(i, item)
 
 
-def build_reward_pipeline(spec, num_envs: int, device: torch.device, env_defaults: dict) -> "RewardPipeline":
+def build_reward_pipeline(spec, num_envs: int, device: torch.device, env_defaults: dict,
+                          ram_map: RamMap | None = None) -> "RewardPipeline":
     """The pipeline of a preset name or a list (checked here too, without the template requirements: the
     presets include the goal and fail terms whether or not the env has the templates, which then add 0).
     ``env_defaults``: the env's resolved step_cost, alpha, goal_bonus, fail_penalty (the task's, or its goal's)."""
@@ -542,7 +619,7 @@ def build_reward_pipeline(spec, num_envs: int, device: torch.device, env_default
     for i, item in enumerate(_items(spec)):
         label = f"{i}:{item['name']}"
         if item["name"] in BUILTINS:
-            cls, params = _builtin_params(i, item)
+            cls, params = _builtin_params(i, item, ram_map)
             params = {k: env_defaults[cls.PARAMS[k].env] if v is None and cls.PARAMS[k].env else v
                       for k, v in params.items()}
             items.append((label, cls(**params, num_envs=num_envs, device=device)))
@@ -618,3 +695,10 @@ class RewardPipeline:
     def state_nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for state in self.state_dict().values() for t in state.values()
                    if isinstance(t, torch.Tensor))
+
+
+# the RAM map's items (envs/ram_rewards.py: explore, ram_bits, ram_sum, ram_max), one table with the others; imported
+# here, after RewardItem and Param, which they build on
+from .ram_rewards import RAM_ITEMS  # noqa: E402
+
+BUILTINS.update(RAM_ITEMS)

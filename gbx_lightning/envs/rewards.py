@@ -22,7 +22,7 @@ import torch
 
 __all__ = ["goal_distance", "consecutive_hits", "goal_reward", "progress_reward", "ram_counter_delta", "ram_value",
            "ram_delta", "ram_level", "scale_reward", "clip_reward", "discounted_return", "update_moments",
-           "normalize_by_return_std"]
+           "normalize_by_return_std", "popcount_bytes", "progress_gain", "cell_index", "visit_cells"]
 
 SHADE_MAX = 3.0  # DMG shades are 0..3
 
@@ -142,3 +142,75 @@ def normalize_by_return_std(reward: torch.Tensor, var: torch.Tensor, eps: float)
     where returns have about unit variance. The mean is not subtracted (that would shift every reward and, with
     episodes that end, change which policy is best)."""
     return (reward.to(var.dtype) / torch.sqrt(var + eps)).to(reward.dtype)
+
+
+# ---------------------------------------------------------------------------------------------- RAM-map progress
+# (envs/ram_rewards.py composes these into the explore, ram_bits, ram_sum and ram_max items)
+_POPCOUNT = [bin(b).count("1") for b in range(256)]
+_POPCOUNT_TABLES: dict[torch.device, torch.Tensor] = {}   # per device, made once: no host-to-device copy per step
+
+
+def popcount_bytes(raw: torch.Tensor) -> torch.Tensor:
+    """bits[n] = number of 1 bits in raw[n, :] (uint8 [N, L] -> int64 [N]): event flags, badges, a Pokedex."""
+    table = _POPCOUNT_TABLES.get(raw.device)
+    if table is None:
+        table = _POPCOUNT_TABLES[raw.device] = torch.tensor(_POPCOUNT, dtype=torch.int64, device=raw.device)
+    return table[raw.to(torch.int64)].sum(-1)
+
+
+def progress_gain(now: torch.Tensor, before: torch.Tensor, best: torch.Tensor,
+                  mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gain float32 [N], best') of a game number that measures progress, per env:
+
+        mode delta:    gain = now - before                  (both ways; telescopes over an episode: unfarmable)
+        mode increase: gain = max(now - before, 0)          (rises only: healing; going down and up again pays twice)
+        mode record:   gain = max(now - best, 0)            (new highs of the episode only: levels, flags, badges)
+        best' = max(best, now)
+    """
+    if mode == "delta":
+        gain = now - before
+    elif mode == "increase":
+        gain = (now - before).clamp(min=0)
+    elif mode == "record":
+        gain = (now - best).clamp(min=0)
+    else:
+        raise ValueError(f"progress_gain: mode must be delta, increase or record, got {mode!r}")
+    return gain.to(torch.float32), torch.maximum(best, now)
+
+
+_HASH_MUL = 0x45D9F3B   # Thomas Mueller's 32-bit integer hash: every product stays below 2**59 in int64
+
+
+def cell_index(values: torch.Tensor, widths: list[int], log2_bits: int) -> torch.Tensor:
+    """The bit a cell (one tuple of game numbers per env, int64 [N, F], value f < 2**widths[f]) takes in a
+    bitset of 2**log2_bits bits, int64 [N]:
+
+        exact   when sum(widths) <= log2_bits: the numbers side by side, key = sum_f v_f << (sum of the widths after f)
+                (no two cells share a bit);
+        hashed  otherwise: h = (h * 1000003) ^ v_f over the fields (mod 2**32), then mixed
+                (h = ((h >> 16) ^ h) * 0x45d9f3b mod 2**32, twice, h ^= h >> 16) and index = h mod 2**log2_bits
+                (two cells may share a bit: the later one then looks visited).
+    """
+    if sum(widths) <= log2_bits:
+        key = torch.zeros(values.shape[0], dtype=torch.int64, device=values.device)
+        for f, width in enumerate(widths):
+            key = (key << width) | values[:, f]
+        return key
+    mask = 0xFFFFFFFF
+    h = torch.zeros(values.shape[0], dtype=torch.int64, device=values.device)
+    for f in range(values.shape[1]):
+        h = ((h * 1000003) & mask) ^ (values[:, f] & mask)
+    for _ in range(2):
+        h = (((h >> 16) ^ h) * _HASH_MUL) & mask
+    h = (h >> 16) ^ h
+    return h & ((1 << log2_bits) - 1)
+
+
+def visit_cells(bitset: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first bool [N], bitset'): mark cell index[n] in env n's bitset (int64 [N, W], 64 cells a word);
+    first[n] where it was not marked before. One word per env is read and written: no two envs touch one row."""
+    word = (index >> 6).unsqueeze(1)
+    bit = torch.ones_like(index) << (index & 63)
+    words = bitset.gather(1, word).squeeze(1)
+    first = (words & bit) == 0
+    return first, bitset.scatter(1, word, (words | bit).unsqueeze(1))

@@ -15,7 +15,13 @@ step pays and which RAM values are counted per episode.
          reward="goal",                # a preset or a list of reward items (envs/reward_transforms.py)
          step_cost=None, alpha=None, goal_bonus=None,   # the goal terms' values; None: the goal's JSON
          fail_penalty=-1.0,
-         counters=[Counter(name, address, size=1, bits=None)])   # reported per episode in info[name]
+         counters=[Counter(name, address, size=1, bits=None)],   # reported per episode in info[name]
+         ram_map=None,                 # the game's RAM map (envs/ram_map.py): a built-in name, a YAML file or a
+                                       # mapping; reward items, counters and milestones name its fields
+         milestones=[Milestone(name, kind, field=None, fields=None, at_least=None, bits=4096)],
+                                       # per-episode progress in info[name]: distinct / peak / bits / increase
+         pool=Pool(score, ...),        # states harvested on progress, sampled on reset, swarmed (envs/pool.py)
+         requires=[])                  # fields a user must set (e.g. start.state of a game we cannot ship)
 
 Where a task comes from (``load_task``; every spelling ends as the same checked Task):
   * a built-in name, ``orchard/level1``: the file ``gbx_lightning/roms/tasks/orchard/level1.yaml``;
@@ -27,9 +33,15 @@ Where a task comes from (``load_task``; every spelling ends as the same checked 
     ``inputs: null, frames: 0`` say otherwise):
         task: {base: orchard/level3, start: {frames: 47}, reward: [{name: success_bonus}]}
 
-Counters: a WRAM number (``size`` bytes, little endian, wrapping at ``2**bits``) whose increase over
-the episode is reported when it ends (``info[name]``, int32, 0 where nothing ended): orchard's
+Counters: a WRAM number (``size`` bytes, little endian, wrapping at ``2**bits``; or a RAM map ``field``) whose
+increase over the episode is reported when it ends (``info[name]``, int32, 0 where nothing ended): orchard's
 ``seeds_eaten``. Its state rides in the env's checkpoints only when the task has counters.
+
+Milestones (``envs/milestones.py``): what a long episode achieved, per episode, from the RAM map's fields
+(``info[name]``, the logs' ``episode_<name>_mean``): ``distinct`` tuples seen (maps visited), the ``peak`` rise of
+a number (levels), the ``bits`` newly set (badges, events), the ``increase`` of a counter; ``at_least: k`` makes
+one a flag (1 once it reached k). A ``pool`` (``envs/pool.py``) harvests states whose milestones rose into a
+device-side pool that resets sample from, and swarms the best env's state to others.
 
 Checks: ``load_task`` checks every value (one-line ``OptionError`` naming ``task.<field>``);
 ``check_task`` checks the files against the ROM (start states, input trace, templates), both in
@@ -56,10 +68,11 @@ from gbx_lightning.roms import available_roms, available_tasks, task_path
 
 from .base import OptionError
 from .goal import GoalError, load_goal
+from .ram_map import RamMap, load_ram_map, resolve_field
 from .reward_transforms import PRESETS, WRAM, RewardSpecError, check_reward_spec
 
-__all__ = ["Counter", "Start", "Task", "TaskFields", "Template", "check_task", "is_state_file", "load_start_state",
-           "load_task"]
+__all__ = ["Counter", "Milestone", "Pool", "Start", "Swarm", "Task", "TaskFields", "Template", "check_task",
+           "is_state_file", "load_start_state", "load_task"]
 
 _ZIP_MAGIC = b"PK\x03\x04"   # our state files are .npz (zip); PyBoy states start with a version byte
 # info keys every env reports (base.VecEnv) and GameBoyEnv's own: a counter may not take them
@@ -90,11 +103,60 @@ class Template:
 @dataclass
 class Counter:
     """A WRAM number counted per episode: its increase (mod ``2**bits``, ``bits`` default ``8 * size``)
-    summed step by step, reported as ``info[name]`` on the step the episode ends."""
+    summed step by step, reported as ``info[name]`` on the step the episode ends. ``field`` (a RAM map name)
+    instead of ``address``: its address and size."""
     name: str
-    address: int
+    address: int | None = None
     size: Literal[1, 2] = 1
     bits: int | None = None
+    field: str | None = None
+
+
+MILESTONE_KINDS = ("distinct", "peak", "bits", "increase")
+
+
+@dataclass
+class Milestone:
+    """Progress of an episode, reported as ``info[name]`` when it ends (``envs/milestones.py``):
+
+        distinct  ``fields``: how many different tuples of their values the episode showed at step ends (its start
+                  included; a bitset of ``bits`` cells, exact when the fields fit, else hashed): maps visited
+        peak      ``field``: the highest rise of its value (the sum of its numbers) over the episode's start
+        bits      ``field``: the highest rise of its number of 1 bits (badges, event flags)
+        increase  ``field``: the sum of its step-to-step increases (mod 2**bits: a counter that wraps)
+
+    ``at_least: k``: report 1 where the value reached k, else 0 (a flag: "got the first badge")."""
+    name: str
+    kind: str
+    field: str | int | None = None
+    fields: list | None = None
+    at_least: int | None = None
+    bits: int = 4096
+
+
+@dataclass
+class Swarm:
+    """Every ``every`` steps, the best env (highest score, not terminated) is copied to up to ``fraction`` of the
+    envs, drawn at random among those scoring less: their episodes end as truncated and restart from its state."""
+    every: int = 1000
+    fraction: float = 0.25
+
+
+@dataclass
+class Pool:
+    """A pool of states harvested from training envs (``envs/pool.py``). ``score``: milestone name -> weight, a
+    state's progress (the milestones' sum, carried over from the state an episode started from). A state is
+    harvested on a step its score rose (``when: rise``) or rose above every state harvested so far (``record``), at
+    most ``per_step`` a step (the best), into ``max_mb`` MB on the device (the lowest-scored, then oldest, state is
+    replaced when full). A reset starts from a pooled state with probability ``sample`` (weight
+    ``(1 + score) ** priority``), else from the task's start states. ``swarm``: see Swarm (null: off)."""
+    score: dict = field(default_factory=dict)
+    max_mb: float = 64.0
+    per_step: int = 4
+    when: str = "rise"
+    sample: float = 0.5
+    priority: float = 0.0
+    swarm: Swarm | None = None
 
 
 @dataclass
@@ -110,6 +172,10 @@ class Task:
     goal_bonus: float | None = None
     fail_penalty: float = -1.0
     counters: list[Counter] = field(default_factory=list)
+    ram_map: RamMap | None = None
+    milestones: list[Milestone] = field(default_factory=list)
+    pool: Pool | None = None
+    requires: list[str] = field(default_factory=list)
     name: str = ""        # a label for logs and repr (a built-in task's name, a file's path)
 
 
@@ -133,11 +199,19 @@ def _fields_of(cls, doc: str, replace: dict | None = None, required: tuple[str, 
 StartFields = _fields_of(Start, "Start's fields, as a config spells them (any of them; the rest: the base's, or "
                                 "Start's defaults).")
 TemplateFields = _fields_of(Template, "A template's fields (over the base's template, or path required).")
-CounterFields = _fields_of(Counter, "A counter's fields (name and address required).", required=("name", "address"))
+CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
+                          required=("name",))
+MilestoneFields = _fields_of(Milestone, "A milestone's fields (name and kind required).", required=("name", "kind"))
+SwarmFields = _fields_of(Swarm, "Swarm's fields (the rest: Swarm's defaults).")
+PoolFields = _fields_of(Pool, "A state pool's fields (score required).", required=("score",),
+                        replace={"score": dict[str, float], "swarm": Union[SwarmFields, None]})
 TaskFields = _fields_of(Task, "A task as a mapping of its fields (module docstring); ``base`` names the task they "
                               "replace fields of.",
                         replace={"start": Union[StartFields, None], "goal": Union[str, TemplateFields, None],
-                                 "fail": Union[str, TemplateFields, None], "counters": list[CounterFields]},
+                                 "fail": Union[str, TemplateFields, None], "counters": list[CounterFields],
+                                 # a built-in map's name, a RAM map file, or one inline (ram_map.py checks it)
+                                 "ram_map": Union[str, dict, None], "milestones": list[MilestoneFields],
+                                 "pool": Union[PoolFields, None]},
                         extra={"base": str})   # a built-in task name or a task file
 
 
@@ -162,9 +236,11 @@ def load_task(spec: Task | str | os.PathLike | Mapping | None) -> Task:
 
 
 def _copy(task: Task) -> Task:
+    def listed(value):
+        return list(value) if isinstance(value, list) else value
     return dataclasses.replace(task, start=dataclasses.replace(task.start) if isinstance(task.start, Start) else
-                               task.start, counters=list(task.counters) if isinstance(task.counters, list) else
-                               task.counters)
+                               task.start, counters=listed(task.counters), milestones=listed(task.milestones),
+                               requires=listed(task.requires))
 
 
 def _short(value) -> str:
@@ -226,10 +302,16 @@ def _from_mapping(data: Mapping, where: str, base_dir: Path | None) -> Task:
             value = _merge(Start, task.start, value, at, base_dir)
         elif key in ("goal", "fail"):
             value = _template(getattr(task, key), value, at, base_dir)
-        elif key == "counters":
+        elif key in ("counters", "milestones"):
+            cls = Counter if key == "counters" else Milestone
             if not isinstance(value, list):
-                raise OptionError(at, f"must be a list of {{name: ..., address: ...}} mappings, got {_short(value)}")
-            value = [_merge(Counter, None, item, f"{at}[{i}]", None) for i, item in enumerate(value)]
+                second = "address" if cls is Counter else "kind"
+                raise OptionError(at, f"must be a list of {{name: ..., {second}: ...}} mappings, got {_short(value)}")
+            value = [_merge(cls, None, item, f"{at}[{i}]", None) for i, item in enumerate(value)]
+        elif key == "ram_map":
+            value = load_ram_map(value, at, base_dir)
+        elif key == "pool":
+            value = _pool(value, at)
         elif key == "rom" and isinstance(value, str) and base_dir is not None and value not in available_roms():
             value = _beside(base_dir, value)
         setattr(task, key, value)
@@ -257,6 +339,18 @@ def _merge(cls, current, value, where: str, base_dir: Path | None):
     if missing:
         raise OptionError(f"{where}.{missing[0]}", f"is required by {cls.__name__} (missing)")
     return cls(**values)
+
+
+def _pool(value, where: str) -> Pool | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        names = ", ".join(f.name for f in dataclasses.fields(Pool))
+        raise OptionError(where, f"must be a mapping of Pool fields ({names}) or null, got {_short(value)}")
+    value = dict(value)
+    if isinstance(value.get("swarm"), Mapping):
+        value["swarm"] = _merge(Swarm, None, value["swarm"], f"{where}.swarm", None)
+    return _merge(Pool, None, value, where, None)
 
 
 def _template(current: Template | None, value, where: str, base_dir: Path | None) -> Template | None:
@@ -340,7 +434,12 @@ def _check_values(task: Task, where: str) -> None:
     for name in ("step_cost", "alpha", "goal_bonus"):
         _number(f"{where}.{name}", getattr(task, name), none="null")
     _number(f"{where}.fail_penalty", task.fail_penalty, high=0.0)
-    _check_counters(task.counters, f"{where}.counters")
+    if task.ram_map is not None and not isinstance(task.ram_map, RamMap):
+        raise OptionError(f"{where}.ram_map", f"must be a RamMap (envs/ram_map.py), got {_short(task.ram_map)}")
+    _check_counters(task.counters, f"{where}.counters", task.ram_map)
+    _check_milestones(task.milestones, f"{where}.milestones", task.ram_map, [c.name for c in task.counters])
+    _check_pool(task.pool, f"{where}.pool", [m.name for m in task.milestones])
+    _check_requires(task, where)
     reward = task.reward
     try:
         if isinstance(reward, str) and reward in PRESETS:
@@ -348,12 +447,13 @@ def _check_values(task: Task, where: str) -> None:
         elif isinstance(reward, str) or not isinstance(reward, (list, tuple)):
             raise RewardSpecError("reward", f"must be one of {PRESETS} or a list of reward items, got {_short(reward)}")
         else:
-            check_reward_spec(reward, has_goal=task.goal is not None, has_fail=task.fail is not None)
+            check_reward_spec(reward, has_goal=task.goal is not None, has_fail=task.fail is not None,
+                              ram_map=task.ram_map)
     except RewardSpecError as err:
         raise OptionError(f"{where}.{err.field}", err.message) from None
 
 
-def _check_counters(counters, at: str) -> None:
+def _check_counters(counters, at: str, ram_map: RamMap | None = None) -> None:
     if not isinstance(counters, list):
         raise OptionError(at, f"must be a list of counters, got {_short(counters)}")
     seen = set()
@@ -365,13 +465,118 @@ def _check_counters(counters, at: str) -> None:
             raise OptionError(f"{where}.name", f"must be a new identifier (not one of {list(_RESERVED_INFO)} nor "
                                                f"another counter's), got {_short(c.name)}")
         seen.add(c.name)
-        if c.size not in (1, 2) or isinstance(c.size, bool):
-            raise OptionError(f"{where}.size", f"must be one of [1, 2] (bytes, little endian), got {_short(c.size)}")
-        if isinstance(c.address, bool) or not isinstance(c.address, int) or not \
-                WRAM[0] <= c.address <= WRAM[1] - c.size + 1:
-            raise OptionError(f"{where}.address", f"must be a WRAM address, an int in 0x{WRAM[0]:X}.."
-                                                  f"0x{WRAM[1] - c.size + 1:X}, got {_short(c.address)}")
-        _number(f"{where}.bits", c.bits, low=1, high=8 * c.size, integer=True, none="null")
+        if (c.address is None) == (c.field is None):
+            raise OptionError(f"{where}.address", "or field (a RAM map name): give exactly one of them")
+        if c.field is not None:
+            size = counter_location(c, ram_map, where)[1]
+        else:
+            size = c.size
+            if c.size not in (1, 2) or isinstance(c.size, bool):
+                raise OptionError(f"{where}.size", f"must be one of [1, 2] (bytes, little endian), got "
+                                                   f"{_short(c.size)}")
+            if isinstance(c.address, bool) or not isinstance(c.address, int) or not \
+                    WRAM[0] <= c.address <= WRAM[1] - c.size + 1:
+                raise OptionError(f"{where}.address", f"must be a WRAM address, an int in 0x{WRAM[0]:X}.."
+                                                      f"0x{WRAM[1] - c.size + 1:X}, got {_short(c.address)}")
+        _number(f"{where}.bits", c.bits, low=1, high=8 * size, integer=True, none="null")
+
+
+def counter_location(c: Counter, ram_map: RamMap | None, where: str = "task.counters") -> tuple[int, int]:
+    """(address, size) of a counter: its own, or its RAM map field's (one number of 1 or 2 bytes, little endian)."""
+    if c.field is None:
+        return c.address, c.size
+    f = resolve_field(ram_map, c.field, f"{where}.field")
+    if f.count != 1 or f.size > 2 or f.endian != "little" and f.size > 1 or f.bcd:
+        raise OptionError(f"{where}.field", f"must be one binary number of 1 or 2 bytes, little endian, got "
+                                            f"{f.describe()} (a milestone of kind increase reads any field)")
+    return f.address, f.size
+
+
+_POOL_INFO = ("from_pool",)   # GameBoyEnv reports it with a pool: whether the ended episode started from a pooled state
+
+
+def _check_milestones(milestones, at: str, ram_map: RamMap | None, counters: list[str]) -> None:
+    if not isinstance(milestones, list):
+        raise OptionError(at, f"must be a list of milestones, got {_short(milestones)}")
+    seen = set(counters)
+    for i, m in enumerate(milestones):
+        where = f"{at}[{i}]"
+        if not isinstance(m, Milestone):
+            raise OptionError(where, f"must be a Milestone, got {_short(m)}")
+        if not isinstance(m.name, str) or not m.name.isidentifier() or m.name in (*_RESERVED_INFO, *_POOL_INFO) \
+                or m.name in seen:
+            raise OptionError(f"{where}.name", f"must be a new identifier (not one of "
+                                               f"{list(_RESERVED_INFO + _POOL_INFO)} nor a counter's or another "
+                                               f"milestone's), got {_short(m.name)}")
+        seen.add(m.name)
+        if m.kind not in MILESTONE_KINDS:
+            raise OptionError(f"{where}.kind", f"must be one of {list(MILESTONE_KINDS)}, got {_short(m.kind)}")
+        if m.kind == "distinct":
+            refs = m.fields if m.fields is not None else [m.field] if m.field is not None else None
+            if m.field is not None and m.fields is not None or not isinstance(refs, list) or not refs:
+                raise OptionError(f"{where}.fields", f"must list the fields whose distinct tuples are counted (e.g. "
+                                                     f"[map]), got {_short(m.fields if m.field is None else m.field)}")
+            for j, ref in enumerate(refs):
+                f = resolve_field(ram_map, ref, f"{where}.fields[{j}]")
+                if f.count != 1:
+                    raise OptionError(f"{where}.fields[{j}]", f"must be one number per env, got {f.describe()}")
+            bits = m.bits
+            if isinstance(bits, bool) or not isinstance(bits, int) or not 64 <= bits <= 1 << 24 or bits & (bits - 1):
+                raise OptionError(f"{where}.bits", f"must be a power of two in 64..{1 << 24}, got {_short(bits)}")
+        else:
+            if m.fields is not None or m.field is None:
+                raise OptionError(f"{where}.field", f"must name one RAM map field ({m.kind} reads one), got "
+                                                    f"{_short(m.field if m.fields is None else m.fields)}")
+            f = resolve_field(ram_map, m.field, f"{where}.field")
+            if m.kind == "increase" and f.count != 1:
+                raise OptionError(f"{where}.field", f"must be one number (a counter), got {f.describe()}")
+        _number(f"{where}.at_least", m.at_least, low=1, integer=True, none="null")
+
+
+def _check_pool(pool, at: str, milestones: list[str]) -> None:
+    if pool is None:
+        return
+    if not isinstance(pool, Pool):
+        raise OptionError(at, f"must be a Pool, got {_short(pool)}")
+    if not isinstance(pool.score, Mapping) or not pool.score:
+        raise OptionError(f"{at}.score", f"must map milestone names to weights (e.g. {{maps_visited: 1.0}}), got "
+                                         f"{_short(pool.score)}")
+    for name, weight in pool.score.items():
+        if name not in milestones:
+            listed = ", ".join(milestones) or "none: add milestones"
+            raise OptionError(f"{at}.score.{name}", f"is not one of the task's milestones ({listed})")
+        _number(f"{at}.score.{name}", weight, low=0.0, low_open=True)
+    _number(f"{at}.max_mb", pool.max_mb, low=0.0, low_open=True)
+    _number(f"{at}.per_step", pool.per_step, low=1, high=1024, integer=True)
+    if pool.when not in ("rise", "record"):
+        raise OptionError(f"{at}.when", f"must be one of ['rise', 'record'], got {_short(pool.when)}")
+    _number(f"{at}.sample", pool.sample, low=0.0, high=1.0)
+    _number(f"{at}.priority", pool.priority, low=0.0)
+    if pool.swarm is not None:
+        if not isinstance(pool.swarm, Swarm):
+            raise OptionError(f"{at}.swarm", f"must be a mapping (every, fraction) or null, got {_short(pool.swarm)}")
+        _number(f"{at}.swarm.every", pool.swarm.every, low=1, integer=True)
+        _number(f"{at}.swarm.fraction", pool.swarm.fraction, low=0.0, high=1.0, low_open=True)
+
+
+_REQUIRABLE = {"rom": lambda t: t.rom, "start.state": lambda t: t.start.state, "goal": lambda t: t.goal,
+               "fail": lambda t: t.fail, "ram_map": lambda t: t.ram_map}
+
+
+def _check_requires(task: Task, where: str) -> None:
+    if not isinstance(task.requires, list) or not all(r in _REQUIRABLE for r in task.requires):
+        raise OptionError(f"{where}.requires", f"must list fields a user must set, of {list(_REQUIRABLE)}, got "
+                                               f"{_short(task.requires)}")
+
+
+def missing_required(task: Task, options_rom=None) -> str | None:
+    """The first field ``task.requires`` names that is still unset (the env's rom option counts for rom), else
+    None: a task for a game we cannot ship names what its user supplies."""
+    for name in task.requires:
+        value = options_rom if name == "rom" and options_rom is not None else _REQUIRABLE[name](task)
+        if value is None:
+            return name
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- files
@@ -426,6 +631,10 @@ def check_task(task: Task, cart, rom_name: str) -> None:
             read_trace(task.start.inputs, "task.start.inputs")
         except (ValueError, FileNotFoundError, TypeError) as err:
             raise OptionError("task.start.inputs", f"is not an input trace: {err}") from None
+    if task.ram_map is not None and task.ram_map.titles and cart.title not in task.ram_map.titles:
+        game = task.ram_map.game or task.ram_map.path or "another game"
+        raise OptionError("task.ram_map", f"is for {game} (cartridge titles {task.ram_map.titles}), but {rom_name} is "
+                                          f"{cart.title!r}: its addresses would read another game's memory")
     for name in ("goal", "fail"):
         template = getattr(task, name)
         if template is None:

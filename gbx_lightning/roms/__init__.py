@@ -6,7 +6,7 @@ source lives in this package and is assembled by :mod:`gbx_lightning.roms.asm`
 
 Built-in tasks are YAML files under ``tasks/``: the task ``GAME/NAME`` (e.g.
 ``orchard/level1``) is ``tasks/GAME/NAME.yaml`` (``gbx_lightning/envs/task.py``
-reads them). ``resolve_rom`` turns a ROM option (a built-in name or a file path)
+reads them); ``tasks/GAME/ram.yaml`` is that game's RAM map (``envs/ram_map.py``). ``resolve_rom`` turns a ROM option (a built-in name or a file path)
 into what the emulator loads. Pure Python: no torch or warp import.
 """
 from __future__ import annotations
@@ -66,8 +66,10 @@ def resolve_rom(rom: str | os.PathLike) -> tuple[bytes | str, str]:
 
 
 def available_tasks() -> list[str]:
-    """Names of the built-in tasks ("orchard/level1", ...): the YAML files under tasks/."""
-    return sorted(p.relative_to(TASK_DIR).with_suffix("").as_posix() for p in TASK_DIR.glob("*/*.yaml"))
+    """Names of the built-in tasks ("orchard/level1", ...): the YAML files under tasks/ (a game's RAM map,
+    tasks/GAME/ram.yaml, is not a task: envs/ram_map.py)."""
+    return sorted(p.relative_to(TASK_DIR).with_suffix("").as_posix() for p in TASK_DIR.glob("*/*.yaml")
+                  if p.name != "ram.yaml")
 
 
 def task_path(name: str) -> Path | None:

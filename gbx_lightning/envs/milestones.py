@@ -1,0 +1,135 @@
+"""Milestones: what a long episode achieved, counted per env on the device from the task's RAM map.
+
+One success flag says little about a Pokemon episode of 20,000 steps; the maps it visited, the badges and events
+it got and the levels it gained say how far it came. Each milestone of the task (``envs/task.py`` Milestone) is
+updated at every step's end and reported as ``info[name]`` (int32, 0 where no episode ended) on the step its episode
+ends, so the training log shows ``episode_<name>_mean`` and evaluation ``<name>_mean``:
+
+    milestones:
+      - {name: maps_visited, kind: distinct, fields: [map]}     # different maps seen, the start's included
+      - {name: badges, kind: bits, field: badges}              # badge bits newly set
+      - {name: events, kind: bits, field: event_flags}
+      - {name: levels, kind: peak, field: party_levels}        # highest rise of the party's level sum
+      - {name: first_badge, kind: bits, field: badges, at_least: 1}   # a flag
+
+Per kind, with v the field's value at a step's end (the sum of its numbers; ``bits``: its number of 1 bits) and
+v0 the value at the episode's start:
+
+    distinct   progress = number of different cells (tuples of the fields) seen, the start's included
+    peak, bits progress = max over the episode's steps of v - v0 (0 at the start)
+    increase   progress = sum over steps of (v - v_before) mod 2**(8 * size)     (a wrapping counter)
+
+``at_least: k`` reports 1 where progress >= k, else 0. ``progress`` ([M, N] int64) is what a state pool scores.
+Torch ops on the env's device, no host sync; the state is in the env's checkpoints.
+"""
+from __future__ import annotations
+
+import torch
+
+from .base import StateError
+from .ram_map import FieldReader, RamMap, resolve_field
+from .rewards import cell_index, popcount_bytes, visit_cells
+
+__all__ = ["MilestoneTracker"]
+
+
+class MilestoneTracker:
+    """The task's milestones for N envs (module docstring)."""
+
+    def __init__(self, milestones: list, ram_map: RamMap | None, num_envs: int, device: torch.device):
+        self.milestones = list(milestones)
+        self.names = [m.name for m in self.milestones]
+        self.num_envs, self.device = num_envs, device
+        self.readers: list[list[FieldReader]] = []
+        for i, m in enumerate(self.milestones):
+            refs = (m.fields if m.fields is not None else [m.field]) if m.kind == "distinct" else [m.field]
+            where = f"task.milestones[{i}]"
+            self.readers.append([FieldReader(resolve_field(ram_map, ref, where), device) for ref in refs])
+        m_count = len(self.milestones)
+        i64 = dict(dtype=torch.int64, device=device)
+        self.start = torch.zeros((m_count, num_envs), **i64)      # v0 (peak, bits), v_before (increase)
+        self.progress = torch.zeros((m_count, num_envs), **i64)
+        self.cells = {i: torch.zeros((num_envs, m.bits // 64), **i64)
+                      for i, m in enumerate(self.milestones) if m.kind == "distinct"}
+
+    def __bool__(self) -> bool:
+        return bool(self.milestones)
+
+    def _value(self, i: int, env) -> torch.Tensor:
+        """v of milestone i (int64 [N]); for distinct, the cell index."""
+        m, readers = self.milestones[i], self.readers[i]
+        if m.kind == "distinct":
+            values = torch.stack([r(env)[:, 0] for r in readers], 1)
+            return cell_index(values, [r.field.bits for r in readers], m.bits.bit_length() - 1)
+        f = readers[0].field
+        if m.kind == "bits":
+            return popcount_bytes(env.read_ram(f.address, f.span))
+        return readers[0](env).sum(1)
+
+    def begin(self, env, mask: torch.Tensor | None = None) -> None:
+        """Start the episodes of the envs in ``mask`` (bool [N]; None: all) from the machines as they are now."""
+        for i, m in enumerate(self.milestones):
+            v = self._value(i, env)
+            if m.kind == "distinct":   # the new episodes' cells: cleared, then the start's marked
+                cleared = torch.zeros_like(self.cells[i]) if mask is None else \
+                    self.cells[i].masked_fill(mask.unsqueeze(1), 0)
+                _, marked = visit_cells(cleared, v)
+                self.cells[i] = marked if mask is None else torch.where(mask.unsqueeze(1), marked, self.cells[i])
+                start_progress = torch.ones_like(v)
+            else:
+                start_progress = torch.zeros_like(v)
+            if mask is None:
+                self.start[i] = v
+                self.progress[i] = start_progress
+            else:
+                self.start[i] = torch.where(mask, v, self.start[i])
+                self.progress[i] = torch.where(mask, start_progress, self.progress[i])
+
+    def update(self, env) -> torch.Tensor:
+        """Read the step's end; returns progress int64 [M, N] (module docstring)."""
+        for i, m in enumerate(self.milestones):
+            v = self._value(i, env)
+            if m.kind == "distinct":
+                first, self.cells[i] = visit_cells(self.cells[i], v)
+                self.progress[i] = self.progress[i] + first.to(torch.int64)
+            elif m.kind == "increase":
+                bits = self.readers[i][0].field.bits
+                self.progress[i] = self.progress[i] + torch.remainder(v - self.start[i], 1 << bits)
+                self.start[i] = v
+            else:
+                self.progress[i] = torch.maximum(self.progress[i], v - self.start[i])
+        return self.progress
+
+    def report(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
+        """{name: int32 [N]}: each milestone of the episodes that ended (0 elsewhere); ``at_least`` as 0/1."""
+        out = {}
+        for i, m in enumerate(self.milestones):
+            value = self.progress[i] if m.at_least is None else (self.progress[i] >= m.at_least).to(torch.int64)
+            out[m.name] = torch.where(done, value, 0).to(torch.int32)
+        return out
+
+    # ---- checkpoints
+    @property
+    def state_nbytes(self) -> int:
+        tensors = [self.start, self.progress, *self.cells.values()]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def state_dict(self) -> dict:
+        return {"names": list(self.names), "start": self.start.cpu().clone(), "progress": self.progress.cpu().clone(),
+                "cells": {self.names[i]: c.cpu().clone() for i, c in self.cells.items()}}
+
+    def load_state_dict(self, state: dict, where: str = "milestones") -> None:
+        if list(state.get("names", [])) != self.names:
+            raise StateError(f"{where}: milestones must be {self.names} (this env's task), got {state.get('names')}")
+        for key in ("start", "progress"):
+            src = torch.as_tensor(state[key])
+            if src.shape != getattr(self, key).shape:
+                raise StateError(f"{where}: {key} must have shape {list(getattr(self, key).shape)}, got "
+                                 f"{list(src.shape)}")
+            setattr(self, key, src.to(self.device, torch.int64).clone())
+        for i in self.cells:
+            src = torch.as_tensor(state["cells"][self.names[i]])
+            if src.shape != self.cells[i].shape:
+                raise StateError(f"{where}: cells[{self.names[i]!r}] must have shape {list(self.cells[i].shape)} "
+                                 f"(its bits as saved), got {list(src.shape)}")
+            self.cells[i] = src.to(self.device, torch.int64).clone()

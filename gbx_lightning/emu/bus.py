@@ -137,25 +137,32 @@ def sleep_until(ms: MachinePtr, env: int, t: wp.int64, t_end: wp.int64, wake_on_
 
 
 @wp.func(inline=False)
-def stop_enter(ms: MachinePtr, env: int, t: wp.int64):
-    """STOP: the system counter resets (DIV), which moves the timer's and the serial
-    clock's next events, and may make a DIV-APU event. Out of line: the instruction loop keeps
-    only a call."""
+def div_reset(ms: MachinePtr, env: int, t: wp.int64):
+    """The system counter resets (a DIV write, STOP): the timer's and the serial clock's next
+    events move, and if DIV bit 4 was set its fall is a DIV-APU event."""
     apu_div_write(ms, env, t)
     div_write(ms, env, t)
+
+
+@wp.func(inline=False)
+def stop_enter(ms: MachinePtr, env: int, t: wp.int64):
+    """STOP: the system counter resets (DIV). Out of line: the instruction loop keeps only
+    a call."""
+    div_reset(ms, env, t)
     events_sync(ms, env, t)
 
 
 @wp.func(inline=False)
 def sync_all(ms: MachinePtr, env: int, now: wp.int64):
     """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
-    peeks and snapshots see current TIMA/LY/IF."""
+    peeks and snapshots see current TIMA/LY/IF. Not the sound unit: nothing it does raises a
+    request, and it catches up on every access to it (bus_peek's NR52 included); leaving it
+    out keeps the machine kernel's spills as they were (docs/gpu.md, Kernel footprint)."""
     m = machine(ms)
     timer_sync(ms, env, now)
     ppu_sync(ms, env, now)
     serial_sync(ms, env, now)
     dma_sync(ms, env, now)
-    apu_sync(ms, env, now)
     reschedule(ms, env)
 
 
@@ -211,8 +218,7 @@ def _io_store(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> in
         sc_write(ms, env, value, t)
         return 1
     if reg == 0x04:
-        apu_div_write(ms, env, t)      # (DIV bit 4 falling: a DIV-APU event)
-        div_write(ms, env, t)
+        div_reset(ms, env, t)
         return 1
     if reg == 0x05:
         tima_write(ms, env, value, t)
@@ -558,6 +564,9 @@ def bus_peek(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
             v = stat_value(ms, env, t)
         elif reg == 0x44:
             v = ly_visible(ms, env, t)
+        elif reg == 0x26:
+            apu_sync(ms, env, t)       # (the sound unit is lazy: its channel flags as of t)
+            v = int(m.io[env, reg]) | int(m.io_rmask[reg])
         else:
             v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif addr < 0x8000:

@@ -357,9 +357,8 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
     execute instructions until the next event, or until one changed what the scheduler
     decides (a write, EI/RETI/HALT/STOP, an illegal opcode: limit = END_RUN). Opcodes
     are executed by group (OPCODE_GROUPS), with y = op>>3&7, z = op&7, p = y>>1, q = y&1.
-    EI ends a run, and the scheduler runs the next instruction alone, after its interrupt
-    check and with IME set (only HALT reads it: "ei; halt" services a request); a HALT bug
-    makes the next run's first fetch leave PC as it is."""
+    EI ends a run, and the scheduler runs the next instruction alone before setting IME;
+    a HALT bug makes the next run's first fetch leave PC as it is."""
     ms = machine_ptr(mref)
     m = machine(ms)
     env = wp.tid()
@@ -474,14 +473,10 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                 # an OAM DMA's bytes land before the fast paths may write its source
                 dma_sync(ms, env, c.t)
             idle_run_start(r64_e)            # (emu/idle.py)
-            # EI takes effect after the instruction that follows it: run that one alone, its
-            # interrupt check (above) done with IME = 0. IME is already 1 while it runs: only
-            # HALT reads it, and a HALT right after EI with a request pending services it and
-            # returns to the HALT (Pan Docs, halt bug); a DI there clears it again.
-            if rg[R_EI_PENDING] != 0:
+            # EI takes effect after the instruction that follows it: run that one alone
+            ei_step = rg[R_EI_PENDING]
+            if ei_step != 0:
                 limit = c.t
-                rg[R_IME] = 1
-                rg[R_EI_PENDING] = 0
             # the HALT bug: the next opcode fetch fails to increment PC, once
             pc_step = 1 - rg[R_HALT_BUG]
             rg[R_HALT_BUG] = 0
@@ -838,14 +833,15 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                         if pend == 0:
                             rg[R_HALTED] = 1
-                        elif rg[R_IME] == 0:
+                        elif rg[R_IME] == 0 and rg[R_EI_PENDING] == 0:
                             rg[R_HALT_BUG] = 1
                         else:
-                            # IME=1 (also right after EI: the EI step) and a request pending:
-                            # it is serviced at once, with the HALT's own address pushed, so the
-                            # HALT runs again after the handler returns (Pan Docs, halt bug:
-                            # "ei" then "halt"; SameSuite ei_delay_halt; a game loop that HALTs
-                            # as a timer request comes then sleeps to the next one)
+                            # IME=1, or EI just before (its IME takes effect after this HALT), and
+                            # a request pending: it is serviced at once, with the HALT's own
+                            # address pushed, so the HALT runs again after the handler returns
+                            # (Pan Docs, halt bug: "ei" then "halt"; SameSuite ei_delay_halt; a
+                            # game loop that HALTs as a timer request comes then sleeps to the
+                            # next one)
                             c.pc = (c.pc - 1) & 0xFFFF
                         limit = END_RUN
                 elif g == G_STOP:
@@ -889,6 +885,9 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                 r64[env, T_COUNT_RUNS] = r64[env, T_COUNT_RUNS] + wp.int64(1)
             if limit == END_RUN:   # a slow path ended the run: reload the cached state
                 slow = 1
+            if ei_step != 0 and rg[R_EI_PENDING] != 0:   # (DI in between cancels it)
+                rg[R_IME] = 1
+                rg[R_EI_PENDING] = 0
         if flat == 0:
             r64[env, T_FRAME_START] = t_end
         fi = fi + 1

@@ -35,8 +35,9 @@ can read back is modelled (Pan Docs: Audio, Audio Registers, Audio Details).
 
 Lazy like the timer: nothing runs per cycle or per instruction. The frame sequencer's events
 since the last catch-up are counted from the system counter when a sound register or wave RAM
-is accessed, DIV is written, or a launch ends (apu_sync), and their effect on the length timers
-and the sweep is computed in closed form.
+is read or written (the writes its events cannot affect excepted: apu_write), DIV is written,
+or NR52 is peeked (bus_peek) (apu_sync), and their effect on the length timers and the sweep
+is computed in closed form.
 """
 import warp as wp
 
@@ -137,7 +138,8 @@ def frame_sequencer(ms: MachinePtr, env: int, events: wp.int64):
         s = wp.int64(0)
         n = n - wp.int64(1)
     if n > wp.int64(0):
-        sweep_iterations(ms, env, (s + n + wp.int64(1)) // wp.int64(4) - (s + wp.int64(1)) // wp.int64(4))
+        if m.apu[env, A_SWEEP_ON] != wp.int64(0):   # (off: no iteration before a trigger reloads the timer)
+            sweep_iterations(ms, env, (s + n + wp.int64(1)) // wp.int64(4) - (s + wp.int64(1)) // wp.int64(4))
         length_clocks = (n + wp.int64(1) - (s & wp.int64(1))) // wp.int64(2)
         for ch in range(4):
             left = m.apu[env, A_LEN1 + ch]
@@ -162,7 +164,8 @@ def apu_sync(ms: MachinePtr, env: int, t: wp.int64):
             base = m.r64[env, T_DIV_BASE]
             if last < base:
                 last = base     # (a state saved before its DIV write: nothing to count before it)
-            events = (t - base) // DIV_APU_PERIOD - (last - base) // DIV_APU_PERIOD
+            # (falling edges of counter bit 12 every 8192 T: a shift is the floor division)
+            events = ((t - base) >> wp.int64(13)) - ((last - base) >> wp.int64(13))
             if events > wp.int64(0):
                 frame_sequencer(ms, env, events)
 
@@ -282,8 +285,17 @@ def wave_index(ms: MachinePtr, env: int, t: wp.int64) -> int:
 def apu_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
     """A write to $FF10-$FF3F at t (the module docstring has the rules)."""
     m = machine(ms)
-    apu_sync(ms, env, t)
     nr52 = int(m.io[env, NR52])
+    # A catch-up first where what the frame sequencer did since the last one matters to the write
+    # (it only clocks lengths and CH1's sweep, and turns channels off): not for the DAC, volume,
+    # period-low (NR13 only while the sweep may write it back), noise and mixer registers, nor
+    # wave RAM while CH3 is off. A sound driver writes those most.
+    if not (reg == 0x12 or reg == 0x17 or reg == 0x1A or reg == 0x21 or reg == 0x18 or reg == 0x1C
+            or reg == 0x1D or reg == 0x22 or reg == 0x24 or reg == 0x25
+            or (reg == 0x13 and m.apu[env, A_SWEEP_ON] == wp.int64(0))
+            or (reg >= 0x30 and (nr52 & 0x04) == 0)):
+        apu_sync(ms, env, t)
+        nr52 = int(m.io[env, NR52])
     powered = (nr52 & 0x80) != 0
     if reg >= 0x30:
         if (nr52 & 0x04) == 0:

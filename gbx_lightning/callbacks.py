@@ -58,7 +58,7 @@ from typing import Any
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import RichProgressBar
-from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.loggers import TensorBoardLogger, WandbLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from gbx_lightning.metrics import LOGGER_NAMES
@@ -108,6 +108,19 @@ def _image_summary(tag: str, encoded: bytes, height: int, width: int):
 
     image = Summary.Image(height=height, width=width, colorspace=1, encoded_image_string=encoded)
     return Summary(value=[Summary.Value(tag=tag, image=image)])
+
+
+def _wandb_media(encoded: bytes):
+    """A PNG as a ``wandb.Image``, an animated GIF as a ``wandb.Video`` (it plays in the W&B run page)."""
+    import io
+
+    import wandb
+
+    if encoded[:4] == b"GIF8":
+        return wandb.Video(io.BytesIO(encoded), format="gif")
+    from PIL import Image   # wandb's own dependency
+
+    return wandb.Image(Image.open(io.BytesIO(encoded)))
 
 
 def observation_grid(obs: torch.Tensor, envs: int = 4) -> "np.ndarray":
@@ -326,7 +339,8 @@ class AgentView(Callback):
       ``clip_dir/eval_step{opt_steps:08d}.gif``.
 
     Images go to an event file of their own in each TensorBoardLogger's ``log_dir`` (torch's public
-    ``FileWriter``; TensorBoard reads every event file of a run directory). A resumed fit purges the
+    ``FileWriter``; TensorBoard reads every event file of a run directory), and to each ``WandbLogger``'s run
+    under the same tags (the clip as a W&B video), at the same env_steps. A resumed fit purges the
     images a crashed segment wrote after its checkpoint, as the logger's ``purge_step`` does for scalars.
     """
 
@@ -360,6 +374,9 @@ class AgentView(Callback):
                     writer.add_event(Event(step=self._purge_step, file_version="brain.Event:2"))
                     writer.add_event(Event(step=self._purge_step, session_log=SessionLog(status=SessionLog.START)))
             writer.add_summary(summary, step)
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger):
+                logger.log_metrics({tag: _wandb_media(encoded)}, step=step)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._next_image = pl_module.opt_steps

@@ -9,7 +9,14 @@ starts, stacked time-major as CleanRL stores them, one training batch for one ``
     rewards [T, N]   terminated [T, N]   truncated [T, N]   final_obs [T, N, *obs_shape]
 
 ``final_obs[t]`` is the true s' of step t (``info["final_obs"]``), what value targets bootstrap
-from. Every algorithm takes the same rollouts (``gbx_lightning.algos``): A2C (T = ``update_every``)
+from. With a recurrent policy (``models.RecurrentActorCritic``) the stream carries each env's state from step
+to step and across rollouts (zeroed where an episode begins), and a rollout also holds
+
+    starts [T, N]   (step t's observation begins an episode: the state was zeroed before it)
+    policy_states [T + 1, N, 2, layers, size]   (the state before step 0, then after each step t)
+
+so a learner replays any env's sequence from ``policy_states[0]`` (PPO's env-wise minibatches) and bootstraps
+V(final_obs[t]) from ``policy_states[t + 1]``. Every algorithm takes the same rollouts (``gbx_lightning.algos``): A2C (T = ``update_every``)
 computes TD(0) targets row by row; PPO (T = ``rollout_steps``) bootstraps, computes GAE and runs
 its epochs x minibatches loop; REINFORCE computes Monte-Carlo returns inside the rollout.
 
@@ -48,7 +55,7 @@ from torch import nn
 from torch.utils.data import IterableDataset
 
 from gbx_lightning.metrics import DeviceSums
-from gbx_lightning.models import logprob_entropy, sample_actions
+from gbx_lightning.models import is_recurrent, logprob_entropy, sample_actions
 
 __all__ = ["RolloutStream", "EvalEpisodes", "IntervalStats", "sample_actions"]
 
@@ -176,6 +183,10 @@ class RolloutStream(IterableDataset):
         self.env_steps = 0  # total env transitions (all N envs count), continues across resume
         self.iterations = 0  # rollouts collected
         self.obs: torch.Tensor | None = None
+        # a recurrent policy's state [N, ...] and which envs begin an episode at the next step (bool [N])
+        self.recurrent = is_recurrent(policy)
+        self.policy_state: torch.Tensor | None = None
+        self.starts: torch.Tensor | None = None
         self.stats = IntervalStats()
         self.time_act_s = 0.0  # policy forward + sampling
         self.time_env_s = 0.0  # env.step
@@ -235,6 +246,9 @@ class RolloutStream(IterableDataset):
                 "reward_stats": None if plan["saved"] or self._reward_pipeline() is None
                 else self._reward_pipeline().state_dict(per_env=False),
                 "obs": self.obs.detach().cpu() if keep_obs else None,
+                # a recurrent policy's state goes with the envs it belongs to (reset with them when they are left out)
+                "policy_state": (self.policy_state.cpu(), self.starts.cpu())
+                if plan["saved"] and self.policy_state is not None else None,
                 "env_state": plan,
                 "stats": self.stats.state_dict(),
             }
@@ -265,6 +279,7 @@ class RolloutStream(IterableDataset):
     def _start(self) -> None:
         if self._restored is not None:
             state, self._restored = self._restored, None
+            self.policy_state = self.starts = None   # the checkpoint's, below, or zeros with the envs' reset
             self.generator.set_state(state["generator"])
             if state.get("stats") is not None:
                 self.stats.load_state_dict(state["stats"], self.device)
@@ -276,19 +291,30 @@ class RolloutStream(IterableDataset):
             else:
                 self.env.load_state_dict(state["env"])
                 self.obs = state["obs"].to(self.device) if state["obs"] is not None else self.env.observe()
+                if self.recurrent and state.get("policy_state") is not None:
+                    self.policy_state, self.starts = (t.to(self.device) for t in state["policy_state"])
         if self.obs is None:
             self.obs = self.env.reset(seed=self.seed)
+        if self.recurrent and self.policy_state is None:   # every env begins an episode, from a zero state
+            self.policy_state = self.policy.initial_state(self.env.num_envs, self.device)
+            self.starts = torch.ones(self.env.num_envs, dtype=torch.bool, device=self.device)
 
     @torch.no_grad()
     def collect(self) -> dict[str, torch.Tensor]:
         """One rollout: act and step T times with the current policy; each field stacked once to [T, N, ...]."""
         keys = ("obs", "actions", "logprobs", "values", "rewards", "terminated", "truncated", "final_obs")
+        keys += ("starts", "policy_states") if self.recurrent else ()
         # per-step tensors are kept by reference and stacked once: one copy per field per rollout
         cols: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
         for _ in range(self.rollout_steps):
             t0 = time.perf_counter()
             obs = self.obs
-            logits, values = self.policy(obs)
+            if self.recurrent:   # the state before this step (zeroed inside step() where an episode begins)
+                cols["starts"].append(self.starts)
+                cols["policy_states"].append(self.policy_state)
+                logits, values, self.policy_state = self.policy.step(obs, self.policy_state, self.starts)
+            else:
+                logits, values = self.policy(obs)
             actions = sample_actions(logits, self.generator)
             logprobs, _ = logprob_entropy(logits, actions)
             t1 = time.perf_counter()
@@ -304,9 +330,13 @@ class RolloutStream(IterableDataset):
             self.env_steps += rewards.shape[0]
             step = {"obs": obs, "actions": actions, "logprobs": logprobs, "values": values, "rewards": rewards,
                     "terminated": terminated, "truncated": truncated, "final_obs": info["final_obs"]}
-            for k in keys:
+            for k in step:
                 cols[k].append(step[k])
             self.obs = next_obs
+            if self.recurrent:
+                self.starts = terminated | truncated
+        if self.recurrent:
+            cols["policy_states"].append(self.policy_state)   # after the last step: [T + 1, N, ...]
         self.iterations += 1
         return {k: torch.stack(v) for k, v in cols.items()}
 
@@ -346,10 +376,17 @@ class EvalEpisodes(IterableDataset):
         results: dict[str, torch.Tensor] = {}
         pixels = self.record_clip and obs.dtype == torch.uint8 and obs.dim() == 4
         clip = [obs[0, -1].clone()] if pixels else []
+        recurrent = is_recurrent(self.policy)   # evaluation carries a state of its own, from zeros
+        state = self.policy.initial_state(n, device) if recurrent else None
+        starts = torch.ones(n, dtype=torch.bool, device=device)
         for step in range(self.max_steps):
-            logits, _ = self.policy(obs)
+            if recurrent:
+                logits, _, state = self.policy.step(obs, state, starts)
+            else:
+                logits, _ = self.policy(obs)
             actions = logits.argmax(-1) if self.greedy else sample_actions(logits, gen)
             obs, _, terminated, truncated, info = env.step(actions.to(torch.int32))
+            starts = terminated | truncated
             if pixels and not bool(finished[0]):  # one host read per step, only while recording a clip
                 clip.append(info["final_obs"][0, -1].clone())
             ended = (terminated | truncated) & ~finished

@@ -27,8 +27,9 @@ from typing import Callable
 import torch
 from torch import nn
 
-__all__ = ["POLICY_REGISTRY", "ActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy", "PixelCNNPolicy",
-           "NatureCNNPolicy", "ImpalaCNNPolicy", "logprob_entropy", "sample_actions"]
+__all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
+           "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelLSTMPolicy", "MLPLSTMPolicy", "is_recurrent",
+           "logprob_entropy", "sample_actions"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
 
@@ -78,13 +79,17 @@ class ActorCritic(nn.Module):
     def torso(self, obs: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # Shape/dtype checks are Python attribute reads: no host sync.
-        if tuple(obs.shape[1:]) != self.obs_shape or obs.dim() != len(self.obs_shape) + 1:
-            raise ValueError(f"{type(self).__name__}: obs must have shape [N, {', '.join(map(str, self.obs_shape))}],"
-                             f" got {list(obs.shape)}")
+    def check_obs(self, obs: torch.Tensor, lead: str = "N") -> None:
+        """Shape ``[<lead dims>, *obs_shape]`` and dtype; Python attribute reads only (no host sync)."""
+        dims = len(lead.split(", "))
+        if tuple(obs.shape[dims:]) != self.obs_shape or obs.dim() != len(self.obs_shape) + dims:
+            raise ValueError(f"{type(self).__name__}: obs must have shape [{lead}, "
+                             f"{', '.join(map(str, self.obs_shape))}], got {list(obs.shape)}")
         if obs.dtype != self.obs_dtype:
             raise ValueError(f"{type(self).__name__}: obs must have dtype {self.obs_dtype}, got {obs.dtype}")
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.check_obs(obs)
         h = self.torso(obs)
         return self.policy_head(h), self.value_head(h).squeeze(-1)
 
@@ -154,18 +159,66 @@ def _check_pixels(name: str, obs_shape: tuple[int, ...], min_hw: int) -> None:
                          f"(uint8 pixel stack, e.g. [4, 72, 80]), got {list(obs_shape)}")
 
 
+def _dense_after(convs: nn.Module, obs_shape: tuple[int, ...], hidden: int) -> nn.Module:
+    """One dense ReLU layer of ``hidden`` units on ``convs``' flattened output for one ``obs_shape`` input."""
+    with torch.no_grad():
+        flat = convs(torch.zeros(1, *obs_shape)).shape[1]
+    return nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())
+
+
+def _small_pixel_convs(k: int, channels: tuple[int, int]) -> nn.Sequential:
+    """``PixelCNNPolicy``'s convolutions: 8x8/4 and 4x4/2 (the Nature CNN's first two), ReLU, flattened."""
+    c1, c2 = (int(c) for c in channels)
+    g = math.sqrt(2)
+    return nn.Sequential(
+        _init(nn.Conv2d(k, c1, 8, stride=4), g), nn.ReLU(),
+        _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
+        nn.Flatten(),
+    )
+
+
+def _pixel_input(obs: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    """uint8 shades 0..3 -> float [0, 1]; NHWC in memory (laid out while still uint8: a quarter of the bytes) where
+    the convolutions are (``channels_last``)."""
+    if channels_last:
+        obs = obs.contiguous(memory_format=torch.channels_last)
+    return obs.float() / PIXEL_SHADES   # float() keeps the memory format
+
+
+def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
+    """The convolutions' weights NHWC (``channels_last``): on a CPU oneDNN then runs them without converting each
+    call, the larger the batch the more it saves (PPO's minibatches; ``tools/bench_trainer.py --variants``). The
+    same model either way: only the memory layout differs."""
+    return convs.to(memory_format=torch.channels_last) if channels_last else convs
+
+
 class _PixelPolicy(ActorCritic):
     """What the pixel CNNs share: ``self.convs`` (set by the subclass), one dense layer on its flattened
-    output, the heads; shades 0..3 scaled to [0, 1]."""
+    output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC."""
 
-    def _dense_and_heads(self, hidden: int) -> None:
-        with torch.no_grad():
-            flat = self.convs(torch.zeros(1, *self.obs_shape)).shape[1]
-        self.dense = nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())
+    channels_last = False
+    compile_update = False
+
+    def _dense_and_heads(self, hidden: int, channels_last: bool = False, compile_update: bool = False) -> None:
+        self.dense = _dense_after(self.convs, self.obs_shape, hidden)
         self._heads(int(hidden))
+        self.channels_last = bool(channels_last)
+        _to_channels_last(self.convs, self.channels_last)
+        self.compile_update = bool(compile_update)
+        self._compiled_evaluate = None
 
     def torso(self, obs):
-        return self.dense(self.convs(obs.float() / PIXEL_SHADES))
+        return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``ActorCritic.evaluate``; with ``compile_update`` through ``torch.compile`` (Inductor: C++ on a CPU),
+        compiled on the first update and again for each new batch size (PPO's last minibatch when T * N does not
+        divide): the forward and backward of every update then run as generated kernels. Acting stays eager."""
+        if not self.compile_update:
+            return super().evaluate(obs, actions)
+        if self._compiled_evaluate is None:
+            self._compiled_evaluate = torch.compile(super().evaluate, dynamic=False)
+        return self._compiled_evaluate(obs, actions)
 
 
 class PixelCNNPolicy(_PixelPolicy):
@@ -178,21 +231,17 @@ class PixelCNNPolicy(_PixelPolicy):
     Args:
         channels: the two convolutions' output channels.
         hidden: the dense layer's width.
+        channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
-                 hidden: int = 256):
+                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
-        k = self.obs_shape[0]
-        c1, c2 = (int(c) for c in channels)
-        g = math.sqrt(2)
-        self.convs = nn.Sequential(
-            _init(nn.Conv2d(k, c1, 8, stride=4), g), nn.ReLU(),
-            _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
-            nn.Flatten(),
-        )
-        self._dense_and_heads(hidden)
+        self.convs = _small_pixel_convs(self.obs_shape[0], channels)
+        self._dense_and_heads(hidden, channels_last, compile_update)
 
 
 class NatureCNNPolicy(_PixelPolicy):
@@ -200,9 +249,13 @@ class NatureCNNPolicy(_PixelPolicy):
 
     Args:
         hidden: the dense layer's width.
+        channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
     """
 
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512, channels_last: bool = False,
+                 compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
         k = self.obs_shape[0]
@@ -213,7 +266,7 @@ class NatureCNNPolicy(_PixelPolicy):
             _init(nn.Conv2d(64, 64, 3, stride=1), g), nn.ReLU(),
             nn.Flatten(),
         )
-        self._dense_and_heads(hidden)
+        self._dense_and_heads(hidden, channels_last, compile_update)
 
 
 class _ResidualBlock(nn.Module):
@@ -232,10 +285,13 @@ class ImpalaCNNPolicy(_PixelPolicy):
     Args:
         channels: each stage's channels (one stage per entry).
         hidden: the dense layer's width.
+        channels_last: lay the convolutions out NHWC (same model).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),
-                 hidden: int = 256):
+                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)
         k = self.obs_shape[0]
@@ -248,7 +304,148 @@ class ImpalaCNNPolicy(_PixelPolicy):
         # convolutions keep PyTorch's default init: orthogonal sqrt(2) gains compound through the
         # residual sums and blow up the features (and the initial logits)
         self.convs = nn.Sequential(*stages, nn.ReLU(), nn.Flatten())
-        self._dense_and_heads(hidden)
+        self._dense_and_heads(hidden, channels_last, compile_update)
+
+
+# ---- recurrent policies ----------------------------------------------------------------------------------------
+def is_recurrent(policy) -> bool:
+    """Whether ``policy`` (a policy, or its class) carries a recurrent state (``RecurrentActorCritic``)."""
+    return bool(getattr(policy, "recurrent", False))
+
+
+class RecurrentActorCritic(ActorCritic):
+    """A torso, then an LSTM whose state each env carries from step to step, then the heads (as CleanRL's
+    ppo_atari_lstm and pokemonred_puffer's policy). A subclass builds the torso and calls ``_lstm_and_heads``.
+
+    The state of N envs is one tensor ``[N, 2, layers, size]``: the LSTM's (h, c) per env, env first so that a
+    subset of envs is ``state[envs]``; ``initial_state`` is zeros. ``starts`` (bool ``[N]``) marks the envs whose
+    observation begins an episode (the previous step ended one, terminated or truncated): their state is zeroed
+    before the step, so an episode never sees the one before it:
+
+        (h, c) <- (1 - start) * (h, c);   (out, (h, c)) = LSTM(torso(obs), (h, c));   logits, V = heads(out)
+
+    ``step`` is one env step of N envs (acting); ``unroll`` replays a ``[T, N]`` sequence from a saved state, the
+    torso in one batch and the LSTM step by step (training: the gradient flows through the whole sequence);
+    ``evaluate_sequences`` gives what the losses need from it. ``forward(obs)`` alone has no meaning here.
+    """
+
+    recurrent = True
+
+    def _lstm_and_heads(self, features: int, size: int, layers: int) -> None:
+        if int(size) < 1 or int(layers) < 1:
+            raise ValueError(f"{type(self).__name__}: lstm_size and lstm_layers must be >= 1, got {size}, {layers}")
+        self.lstm = nn.LSTM(int(features), int(size), int(layers))
+        for name, param in self.lstm.named_parameters():   # CleanRL's: orthogonal weights (gain 1), zero biases
+            if name.startswith("bias"):
+                nn.init.zeros_(param)
+            else:
+                nn.init.orthogonal_(param, 1.0)
+        self._heads(int(size))
+
+    def initial_state(self, num_envs: int, device: torch.device | str | None = None) -> torch.Tensor:
+        """Zeros ``[num_envs, 2, layers, size]``: (h, c) of every env before its first step."""
+        return torch.zeros(num_envs, 2, self.lstm.num_layers, self.lstm.hidden_size, device=device)
+
+    def forward(self, obs: torch.Tensor):
+        raise TypeError(f"{type(self).__name__} is recurrent: act with step(obs, state, starts) and train with "
+                        f"unroll / evaluate_sequences (the state each env carries is an input)")
+
+    def _check_state(self, state: torch.Tensor, n: int) -> None:
+        expected = (n, 2, self.lstm.num_layers, self.lstm.hidden_size)
+        if tuple(state.shape) != expected:
+            raise ValueError(f"{type(self).__name__}: state must have shape {list(expected)}, got {list(state.shape)}")
+
+    def _lstm_step(self, features: torch.Tensor, state: torch.Tensor, starts: torch.Tensor | None):
+        """One LSTM step: features [N, F], state [N, 2, L, H] -> (out [N, H], state after [N, 2, L, H])."""
+        if starts is not None:
+            state = state * (~starts).to(state.dtype)[:, None, None, None]
+        h, c = state.transpose(0, 2).unbind(1)            # [L, N, H] each
+        out, (h, c) = self.lstm(features.unsqueeze(0), (h.contiguous(), c.contiguous()))
+        return out.squeeze(0), torch.stack((h, c), 1).transpose(0, 2)
+
+    def step(self, obs: torch.Tensor, state: torch.Tensor, starts: torch.Tensor | None = None):
+        """One env step of N envs: obs [N, ...], state [N, 2, L, H], starts bool [N] (None: no episode begins) ->
+        (logits [N, A], V [N], state after the step)."""
+        self.check_obs(obs)
+        self._check_state(state, obs.shape[0])
+        out, state = self._lstm_step(self.torso(obs), state, starts)
+        return self.policy_head(out), self.value_head(out).squeeze(-1), state
+
+    def unroll(self, obs: torch.Tensor, state: torch.Tensor, starts: torch.Tensor):
+        """A [T, N] sequence from ``state`` (each env's state before step 0): obs [T, N, ...], starts bool [T, N]
+        -> (logits [T, N, A], V [T, N], state after the last step)."""
+        self.check_obs(obs, "T, N")
+        T, N = obs.shape[:2]
+        self._check_state(state, N)
+        features = self.torso(obs.flatten(0, 1)).view(T, N, -1)
+        outs = []
+        for t in range(T):
+            out, state = self._lstm_step(features[t], state, starts[t])
+            outs.append(out)
+        out = torch.stack(outs)
+        return self.policy_head(out), self.value_head(out).squeeze(-1), state
+
+    def evaluate_sequences(self, obs: torch.Tensor, actions: torch.Tensor, state: torch.Tensor,
+                           starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log pi(a|s), H(pi(.|s)), V(s)), each [T, N], of a [T, N] sequence replayed from ``state``."""
+        logits, values, _ = self.unroll(obs, state, starts)
+        logprob, entropy = logprob_entropy(logits.flatten(0, 1), actions.flatten())
+        return logprob.view(values.shape), entropy.view(values.shape), values
+
+    def evaluate(self, obs, actions):
+        raise TypeError(f"{type(self).__name__} is recurrent: use evaluate_sequences(obs, actions, state, starts)")
+
+
+class PixelLSTMPolicy(RecurrentActorCritic):
+    """``PixelCNNPolicy``'s torso (8x8/4, 4x4/2 convolutions, one dense layer), then an LSTM, then the heads.
+
+    For games where what matters left the screen (a menu closed, a door passed): the frame stack remembers
+    ``stack_k`` steps, the LSTM's state the whole episode. Its state is in every checkpoint (exact resume).
+
+    Args:
+        channels: the two convolutions' output channels.
+        hidden: the dense layer's width (the LSTM's input).
+        lstm_size: the LSTM's state width (the heads' input).
+        lstm_layers: stacked LSTM layers.
+        channels_last: lay the convolutions out NHWC (same model).
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
+                 hidden: int = 256, lstm_size: int = 128, lstm_layers: int = 1, channels_last: bool = False):
+        super().__init__(obs_shape, num_actions, torch.uint8)
+        _check_pixels("pixel_lstm", self.obs_shape, 20)
+        self.convs = _small_pixel_convs(self.obs_shape[0], channels)
+        self.dense = _dense_after(self.convs, self.obs_shape, hidden)
+        self._lstm_and_heads(hidden, lstm_size, lstm_layers)
+        self.channels_last = bool(channels_last)
+        _to_channels_last(self.convs, self.channels_last)
+
+    def torso(self, obs):
+        return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
+
+
+class MLPLSTMPolicy(RecurrentActorCritic):
+    """``MLPPolicy``'s tanh layers, then an LSTM, then the heads: the recurrent baseline for float observations.
+
+    Args:
+        hidden: the hidden layers' widths (the last is the LSTM's input).
+        lstm_size: the LSTM's state width.
+        lstm_layers: stacked LSTM layers.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: tuple[int, ...] = (128,),
+                 lstm_size: int = 64, lstm_layers: int = 1):
+        super().__init__(obs_shape, num_actions, torch.float32)
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = math.prod(self.obs_shape)
+        for h in hidden:
+            layers += [_init(nn.Linear(width, int(h)), math.sqrt(2)), nn.Tanh()]
+            width = int(h)
+        self.body = nn.Sequential(*layers)
+        self._lstm_and_heads(width, lstm_size, lstm_layers)
+
+    def torso(self, obs):
+        return self.body(obs)
 
 
 POLICY_REGISTRY: dict[str, Callable[..., ActorCritic]] = {
@@ -257,6 +454,8 @@ POLICY_REGISTRY: dict[str, Callable[..., ActorCritic]] = {
     "pixel_cnn": PixelCNNPolicy,
     "nature_cnn": NatureCNNPolicy,
     "impala_cnn": ImpalaCNNPolicy,
+    "pixel_lstm": PixelLSTMPolicy,
+    "mlp_lstm": MLPLSTMPolicy,
 }
 
 

@@ -80,7 +80,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "model.env.levle is not an option of GameBoyEnv; options: action_codec, check_action_range, cpu_threads, "
      "frames_per_step, max_steps, release_after_frames, rom, seed, stack_k, task"),
     (PPO, "--model.policy.chanels=[8, 16]",
-     "model.policy.chanels is not an option of PixelCNNPolicy; options: channels, hidden"),
+     "model.policy.chanels is not an option of PixelCNNPolicy; options: channels, channels_last, compile_update, hidden"),
     (PPO, "--model.policy.channels=[8]", "model.policy.channels must be a tuple with 2 elements, got [8]"),
     (A2C, "--model.env.stack_k=two", "model.env.stack_k must be an int, got two"),
     (A2C, "--model.env.action_codec=dpad_ab", "model.env.action_codec must be one of ['dpad', 'dpad_noop', "

@@ -64,7 +64,7 @@ def test_pixel_policy_rejects_float_obs_and_wrong_shape():
 def test_unknown_policy_name_lists_known_ones():
     with pytest.raises(ValueError, match="unknown policy 'resnet'.*cnn.*impala_cnn.*mlp.*nature_cnn.*pixel_cnn"):
         make_policy("resnet", (6, 11, 11), 8)
-    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "pixel_cnn", "nature_cnn", "impala_cnn"}
+    assert set(POLICY_REGISTRY) == {"mlp", "cnn", "pixel_cnn", "nature_cnn", "impala_cnn", "pixel_lstm", "mlp_lstm"}
 
 
 def test_pixel_policy_rejects_tiny_frames():
@@ -78,3 +78,64 @@ def test_orthogonal_init_of_heads():
     w = policy.policy_head.weight  # [4, 16], orthogonal rows scaled by 0.01
     torch.testing.assert_close(w @ w.T, 1e-4 * torch.eye(4), atol=1e-9, rtol=1e-5)
     assert torch.all(policy.value_head.bias == 0)
+
+
+@pytest.mark.parametrize("name,k", [("pixel_cnn", 1), ("nature_cnn", 4), ("impala_cnn", 2), ("pixel_lstm", 4)])
+def test_channels_last_is_the_same_model_in_another_memory_layout(name, k):
+    """Same seed, same weights (values), NHWC convolution weights; outputs and gradients equal up to rounding, and
+    a checkpoint of one loads into the other."""
+    obs = torch.randint(0, 4, (6, k, 72, 80), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    actions = torch.arange(6) % 5
+    outs, grads = [], []
+    for channels_last in (False, True):
+        torch.manual_seed(0)
+        policy = make_policy(name, (k, 72, 80), 5, channels_last=channels_last)
+        conv = [m for m in policy.modules() if isinstance(m, torch.nn.Conv2d)][-1]   # more than 1 channel in
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last) == channels_last
+        if name == "pixel_lstm":
+            logits, value, _ = policy.step(obs, policy.initial_state(6))
+            logp = torch.log_softmax(logits, -1)[torch.arange(6), actions]
+        else:
+            logp, _, value = policy.evaluate(obs, actions)
+        (logp.sum() + value.sum()).backward()
+        outs.append((logp.detach(), value.detach()))
+        grads.append(conv.weight.grad.contiguous())
+        if channels_last:
+            torch.manual_seed(5)
+            other = make_policy(name, (k, 72, 80), 5)
+            other.load_state_dict(policy.state_dict())
+            torch.testing.assert_close(other.state_dict(), policy.state_dict())
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-5)
+
+
+def test_compile_update_is_the_eager_update_and_repeats_itself_bit_for_bit():
+    """compile_update runs evaluate through torch.compile: the same log-probs, entropies, values and gradients as
+    eager up to rounding; and two compiled policies from one seed trained on the same batches end bit-identical
+    (what an exact resume needs: the resumed process compiles the same code). Acting (forward) stays eager."""
+    obs = torch.randint(0, 4, (3, 8, 2, 72, 80), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    actions = torch.randint(0, 5, (3, 8), generator=torch.Generator().manual_seed(2))
+
+    def train(compile_update):
+        torch.manual_seed(0)
+        policy = make_policy("pixel_cnn", (2, 72, 80), 5, compile_update=compile_update)
+        opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
+        first = None
+        for b in range(3):
+            logp, entropy, value = policy.evaluate(obs[b], actions[b])
+            (-logp.mean() - 0.01 * entropy.mean() + value.pow(2).mean()).backward()
+            if first is None:
+                first = (logp.detach(), entropy.detach(), value.detach(),
+                         [p.grad.clone() for p in policy.parameters()])
+            opt.step()
+            opt.zero_grad()
+        return policy, first
+
+    eager, eager_first = train(False)
+    compiled, compiled_first = train(True)
+    again, _ = train(True)
+    assert eager._compiled_evaluate is None and compiled._compiled_evaluate is not None
+    torch.testing.assert_close(compiled_first, eager_first, rtol=1e-4, atol=1e-5)
+    for a, b in zip(compiled.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    torch.testing.assert_close(compiled.state_dict(), eager.state_dict(), rtol=1e-3, atol=1e-4)

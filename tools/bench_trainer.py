@@ -30,6 +30,16 @@ takes the page faults out of the comparison. The CLI does not change the allocat
     python tools/bench_trainer.py --algo ppo          # PPO, configs/ppo.yaml sizes (32 envs, T=32, 4x4 steps)
     python tools/bench_trainer.py --env foraging      # ForagingEnv, configs/foraging_a2c.yaml sizes
     python tools/bench_trainer.py --malloc keep       # no heap trimming (page faults) in any loop
+
+`--variants` times `fit` alone, a baseline against changed settings in the same run (interleaved, the
+order rotating per repeat), and prints each variant's env steps/s over the baseline's of the same repeat,
+with the share of fit's time in the update (training_step), acting and env.step. A variant is
+comma-separated key=value pairs: a policy argument (`channels_last=true`, `hidden=128`), `policy=NAME`,
+`threads=N` (torch intra-op threads), `stack_k=K`:
+
+    python tools/bench_trainer.py --algo ppo --variants channels_last=true threads=2
+    python tools/bench_trainer.py --algo ppo --stack_k 4 --policy nature_cnn --num_envs 64 --rollout_steps 128 \
+        --variants channels_last=true policy=pixel_cnn policy=pixel_cnn,channels_last=true
 """
 
 from __future__ import annotations
@@ -90,11 +100,15 @@ def keep_freed_heap() -> bool:
 
 
 def _policy_kwargs(args) -> dict:
-    return SETUPS[args.env][2] if args.policy == SETUPS[args.env][1] else {}
+    base = SETUPS[args.env][2] if args.policy == SETUPS[args.env][1] else {}
+    return {**base, **getattr(args, "policy_kwargs", {})}
 
 
 def _env_kwargs(args) -> dict:
-    return SETUPS[args.env][0]
+    out = dict(SETUPS[args.env][0])
+    if getattr(args, "stack_k", None):
+        out["stack_k"] = args.stack_k
+    return out
 
 
 def _now() -> tuple[float, float]:
@@ -117,7 +131,9 @@ class _Clock(Callback):
         self.t1, self.env1 = _now(), pl_module.env_steps
 
 
-def run_fit(args, seed: int) -> tuple[float, float]:
+def run_fit(args, seed: int, phases: dict | None = None) -> tuple[float, float]:
+    """fit's steady-state env steps/s (wall, CPU); ``phases`` (a dict) gets the seconds of the whole run spent in
+    the update, acting and env.step."""
     torch.manual_seed(seed)
     common = dict(env=partial(ENV_REGISTRY[args.env], **_env_kwargs(args)), num_envs=args.num_envs,
                   policy=partial(POLICY_REGISTRY[args.policy], **_policy_kwargs(args)), seed=seed)
@@ -136,6 +152,8 @@ def run_fit(args, seed: int) -> tuple[float, float]:
                           enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                           num_sanity_val_steps=0, limit_val_batches=0)
         trainer.fit(module)
+    if phases is not None:
+        phases.update(update=module.time_update_s, act=module.stream.time_act_s, env=module.stream.time_env_s)
     steps = clock.env1 - clock.env0
     return steps / (clock.t1[0] - clock.t0[0]), steps / (clock.t1[1] - clock.t0[1])
 
@@ -258,6 +276,62 @@ def run_env_only(args, seed: int) -> tuple[float, float]:
     return timed * args.num_envs / (t1[0] - t0[0]), timed * args.num_envs / (t1[1] - t0[1])
 
 
+def _variant_args(args, spec: str):
+    """``args`` with one variant's changes (``key=value,...``; values parsed as JSON where they parse)."""
+    out = argparse.Namespace(**vars(args))
+    out.policy_kwargs, out.threads = {}, args.torch_threads
+    for item in filter(None, spec.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--variants: {item!r} is not key=value")
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+        if key == "threads":
+            out.threads = int(value)
+        elif key == "policy":
+            out.policy = value
+        elif key == "stack_k":
+            out.stack_k = int(value)
+        else:
+            out.policy_kwargs[key] = value
+    return out
+
+
+def run_variants(args) -> None:
+    """fit with the baseline settings and with each variant, interleaved; ratios against the same repeat's
+    baseline."""
+    names = ["baseline", *args.variants]
+    runs = {name: _variant_args(args, "" if name == "baseline" else name) for name in names}
+    results: dict[str, list[tuple[float, float, dict]]] = {name: [] for name in names}
+    print(f"fit variants, {args.algo} on {args.env}: {args.num_envs} envs, policy {args.policy}, stack_k "
+          f"{args.stack_k or 'config'}, {args.steps} timed + {args.warmup} warm-up optimizer steps per run", flush=True)
+    for r in range(args.repeats):
+        order = names[r % len(names):] + names[:r % len(names)]   # each variant goes first in turn
+        for name in order:
+            v = runs[name]
+            torch.set_num_threads(v.threads)
+            phases: dict = {}
+            wall, cpu = run_fit(v, seed=r, phases=phases)
+            results[name].append((wall, cpu, phases))
+            total = sum(phases.values()) or 1.0
+            print(f"repeat {r} {name:40s} {wall:7.0f} env steps/s wall, {cpu:7.0f} per CPU second; update "
+                  f"{100 * phases['update'] / total:.0f}%, act {100 * phases['act'] / total:.0f}%, env "
+                  f"{100 * phases['env'] / total:.0f}%", flush=True)
+    torch.set_num_threads(args.torch_threads)
+    base = results["baseline"]
+    print(f"baseline fit: median {statistics.median(b[0] for b in base):.0f} env steps/s wall (range "
+          f"{min(b[0] for b in base):.0f}-{max(b[0] for b in base):.0f}), {statistics.median(b[1] for b in base):.0f} "
+          f"per CPU second")
+    for name in args.variants:
+        for i, what in ((0, "wall"), (1, "CPU time")):
+            ratios = [v[i] / b[i] for v, b in zip(results[name], base)]
+            print(f"{name} / baseline ({what}): per repeat {', '.join(f'{x:.3f}' for x in ratios)}; median "
+                  f"{statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; variant median "
+                  f"{statistics.median(v[i] for v in results[name]):.0f} env steps/s")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", choices=("a2c", "ppo"), default="a2c")
@@ -275,6 +349,9 @@ def main() -> None:
                    help="updates (A2C updates, PPO rollouts) per JSONL/TensorBoard record, both paths; "
                         "default 10 (A2C) and 1 (PPO: 1 rollout = 16 opt steps)")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--stack_k", type=int, default=None, help="Game Boy frame stack (default: the config's 1)")
+    p.add_argument("--variants", nargs="+", default=None, metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="time fit alone: the baseline against each variant, interleaved (see above)")
     p.add_argument("--malloc", choices=("default", "keep"), default="default",
                    help="default: glibc's adaptive heap trimming, as a user runs (its page faults vary with "
                         "allocation history); keep: glibc keeps freed heap memory for both loops (keep_freed_heap)")
@@ -295,6 +372,9 @@ def main() -> None:
     import warp as wp
 
     wp.config.log_level = wp.LOG_WARNING
+    if args.variants:
+        run_variants(args)
+        return
     plain, fit, env = [], [], []
     print(f"{args.algo} on {args.env}: {args.num_envs} envs, policy {args.policy}, "
           f"{'update_every ' + str(args.update_every) if args.algo == 'a2c' else 'rollout ' + str(args.rollout_steps)}"

@@ -11,7 +11,8 @@ Per batch (a rollout of T = ``update_every`` steps of all N envs, acted with the
 
 So ``opt_steps = env_steps / (num_envs * update_every)``. Every row keeps its own one-step target and all rows
 were acted with the same weights, so this is the sum of the T per-step gradients / T: gradient accumulation over
-T env steps, in one pass (tests/test_trainer.py checks it). ``sample_transforms`` (``reward_norm``,
+T env steps, in one pass (tests/test_trainer.py checks it); with a recurrent policy the gradient also flows
+back through the T steps of each env's LSTM state. ``sample_transforms`` (``reward_norm``,
 ``rl/normalize.py``) rescales the rollout's rewards before the targets.
 """
 
@@ -56,10 +57,10 @@ class A2CModule(RLModule):
         t0 = time.perf_counter()
         hp = self.hparams
         # 1. V(s') of the true next states, no gradient (bootstraps through truncation; a2c_td0 masks termination)
-        with torch.no_grad():
-            _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
-        # 2-3. log pi(a|s), H(pi(.|s)), V(s) with gradient; TD(0) targets and the actor-critic loss of all T*N rows
-        logprobs, entropy, values = self.policy.evaluate(batch["obs"].flatten(0, 1), batch["actions"].flatten())
+        next_values = self.bootstrap_values(batch)
+        # 2-3. log pi(a|s), H(pi(.|s)), V(s) with gradient (a recurrent policy: each env's T steps replayed from its
+        #    state before the rollout); TD(0) targets and the actor-critic loss of all T*N rows
+        logprobs, entropy, values = self.evaluate_rollout(batch)
         rewards = apply_sample_transforms(hp.get("sample_transforms"), "rewards", batch["rewards"])
         out = a2c_td0(logprobs, entropy, values, rewards.flatten(), next_values,
                       batch["terminated"].flatten(), gamma=hp.gamma, value_coef=hp.value_coef,

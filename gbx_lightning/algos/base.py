@@ -47,6 +47,7 @@ from gbx_lightning.algos.config import ConfigError, check_common, old_layout_pro
 from gbx_lightning.algos.evaluation import episode_means
 from gbx_lightning.data import UNBOUNDED, EvalEpisodes, RolloutStream
 from gbx_lightning.metrics import LossMetrics
+from gbx_lightning.models import is_recurrent
 
 __all__ = ["RLModule", "world_size_problem"]
 
@@ -240,6 +241,37 @@ class RLModule(LightningModule):
             raise ConfigError("trainer.val_check_interval", f"must be <= the run's {batches} batches with "
                               f"trainer.check_val_every_n_epoch set ({trainer.check_val_every_n_epoch}), got "
                               f"{interval}; set check_val_every_n_epoch: null to count it over the run")
+
+    # ---- what the losses read from the policy, feedforward or recurrent ------------------------------------------
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policy carries a state from step to step (``models.RecurrentActorCritic``)."""
+        return is_recurrent(self.policy)
+
+    @torch.no_grad()
+    def bootstrap_values(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """V(s'_t) of every step's true next state ``final_obs[t]``, ``[T * N]``, no gradient. A recurrent policy
+        reads s'_t with its state after step t (``policy_states[t + 1]``, never zeroed: s'_t is still step t's
+        episode, also where the env was reset after it)."""
+        final_obs = batch["final_obs"].flatten(0, 1)
+        if not self.recurrent:
+            return self.policy(final_obs)[1]
+        return self.policy.step(final_obs, batch["policy_states"][1:].flatten(0, 1))[1]
+
+    def evaluate_rollout(self, batch: dict[str, torch.Tensor],
+                         envs: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log pi(a|s), H(pi(.|s)), V(s)) of the rollout's steps, with gradient, flattened time-major ``[T * N']``
+        (N' = the envs ``envs`` picks, all by default). A recurrent policy replays each env's sequence from its
+        state before the rollout (``policy_states[0]``), zeroing it where ``starts`` says an episode began."""
+        obs, actions = batch["obs"], batch["actions"]
+        if envs is not None:
+            obs, actions = obs[:, envs], actions[:, envs]
+        if not self.recurrent:
+            return self.policy.evaluate(obs.flatten(0, 1), actions.flatten())
+        state, starts = batch["policy_states"][0], batch["starts"]
+        if envs is not None:
+            state, starts = state[envs], starts[:, envs]
+        return tuple(x.flatten() for x in self.policy.evaluate_sequences(obs, actions, state, starts))
 
     def train_dataloader(self):
         num_batches = self.batch_budget(self.trainer.max_steps)

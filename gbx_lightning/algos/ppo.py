@@ -11,7 +11,10 @@ and values V_old were kept while acting):
                    -mean(min(A * ratio, A * clip(ratio, 1 - clip_coef, 1 + clip_coef)))
                    + value_coef * mean(0.5 * (V - R)^2) - entropy_coef * mean(H)
     4. update      ``epochs`` passes over the T*N samples in ``minibatches`` shuffled minibatches, one optimizer
-                   step each: one rollout = ``epochs * minibatches`` optimizer steps
+                   step each: one rollout = ``epochs * minibatches`` optimizer steps. With a recurrent policy
+                   (``models.RecurrentActorCritic``) a minibatch is whole envs, their T steps in order (the envs
+                   shuffled, N / ``minibatches`` each, as CleanRL's ppo_atari_lstm): the LSTM replays each env's
+                   sequence from its state before the rollout, so on the first pass pi = pi_old (ratio 1)
 
 ``trainer.max_steps`` must be a multiple of ``epochs * minibatches``: a run that stopped inside a rollout would lose
 the rest of that rollout's update on resume. ``anneal_lr`` decays the learning rate linearly to 0 at
@@ -30,7 +33,9 @@ from typing import Any
 import torch
 
 from gbx_lightning.algos.base import RLModule
+from gbx_lightning.algos.build import factory_parts
 from gbx_lightning.algos.config import ConfigError, require, require_number
+from gbx_lightning.models import is_recurrent
 from gbx_lightning.rl import apply_sample_transforms, explained_variance, gae, ppo_loss
 
 __all__ = ["LinearAnneal", "PPOModule"]
@@ -95,6 +100,9 @@ class PPOModule(RLModule):
             require_number(name, hp[name], low=1, integer=True)
         require(hp["minibatches"] <= hp["rollout_steps"] * hp["num_envs"], "minibatches",
                 f"<= rollout_steps * num_envs = {hp['rollout_steps'] * hp['num_envs']}", hp["minibatches"])
+        if is_recurrent(factory_parts(hp["policy"])[0]):
+            require(hp["minibatches"] <= hp["num_envs"], "minibatches", f"<= num_envs = {hp['num_envs']} with a "
+                    f"recurrent policy (each minibatch is whole envs' sequences)", hp["minibatches"])
         require_number("gae_lambda", hp["gae_lambda"], low=0, high=1)
         require_number("clip_coef", hp["clip_coef"], low=0, low_open=True)
         require_number("value_clip", hp["value_clip"], low=0, low_open=True, none="null")
@@ -139,8 +147,8 @@ class PPOModule(RLModule):
         hp = self.hparams
         T, N = batch["rewards"].shape
         # 1. bootstrap: V(s') of every step's true next state (through truncations and the rollout's end), then GAE
+        next_values = self.bootstrap_values(batch)
         with torch.no_grad():
-            _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
             # 2. GAE advantages and returns, with the sample transforms around it
             rewards = apply_sample_transforms(hp.get("sample_transforms"), "rewards", batch["rewards"])
             advantages, returns = gae(rewards, batch["values"], next_values.view(T, N), batch["terminated"],
@@ -153,10 +161,20 @@ class PPOModule(RLModule):
         explained_var = explained_variance(b_values, b_returns)
         # 3-4. optimise the clipped surrogate: `epochs` shuffled passes of `minibatches` minibatches. Shuffled with the
         #    stream's generator, whose state every checkpoint holds, so a resumed run shuffles as the straight one.
+        #    A recurrent policy's minibatches are whole envs: sample t * N + e of every t for each env e picked.
+        steps = torch.arange(T, device=b_obs.device)[:, None] * N
         for _ in range(hp.epochs):
-            perm = torch.randperm(T * N, generator=self.stream.generator, device=b_obs.device)
-            for mb in perm.chunk(hp.minibatches):
-                new_logprobs, entropy, new_values = self.policy.evaluate(b_obs[mb], b_actions[mb])
+            if self.recurrent:
+                env_perm = torch.randperm(N, generator=self.stream.generator, device=b_obs.device)
+                minibatches = [(envs, (steps + envs).flatten()) for envs in env_perm.chunk(hp.minibatches)]
+            else:
+                perm = torch.randperm(T * N, generator=self.stream.generator, device=b_obs.device)
+                minibatches = [(None, mb) for mb in perm.chunk(hp.minibatches)]
+            for envs, mb in minibatches:
+                if envs is not None:   # the LSTM replays these envs' T steps: [T * len(envs)], time-major as mb
+                    new_logprobs, entropy, new_values = self.evaluate_rollout(batch, envs)
+                else:
+                    new_logprobs, entropy, new_values = self.policy.evaluate(b_obs[mb], b_actions[mb])
                 out = ppo_loss(new_logprobs, b_logprobs[mb], b_advantages[mb], new_values, b_values[mb],
                                b_returns[mb], entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
                                normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,

@@ -107,13 +107,12 @@ class REINFORCEModule(RLModule):
         with torch.no_grad():
             truncation_values = None
             if hp.bootstrap_truncated:   # V(s') completes a truncated return
-                _, next_values = self.policy(batch["final_obs"].flatten(0, 1))
-                truncation_values = next_values.view(T, N)
+                truncation_values = self.bootstrap_values(batch).view(T, N)
             returns, complete = monte_carlo_returns(batch["rewards"], batch["terminated"], batch["truncated"],
                                                     hp.gamma, truncation_values)
         # 2-3. log pi(a|s), H, V(s) with gradient; advantages and the loss summed over the steps that have a return
         returns, complete = returns.flatten(), complete.flatten()
-        logprobs, entropy, values = self.policy.evaluate(batch["obs"].flatten(0, 1), batch["actions"].flatten())
+        logprobs, entropy, values = self.evaluate_rollout(batch)
         out = reinforce_loss(logprobs, entropy, returns, complete, values if hp.baseline else None,
                              value_coef=hp.value_coef, entropy_coef=hp.entropy_coef,
                              normalize_advantages=hp.normalize_advantages, reduction="sum")

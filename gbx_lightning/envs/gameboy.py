@@ -66,6 +66,7 @@ from gbx_lightning.checks import number_problem
 from .actions import CodecName, resolve_codec
 from .base import EpisodeStats, OptionError, StateError, VecEnvBase, check_actions, check_float, check_int, resolve_device
 from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
+from .heatmap import VisitHeatmap
 from .milestones import MilestoneTracker
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
 from .pool import PoolRows, StatePool, draw_pool_slots, harvest_plan, pool_capacity, pool_state_bytes, swarm_plan
@@ -284,6 +285,8 @@ class GameBoyEnv(VecEnvBase):
         self._score = torch.zeros(n, dtype=torch.float32, device=dev)        # each env's score at the last step
         self._from_pool = torch.zeros(n, dtype=torch.bool, device=dev)       # its episode started from a pooled state
         self._swarm_clock = 0                                                # steps since reset(): swarms count them
+        # where the training envs go, for the dashboards (envs/heatmap.py); None without the task's heatmap
+        self.visit_heatmap = VisitHeatmap(task.heatmap, task.ram_map, dev) if task.heatmap is not None else None
 
         # ---- reward pipeline (envs/reward_transforms.py): the task's preset or list ---------------------
         self.reward_pipeline = build_reward_pipeline(
@@ -373,6 +376,8 @@ class GameBoyEnv(VecEnvBase):
             extra["milestones"] = self.milestones.state_dict()
         if self.state_pool is not None:
             extra["pool"] = self._pool_state()
+        if self.visit_heatmap is not None:
+            extra["heatmap"] = self.visit_heatmap.state_dict()
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "rom_sha256": self.rom_sha256,
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
                 "machines": machines, "stats": self._stats.state_dict(), **tensors,
@@ -387,6 +392,8 @@ class GameBoyEnv(VecEnvBase):
         stats = [self._stats] + ([self._trained_stats] if self._trained_stats is not None else [])
         stats = sum(t.numel() * t.element_size() for s in stats for t in (s.running_return, s.running_length))
         extras = self.milestones.state_nbytes
+        if self.visit_heatmap is not None:
+            extras += self.visit_heatmap.state_nbytes
         if self.state_pool is not None:   # the entries in use (one host read) and the per-env scores
             extras += int(self.state_pool.filled) * pool_state_bytes(self._machines[0].state_bytes_per_env,
                                                                      self.stack_k) + 9 * self.num_envs
@@ -435,6 +442,11 @@ class GameBoyEnv(VecEnvBase):
             self.milestones.load_state_dict(state.get("milestones", {}), f"{where}: milestones")
         if self.state_pool is not None:
             self._load_pool_state(state["pool"], where)
+        if self.visit_heatmap is not None:   # a state saved before the task had a heatmap: counting starts here
+            if "heatmap" in state:
+                self.visit_heatmap.load_state_dict(state["heatmap"], f"{where}: heatmap")
+            else:
+                self.visit_heatmap.counts.zero_()
         self._generator.set_state(state["generator"])
         self._stats.load_state_dict(state["stats"])
         if self._trained_stats is not None:
@@ -671,6 +683,8 @@ class GameBoyEnv(VecEnvBase):
         # truncated: they restart from the best env's state)
         pooling = self.state_pool is not None and self.training
         score, swarm = self._score, None
+        if self.visit_heatmap is not None and self.training:
+            self.visit_heatmap.update(self)
         if self.milestones:
             progress = self.milestones.update(self)
             if pooling:

@@ -78,7 +78,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     # what the parser checks against the classes' signatures: names, types, Literal values, at any depth
     (A2C, "--model.init_args.env.init_args.levle=2",
      "model.env.levle is not an option of GameBoyEnv; options: action_codec, check_action_range, cpu_threads, "
-     "frames_per_step, max_steps, release_after_frames, rom, seed, stack_k, task"),
+     "frames_per_step, max_steps, obs, release_after_frames, rom, seed, stack_k, task"),
     (PPO, "--model.policy.chanels=[8, 16]",
      "model.policy.chanels is not an option of PixelCNNPolicy; options: channels, hidden"),
     (PPO, "--model.policy.channels=[8]", "model.policy.channels must be a tuple with 2 elements, got [8]"),

@@ -144,6 +144,8 @@ class StructuredObs:
             steps = torch.arange(-r, r + 1, device=device) * s
             self.dy = steps[:, None].expand(-1, 2 * r + 1).reshape(-1)     # [(2r+1)^2], row-major
             self.dx = steps[None, :].expand(2 * r + 1, -1).reshape(-1)
+            # the largest y and x the explore item's fields hold (made once: no host-to-device copy per step)
+            self.limits = torch.tensor([(1 << w) - 1 for w in explore.widths[-2:]], device=device)
 
     @property
     def length(self) -> int:
@@ -169,7 +171,7 @@ class StructuredObs:
         cells = values[:, None, :].expand(n, g, -1).clone()                # [N, G, F]
         cells[:, :, -2] += self.dy
         cells[:, :, -1] += self.dx
-        limits = torch.tensor([(1 << w) - 1 for w in e.widths[-2:]], device=values.device)
+        limits = self.limits
         inside = ((cells[:, :, -2:] >= 0) & (cells[:, :, -2:] <= limits)).all(-1)           # [N, G]
         cells[:, :, -2:] = torch.minimum(cells[:, :, -2:].clamp(min=0), limits)
         index = cell_index(cells.reshape(n * g, -1), e.widths, e.log2_bits).reshape(n, g)

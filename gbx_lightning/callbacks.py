@@ -393,6 +393,8 @@ class AgentView(Callback):
         obs = stream.obs
         if obs.dtype != torch.uint8 or obs.dim() != 4:
             return
+        if getattr(pl_module.env, "obs_vector", 0):
+            obs = obs[:, 1:]    # the frames: GameBoyEnv's obs puts a data plane (bytes, not shades) in front
         from gbx_lightning.media import encode_png, encode_png_grey, heatmap_grey
 
         grid = observation_grid(obs, self.envs)

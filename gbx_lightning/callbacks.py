@@ -334,6 +334,8 @@ class AgentView(Callback):
 
     * Every ``image_every`` optimizer steps: ``agent/observations``, a grid of the first ``envs``
       envs' current observation stacks (``observation_grid``), at the run's env_steps.
+    * At the same steps, for a task with a ``heatmap`` (``envs/heatmap.py``): ``agent/visit_heatmap``, where the
+      training envs have stood so far (``media.heatmap_grey``).
     * After every evaluation: ``eval/clip``, env 0's evaluation episode as an animated GIF (the
       screens it saw, ``delay_cs`` hundredths of a second each), also written to
       ``clip_dir/eval_step{opt_steps:08d}.gif``.
@@ -391,11 +393,20 @@ class AgentView(Callback):
         obs = stream.obs
         if obs.dtype != torch.uint8 or obs.dim() != 4:
             return
-        from gbx_lightning.media import encode_png
+        if getattr(pl_module.env, "obs_vector", 0):
+            obs = obs[:, 1:]    # the frames: GameBoyEnv's obs puts a data plane (bytes, not shades) in front
+        from gbx_lightning.media import encode_png, encode_png_grey, heatmap_grey
 
         grid = observation_grid(obs, self.envs)
         self._write(trainer, "agent/observations", encode_png(grid, self.scale), grid.shape[0] * self.scale,
                     grid.shape[1] * self.scale, pl_module.env_steps)
+        heatmap = getattr(pl_module.env, "visit_heatmap", None)
+        image = None if heatmap is None else heatmap_grey(heatmap.counts.cpu().numpy())
+        if image is not None:
+
+            scale = max(1, 256 // max(image.shape))   # a small map drawn at least ~256 pixels wide
+            self._write(trainer, "agent/visit_heatmap", encode_png_grey(image, scale), image.shape[0] * scale,
+                        image.shape[1] * scale, pl_module.env_steps)
 
     def on_validation_end(self, trainer, pl_module) -> None:
         clip = getattr(pl_module, "last_eval_clip", None)

@@ -62,6 +62,30 @@ def encode_png(shades: np.ndarray, scale: int = 1) -> bytes:
     return buf.getvalue()
 
 
+def encode_png_grey(grey: np.ndarray, scale: int = 1) -> bytes:
+    """Encode a [H, W] uint8 array of grey levels (0 black .. 255 white) as a PNG, each pixel scale x scale:
+    images that are not Game Boy screens (the map-visit heatmap)."""
+    grey = np.asarray(grey)
+    if grey.dtype != np.uint8 or grey.ndim != 2 or 0 in grey.shape:
+        raise ValueError(f"grey: expected a non-empty uint8 [height, width] array, got {grey.dtype} {grey.shape}")
+    _check_scale(scale)
+    buf = io.BytesIO()
+    Image.fromarray(_upscale(grey, scale), "L").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def heatmap_grey(counts: np.ndarray) -> np.ndarray | None:
+    """uint8 [H, W] grey for a grid of visit counts: the bounding box of the visited cells (from 0 on both axes, so
+    a game's coordinates keep their place), log(1 + count) scaled so the most visited cell is white, unvisited
+    black. None when nothing was visited."""
+    counts = np.asarray(counts)
+    rows, cols = np.flatnonzero(counts.sum(1)), np.flatnonzero(counts.sum(0))
+    if rows.size == 0:
+        return None
+    box = np.log1p(counts[: rows[-1] + 1, : cols[-1] + 1].astype(np.float64))
+    return np.round(box * (255.0 / box.max())).astype(np.uint8)
+
+
 def save_png(path: str | os.PathLike, shades: np.ndarray, scale: int = 1) -> None:
     """Write a [H, W] shade frame (e.g. VecGameBoy.frame()[env]) to a PNG file."""
     data = encode_png(shades, scale)

@@ -28,8 +28,8 @@ import torch
 from torch import nn
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
-           "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelLSTMPolicy", "MLPLSTMPolicy", "is_recurrent",
-           "logprob_entropy", "sample_actions"]
+           "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
+           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
 
@@ -446,6 +446,55 @@ class MLPLSTMPolicy(RecurrentActorCritic):
 
     def torso(self, obs):
         return self.body(obs)
+
+
+class PixelVectorPolicy(ActorCritic):
+    """Pixels and a vector: ``PixelCNNPolicy``'s convolutions over the frames beside an MLP over the vector that a
+    GameBoyEnv's ``obs`` adds (``envs/observations.py``: RAM fields, visited cells), their features concatenated
+    into one dense layer. The observation is ``[1 + K, 72, 80]``: ``obs[:, 0]`` the data plane, its first
+    ``vector_size`` bytes the vector (scaled by 1/255), then the K frames (shades 0..3, scaled by 1/3).
+
+    Args:
+        vector_size: the vector's length, given by the module from the env (``GameBoyEnv.obs_vector``): leave it
+            out of configs.
+        channels: the two convolutions' output channels.
+        vector_hidden: the vector MLP's layers' widths (ReLU).
+        hidden: the dense layer's width.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
+                 channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256):
+        super().__init__(obs_shape, num_actions, torch.uint8)
+        _check_pixels("pixel_vector", self.obs_shape, 20)
+        plane = self.obs_shape[1] * self.obs_shape[2]
+        if self.obs_shape[0] < 2 or isinstance(vector_size, bool) or not isinstance(vector_size, int) or \
+                not 1 <= vector_size <= plane:
+            raise ValueError(f"pixel_vector policy: needs an observation with a data plane in front of the frames "
+                             f"(GameBoyEnv's obs: {{ram: [...], visited: {{...}}}}) and its vector_size in "
+                             f"1..{plane}, got obs_shape {list(self.obs_shape)} and vector_size {vector_size!r}")
+        self.vector_size = vector_size
+        c1, c2 = (int(c) for c in channels)
+        g = math.sqrt(2)
+        self.convs = nn.Sequential(
+            _init(nn.Conv2d(self.obs_shape[0] - 1, c1, 8, stride=4), g), nn.ReLU(),
+            _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
+            nn.Flatten(),
+        )
+        layers: list[nn.Module] = []
+        width = vector_size
+        for h in vector_hidden:
+            layers += [_init(nn.Linear(width, int(h)), g), nn.ReLU()]
+            width = int(h)
+        self.vector_mlp = nn.Sequential(*layers)
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, self.obs_shape[0] - 1, *self.obs_shape[1:])).shape[1]
+        self.dense = nn.Sequential(_init(nn.Linear(flat + width, int(hidden)), g), nn.ReLU())
+        self._heads(int(hidden))
+
+    def torso(self, obs):
+        frames = obs[:, 1:].float() / PIXEL_SHADES
+        vector = obs[:, 0].reshape(obs.shape[0], -1)[:, :self.vector_size].float() / 255.0
+        return self.dense(torch.cat([self.convs(frames), self.vector_mlp(vector)], 1))
 
 
 POLICY_REGISTRY: dict[str, Callable[..., ActorCritic]] = {

@@ -78,7 +78,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
     # what the parser checks against the classes' signatures: names, types, Literal values, at any depth
     (A2C, "--model.init_args.env.init_args.levle=2",
      "model.env.levle is not an option of GameBoyEnv; options: action_codec, check_action_range, cpu_threads, "
-     "frames_per_step, max_steps, release_after_frames, rom, seed, stack_k, task"),
+     "frames_per_step, max_steps, obs, release_after_frames, rom, seed, stack_k, task"),
     (PPO, "--model.policy.chanels=[8, 16]",
      "model.policy.chanels is not an option of PixelCNNPolicy; options: channels, channels_last, compile_update, hidden"),
     (PPO, "--model.policy.channels=[8]", "model.policy.channels must be a tuple with 2 elements, got [8]"),
@@ -221,3 +221,43 @@ def test_every_shipped_config_parses_in_the_class_path_layout(capsys, path):
                 GameBoyEnv.check_options(**options)
         else:
             GameBoyEnv.check_options(**options)
+
+
+# what a CPU user's first hour is: PPO fit with the pokered configs' learner measured 150 env steps/s on a loaded
+# 2-core machine (issue 26 saw ~300): the first evaluation within ~10 min there; an evaluation no longer than a
+# few minutes (its episodes' steps at most); an hour's cap.
+FIRST_EVAL_ENV_STEPS = 100_000
+EVAL_ENV_STEPS = 65_536
+RUN_ENV_STEPS = 2_000_000
+
+
+@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml", "pokered_explore_ppo.yaml"])
+def test_pokered_configs_are_sized_for_a_cpus_first_hour(name):
+    """The env steps to the first evaluation, computed from the config (evaluation every val_check_interval
+    batches; a batch is a PPO rollout, rollout_steps x num_envs, or an A2C update, update_every x num_envs), an
+    evaluation's worst case (every episode to its time limit) and the whole run: a first hour on a CPU, with
+    max_time an hour."""
+    import importlib
+    import inspect
+
+    import yaml
+
+    from gbx_lightning.safety import max_time_seconds
+    config = yaml.safe_load((ROOT / "configs" / name).read_text())
+    trainer, model = config["trainer"], config["model"]
+    module, _, cls_name = model["class_path"].rpartition(".")
+    cls = getattr(importlib.import_module(module), cls_name)
+    init = {k: p.default for k, p in inspect.signature(cls).parameters.items() if p.default is not p.empty}
+    init.update(model["init_args"])
+    ppo = cls_name == "PPOModule"
+    assert ppo or cls_name == "A2CModule"
+    per_batch = init["num_envs"] * (init["rollout_steps"] if ppo else init["update_every"])
+    first_eval = trainer["val_check_interval"] * per_batch
+    assert trainer.get("check_val_every_n_epoch") is None and first_eval <= FIRST_EVAL_ENV_STEPS, first_eval
+    episode_limit = init["env"]["init_args"]["max_steps"]
+    assert init["eval_episodes"] * episode_limit <= EVAL_ENV_STEPS
+    updates_per_batch = init["epochs"] * init["minibatches"] if ppo else 1
+    run = trainer["max_steps"] // updates_per_batch * per_batch
+    assert trainer["max_steps"] % updates_per_batch == 0 and 10 * first_eval <= run <= RUN_ENV_STEPS, run
+    assert episode_limit * init["num_envs"] * 4 <= run      # every env ends episodes in that hour
+    assert max_time_seconds(trainer["max_time"]) == 3600

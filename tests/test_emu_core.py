@@ -377,3 +377,47 @@ def test_opcode_groups_table():
     assert groups[0xCB] == cpu.G_CB and groups[0x76] == cpu.G_HALT and groups[0x00] == cpu.G_NOP
     assert [op for op in range(256) if groups[op] == cpu.G_LD_R_R] == [
         op for op in range(0x40, 0x80) if op & 7 != 6 and (op >> 3) & 7 != 6]
+
+
+# APU on, CH2's DAC on, its length 64 clocks, triggered with the length enabled (Pan Docs, Audio
+# Registers: NR21-NR24); it turns off after 64 length clocks of 2 DIV-APU events (8192 T) each,
+# 1,048,576 T-cycles: 14.9 frames.
+CH2_LENGTH = bytes([0x3E, 0x80, 0xE0, 0x26, 0x3E, 0xF0, 0xE0, 0x17, 0xAF, 0xE0, 0x16,
+                    0x3E, 0xC0, 0xE0, 0x19]) + LOOP
+
+
+def _nr52_per_frame(gb, frames: int) -> list[int]:
+    out = []
+    for _ in range(frames):
+        gb.run_frames(1)
+        out.append(gb.read_memory(0, 0xFF26, 1)[0])
+    return out
+
+
+def test_state_file_keeps_the_sound_counters(tmp_path):
+    """A state file saved while CH2's length timer runs: the loaded machine's NR52 turns CH2 off
+    at the same frame as the machine it was saved from. A version-2 file (saved before the sound
+    counters existed) still loads: its channels keep the flags they had, their timers at rest."""
+    from gbx_lightning.emu import state as S
+    from gbx_lightning.emu.savestate import rows_digest
+
+    rom = make_rom({0x100: CH2_LENGTH})
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(5)
+    gb.save_state(tmp_path / "ch2.npz")
+    rows = gb.env_rows(0)
+    want = _nr52_per_frame(gb, 14)
+    # (CH1 on since the boot ROM) CH2 on 12 frames after the trigger, off by 19
+    assert want[7] == 0xF3 and want[-1] == 0xF1
+    other = VecGameBoy(rom, 2)
+    other.load_state(tmp_path / "ch2.npz")
+    assert _nr52_per_frame(other, 14) == want
+    old = {k: v for k, v in rows.items() if k != "apu"}
+    with open(tmp_path / "v2.npz", "wb") as f:
+        np.savez_compressed(f, format=np.array("gbx_lightning.state"), version=np.array(2),
+                            rom_sha256=np.array(gb.cart.sha256), rom_title=np.array(""),
+                            rows_sha256=np.array(rows_digest(old)), **{f"row_{k}": v for k, v in old.items()})
+    other.load_state(tmp_path / "v2.npz")
+    apu = other.state_array("apu").numpy()[0]
+    assert apu[S.A_SYNC_T] == rows["r64"][S.T_NOW] and not apu[S.A_LEN1:S.A_LEN1 + 4].any()
+    assert _nr52_per_frame(other, 14) == [0xF3] * 14

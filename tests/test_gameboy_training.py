@@ -124,7 +124,7 @@ def test_tensorboard_gets_the_agent_view_and_eval_clips(trained):
         for tag in acc.Tags()["images"]:
             for image in acc.Images(tag):
                 assert image.encoded_image_string[:4] in (b"\x89PNG", b"GIF8")
-    assert {"agent/observations", "eval/clip"} <= tags
+    assert {"agent/observations", "agent/visit_heatmap", "eval/clip"} <= tags   # orchard tasks have a heatmap
     clips = sorted((runs / "gb" / "version_0" / "clips").glob("eval_step*.gif"))
     assert [c.name for c in clips] == [f"eval_step{s:08d}.gif" for s in (3, 6, 9, 12)]
     Image = pytest.importorskip("PIL.Image")

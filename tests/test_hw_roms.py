@@ -47,6 +47,10 @@ ROMS = {
     "mbc3_rtc": dict(frames=480),
     "instr_timing": dict(frames=30),
     "apu_regs": dict(frames=30),
+    "apu_length": dict(frames=60),
+    "apu_sweep": dict(frames=60),
+    "apu_wave": dict(frames=30),
+    "ei_halt": dict(frames=30),
     "lcd_off_stat": dict(frames=30),
     # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)
     "ppu_mode_timing": dict(frames=90),

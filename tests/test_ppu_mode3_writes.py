@@ -164,3 +164,39 @@ def test_fetcher_register_writes_against_gambatte(name):
 
     ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=10)
     assert not compare(ours, theirs, start=8)
+
+
+def test_state_files_keep_the_write_log_and_older_ones_load_with_it_empty(tmp_path):
+    """The log is machine state (state file version 4): this ROM's frames end mid-line (the LCD
+    went on mid-frame, so each frame ends 70224 T after the last, in line 95's mode 3, after
+    its writes), and a machine loaded from the file draws that line as the one saved would. A
+    version-3 file, from before the log, loads with it empty: the line in progress is drawn
+    whole, as those builds drew it, and the frames after it are the same."""
+    from gbx_lightning.emu.machine import VecGameBoy
+    from gbx_lightning.emu.savestate import rows_digest
+
+    rom = build_m3("bgp")
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(9)
+    gb.save_state(tmp_path / "v4.npz")
+    rows = gb.env_rows(0)
+    assert rows["ppu_log"][0] > 0        # LOG_COUNT: writes logged on the line in mode 3
+    want = []
+    for _ in range(2):
+        gb.run_frames(1, render="full")
+        want.append(gb.frame()[0].copy())
+    old = {k: v for k, v in rows.items() if k != "ppu_log"}
+    with open(tmp_path / "v3.npz", "wb") as f:
+        np.savez_compressed(f, format=np.array("gbx_lightning.state"), version=np.array(3),
+                            rom_sha256=np.array(gb.cart.sha256), rom_title=np.array(""),
+                            rows_sha256=np.array(rows_digest(old)), **{f"row_{k}": v for k, v in old.items()})
+    for name in ("v4.npz", "v3.npz"):
+        other = VecGameBoy(rom, 1)
+        other.load_state(tmp_path / name)
+        got = []
+        for _ in range(2):
+            other.run_frames(1, render="full")
+            got.append(other.frame()[0].copy())
+        if name == "v4.npz":
+            np.testing.assert_array_equal(got[0], want[0], err_msg=name)
+        np.testing.assert_array_equal(got[1], want[1], err_msg=name)

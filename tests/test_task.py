@@ -160,7 +160,7 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
         "orchard/level5, orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task "
         "fields, got 3"),
     ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, reward, step_cost, alpha, "
-                   "goal_bonus, fail_penalty, counters, ram_map, milestones, pool, requires, name"),
+                   "goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, requires, name"),
     ({"base": "orchard/level9"}, "task.base is neither a built-in task (orchard/level1, orchard/level2, "
                                  "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, "
                                  "pokered/explore) nor a task file: no file at 'orchard/level9'"),

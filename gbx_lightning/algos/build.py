@@ -163,9 +163,19 @@ def build_env(factory: EnvFactory, env_device: str, num_envs: int, trainer=None)
 
 
 def build_policy(factory: PolicyFactory, env) -> nn.Module:
-    """The policy from ``factory``, sized by ``env`` (its observation shape and number of actions)."""
+    """The policy from ``factory``, sized by ``env`` (its observation shape and number of actions; ``vector_size``
+    too where the env's observation carries a vector beside its pixels: ``obs_vector``, GameBoyEnv's ``obs``)."""
+    extra = {}
+    vector = int(getattr(env, "obs_vector", 0) or 0)
+    if vector:
+        cls, _ = factory_parts(factory)
+        if cls is not None and "vector_size" not in inspect.signature(cls).parameters:
+            raise ConfigError("model.policy", f"{cls.__name__} reads pixels only, but the env's observation carries "
+                                              f"{vector} values beside them (model.env.init_args.obs): use "
+                                              f"gbx_lightning.models.PixelVectorPolicy, or obs: null")
+        extra["vector_size"] = vector
     try:
-        return factory(tuple(env.obs_shape), int(env.num_actions))
+        return factory(tuple(env.obs_shape), int(env.num_actions), **extra)
     except _BAD_VALUE as err:  # e.g. hidden: 0, or a pixel CNN on a grid observation
         if not _is_bad_value(err):
             raise

@@ -15,6 +15,7 @@ PPU's access rules, OAM DMA bus conflicts, MBC writes, the boot ROM overlay, the
 """
 import warp as wp
 
+from .apu import apu_div_write, apu_read, apu_sync, apu_write
 from .dma import dma_blocks, dma_index, dma_source_read, dma_sync, dma_write
 from .idle import idle_polled
 from .joypad import p1_read, p1_value, p1_write
@@ -136,73 +137,33 @@ def sleep_until(ms: MachinePtr, env: int, t: wp.int64, t_end: wp.int64, wake_on_
 
 
 @wp.func(inline=False)
-def stop_enter(ms: MachinePtr, env: int, t: wp.int64):
-    """STOP: the system counter resets (DIV), which moves the timer's and the serial
-    clock's next events. Out of line: the instruction loop keeps only a call."""
+def div_reset(ms: MachinePtr, env: int, t: wp.int64):
+    """The system counter resets (a DIV write, STOP): the timer's and the serial clock's next
+    events move, and if DIV bit 4 was set its fall is a DIV-APU event."""
+    apu_div_write(ms, env, t)
     div_write(ms, env, t)
+
+
+@wp.func(inline=False)
+def stop_enter(ms: MachinePtr, env: int, t: wp.int64):
+    """STOP: the system counter resets (DIV). Out of line: the instruction loop keeps only
+    a call."""
+    div_reset(ms, env, t)
     events_sync(ms, env, t)
 
 
 @wp.func(inline=False)
 def sync_all(ms: MachinePtr, env: int, now: wp.int64):
     """Bring every peripheral's stored state up to `now` (end of a launch, IF reads), so
-    peeks and snapshots see current TIMA/LY/IF."""
+    peeks and snapshots see current TIMA/LY/IF. Not the sound unit: nothing it does raises a
+    request, and it catches up on every access to it (bus_peek's NR52 included); leaving it
+    out keeps the machine kernel's spills as they were (docs/gpu.md, Kernel footprint)."""
     m = machine(ms)
     timer_sync(ms, env, now)
     ppu_sync(ms, env, now)
     serial_sync(ms, env, now)
     dma_sync(ms, env, now)
     reschedule(ms, env)
-
-
-@wp.func
-def apu_write(ms: MachinePtr, env: int, reg: int, value: int):
-    """Sound registers as state (no audio is produced; Pan Docs, Audio Registers): NR52
-    bit 7 powers the APU; powering off clears NR10-NR51 and makes them read-only until it
-    is powered on again (wave RAM stays accessible). NR52 bits 0-3 report the channels: set
-    by a trigger (NRx4 bit 7) while the channel's DAC is on, cleared when the DAC is turned
-    off (NRx2 & $F8 = 0; NR30 bit 7 = 0) or at power off. Length/envelope timers are not
-    modelled."""
-    m = machine(ms)
-    nr52 = int(m.io[env, 0x26])
-    if reg == 0x26:
-        if (value & 0x80) == 0:
-            if (nr52 & 0x80) != 0:
-                for r in range(0x10, 0x26):
-                    m.io[env, r] = wp.uint8(0)
-            m.io[env, 0x26] = wp.uint8(0)
-        else:
-            m.io[env, 0x26] = wp.uint8(0x80 | (nr52 & 0x0F))
-    elif reg >= 0x30:
-        m.io[env, reg] = wp.uint8(value)
-    elif (nr52 & 0x80) != 0:
-        m.io[env, reg] = wp.uint8(value)
-        ch = int(-1)
-        dac_on = False
-        trigger = False
-        if reg == 0x12 or reg == 0x14:
-            ch = 0
-            dac_on = (int(m.io[env, 0x12]) & 0xF8) != 0
-            trigger = reg == 0x14 and (value & 0x80) != 0
-        elif reg == 0x17 or reg == 0x19:
-            ch = 1
-            dac_on = (int(m.io[env, 0x17]) & 0xF8) != 0
-            trigger = reg == 0x19 and (value & 0x80) != 0
-        elif reg == 0x1A or reg == 0x1E:
-            ch = 2
-            dac_on = (int(m.io[env, 0x1A]) & 0x80) != 0
-            trigger = reg == 0x1E and (value & 0x80) != 0
-        elif reg == 0x21 or reg == 0x23:
-            ch = 3
-            dac_on = (int(m.io[env, 0x21]) & 0xF8) != 0
-            trigger = reg == 0x23 and (value & 0x80) != 0
-        if ch >= 0:
-            status = nr52 & 0x0F
-            if not dac_on:
-                status = status & ((1 << ch) ^ 0x0F)
-            elif trigger:
-                status = status | (1 << ch)
-            m.io[env, 0x26] = wp.uint8(0x80 | status)
 
 
 @wp.func
@@ -226,6 +187,8 @@ def _io_load(ms: MachinePtr, env: int, reg: int, t: wp.int64) -> int:
         return stat_read(ms, env, t)
     if reg == 0x44:
         return ly_read(ms, env, t)
+    if reg >= 0x10 and reg < 0x40:
+        return apu_read(ms, env, reg, t) | int(m.io_rmask[reg])   # (NR52's channels, wave RAM)
     if reg == 0x02:
         serial_sync(ms, env, t)        # (SC's transfer bit, then the stored byte below)
     return int(m.io[env, reg]) | int(m.io_rmask[reg])
@@ -255,7 +218,7 @@ def _io_store(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> in
         sc_write(ms, env, value, t)
         return 1
     if reg == 0x04:
-        div_write(ms, env, t)
+        div_reset(ms, env, t)
         return 1
     if reg == 0x05:
         tima_write(ms, env, value, t)
@@ -283,7 +246,7 @@ def _io_store(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> in
             return 1                                    # ppu_wake; a mode-3 write its end
         return 0
     if reg >= 0x10 and reg < 0x40:
-        apu_write(ms, env, reg, value)
+        apu_write(ms, env, reg, value, t)
         return 0
     if reg == 0x50:
         if value != 0:
@@ -601,6 +564,9 @@ def bus_peek(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
             v = stat_value(ms, env, t)
         elif reg == 0x44:
             v = ly_visible(ms, env, t)
+        elif reg == 0x26:
+            apu_sync(ms, env, t)       # (the sound unit is lazy: its channel flags as of t)
+            v = int(m.io[env, reg]) | int(m.io_rmask[reg])
         else:
             v = int(m.io[env, reg]) | int(m.io_rmask[reg])
     elif addr < 0x8000:

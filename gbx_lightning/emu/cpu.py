@@ -35,8 +35,9 @@ Documented behaviours:
   requests: a VBlank ends a HALT as promptly as a run of NOPs would; bus.sleep_until). A
   request made by the end of HALT's own M-cycle counts as pending at HALT: with IME = 0 it
   does not halt and triggers the HALT bug (the next opcode fetch does not increment PC, its
-  byte is read twice); with IME = 1 it is dispatched at once with the HALT's address
-  pushed, so the HALT runs again after the handler (tests/roms/irq_timing.asm).
+  byte is read twice); with IME = 1, or right after EI (Pan Docs, halt bug), it is dispatched
+  at once with the HALT's address pushed, so the HALT runs again after the handler
+  (tests/roms/irq_timing.asm, tests/roms/ei_halt.asm).
 - STOP (machine bus): a 2-byte instruction (the byte after $10 is skipped); resets DIV and
   enters a low-power state that a joypad press (a selected P1 line falling) ends. If a
   selected line is already low it behaves as a 2-byte NOP. PPU/timer keep running
@@ -832,13 +833,15 @@ def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp
                         pend = int(hram[env, 127]) & int(io[env, 0x0F]) & 0x1F
                         if pend == 0:
                             rg[R_HALTED] = 1
-                        elif rg[R_IME] == 0:
+                        elif rg[R_IME] == 0 and rg[R_EI_PENDING] == 0:
                             rg[R_HALT_BUG] = 1
                         else:
-                            # IME=1 and a request pending: it is serviced at once, with the
-                            # HALT's own address pushed, so the HALT runs again after the
-                            # handler returns (gambatte and SameBoy agree; a game loop that
-                            # HALTs as a timer request comes then sleeps to the next one)
+                            # IME=1, or EI just before (its IME takes effect after this HALT), and
+                            # a request pending: it is serviced at once, with the HALT's own
+                            # address pushed, so the HALT runs again after the handler returns
+                            # (Pan Docs, halt bug: "ei" then "halt"; SameSuite ei_delay_halt; a
+                            # game loop that HALTs as a timer request comes then sleeps to the
+                            # next one)
                             c.pc = (c.pc - 1) & 0xFFFF
                         limit = END_RUN
                 elif g == G_STOP:

@@ -156,6 +156,7 @@ class VecGameBoy:
             r64[S.T_LINE_START] = POST_BOOT_LINE0_T - 456
             r64[S.T_PPU_EVENT] = POST_BOOT_LINE0_T
             t["vram"][:] = boot_logo_vram(self.cart.rom)
+            t["apu"][S.A_LEN1] = 64      # the boot ROM writes NR11 = $80 (length 0: 64 clocks) and triggers CH1
         else:
             r64[S.T_BOOT_MAPPED] = 1
             io[0x00] = 0xCF

@@ -247,7 +247,7 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
         col = ((st[_F_SCX] >> 3) + st[_FX]) & 31
         base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
         if st[_WIN] != 0:
-            y = st[_WIN_LINE] + st[_STARTS] - 1
+            y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
             col = st[_WIN_X]
             base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
         st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
@@ -258,7 +258,7 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
             # apart on hardware) shows in neither or both, as in gambatte
             y = (ly + st[_F_SCY]) & 255
             if st[_WIN] != 0:
-                y = st[_WIN_LINE] + st[_STARTS] - 1
+                y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
                 st[_WIN_X] = (st[_WIN_X] + 1) & 31
             row = _bg_tile_row(vr, st[_TILE], y, lcdc)
             st[_LO] = int(vr[row])

@@ -74,8 +74,12 @@ What PyBoy does not store, and the nearest consistent value chosen:
 - MBC3 RTC: the latched registers are not saved; they are set to the live counters (as
   if latched at the save). PyBoy advances the RTC by host time between save and load;
   VecGameBoy runs it on emulated time only, so it resumes where it was saved.
-- Sound: a state saved with ``sound_emulated=False`` has no sound state; its registers
-  load as they read in PyBoy then (APU off). Channel timers are not modelled here.
+- Sound: the registers, wave RAM, channel flags, length timers, CH1's sweep state and the
+  frame sequencer's step map exactly; PyBoy times its DIV-APU events from its own counter,
+  not from DIV's bit 4, so the next event's time is VecGameBoy's (DIV's) and CH3's next wave
+  RAM read is taken from PyBoy's period timer (approximate: PyBoy's sound runs behind the CPU).
+  A state saved with ``sound_emulated=False`` has no sound state; its registers load as they
+  read in PyBoy then (APU off).
 Not supported: CGB-mode states, states saved while PyBoy's boot ROM was still mapped
 (unless the VecGameBoy was built with a boot ROM), double speed.
 """
@@ -199,12 +203,14 @@ def _parse_tone(r: _Reader, ch: str) -> dict:
     d["sound_period"] = r.u16(f"{ch} period")
     d["length_enable"] = r.u8(f"{ch} length enable")
     d["enable"] = r.u8(f"{ch} enable")
-    r.take(6 * 8, f"{ch} timers")
+    d["lengthtimer"] = r.u64(f"{ch} length timer")
+    r.take(5 * 8, f"{ch} timers")
     r.take(3, f"{ch} duty flags")
     return d
 
 
-def _parse_sound(r: _Reader) -> np.ndarray:
+def _parse_sound(r: _Reader) -> tuple[np.ndarray, dict]:
+    """$FF10-$FF3F as written, and the counters the APU model keeps (raw PyBoy values)."""
     r.u64("sound buffer head")
     spf = r.u64("sound samples per frame")
     if spf > 1 << 20:
@@ -213,7 +219,9 @@ def _parse_sound(r: _Reader) -> np.ndarray:
     r.take(8, "sound cycles per sample")
     r.take((spf + 1) * 2, "sound sample buffer")
     r.u8("sound speed shift")
-    r.take(8 + 8 + 8 + 8 + 8 + 8 + 8, "sound timing")
+    r.take(8 + 8 + 8 + 8 + 8, "sound timing")
+    div_apu_counter = r.u64("DIV-APU skip counter")
+    div_apu = r.u64("DIV-APU counter")
     r.u8("APU power-on-after-DIV flag")
     poweron = r.u8("APU power")
     r.u8("sound sampling flag")
@@ -225,20 +233,27 @@ def _parse_sound(r: _Reader) -> np.ndarray:
     sweep["sweep_pace"] = r.u8("channel 1 sweep pace")
     sweep["sweep_direction"] = r.u8("channel 1 sweep direction")
     sweep["sweep_magnitude"] = r.u8("channel 1 sweep step")
-    r.take(4 * 8, "channel 1 sweep timers")
-    r.take(2, "channel 1 sweep flags")
-    r.take(8, "channel 1 sweep shadow")
+    sweep["sweeptimer"] = r.u64("channel 1 sweep timer")
+    r.take(3 * 8, "channel 1 sweep timers")
+    sweep["negate_used"] = r.u8("channel 1 sweep negate used")
+    sweep["sweepenable"] = r.u8("channel 1 sweep enable")
+    sweep["shadow"] = r.u64("channel 1 sweep shadow")
     tone = _parse_tone(r, "channel 2")
     wave_table = r.array(16, "wave RAM")
     wave = {k: r.u8(f"channel 3 {k}") for k in ("dacpow", "init_length_timer", "volreg")}
     wave["sound_period"] = r.u16("channel 3 period")
     wave["length_enable"] = r.u8("channel 3 length enable")
     wave["enable"] = r.u8("channel 3 enable")
-    r.take(4 * 8 + 1 + 8 + 1 + 1 + 8, "channel 3 timers")
+    for k in ("lengthtimer", "periodtimer", "period", "waveframe"):
+        wave[k] = r.u64(f"channel 3 {k}")
+    r.take(1 + 8 + 1, "channel 3 sample flags")
+    wave["restart_pending"] = r.u8("channel 3 restart pending")
+    r.take(8, "channel 3 sample frame")
     noise = {k: r.u8(f"channel 4 {k}") for k in (
         "init_length_timer", "envelope_volume", "envelope_direction", "envelope_pace", "clkpow",
         "regwid", "clkdiv", "length_enable", "enable")}
-    r.take(10 * 8 + 1, "channel 4 timers")
+    noise["lengthtimer"] = r.u64("channel 4 length timer")
+    r.take(9 * 8 + 1, "channel 4 timers")
 
     io = np.zeros(0x30, np.uint8)        # index = register - $FF10
 
@@ -266,7 +281,22 @@ def _parse_sound(r: _Reader) -> np.ndarray:
     status = (sweep["enable"] | tone["enable"] | wave["enable"] | noise["enable"]) & 0x0F
     io[0x16] = (poweron & 0x80) | (status if poweron & 0x80 else 0)
     io[0x20:0x30] = wave_table
-    return io
+    # PyBoy counts DIV-APU events since power-on in div_apu and runs an event after incrementing
+    # it (lengths on odd counts), so its next event runs our step div_apu % 8. Its skip counter:
+    # 2 or 5, the next event is skipped (then step 0: it set div_apu = 1); 1, the next event runs
+    # without the increment (our step (div_apu - 1) % 8).
+    step = div_apu % 8
+    if div_apu_counter in (2, 5):
+        step = -1
+    elif div_apu_counter == 1:
+        step = (div_apu - 1) % 8
+    apu = {"step": step,
+           "lengths": [min(c["lengthtimer"], 256) for c in (sweep, tone, wave, noise)],
+           "shadow": sweep["shadow"] & 0x7FF, "sweeptimer": min(sweep["sweeptimer"], 8),
+           "sweepenable": sweep["sweepenable"] & 1, "negate_used": sweep["negate_used"] & 1,
+           "wave_periodtimer": min(wave["periodtimer"], 4096), "wave_period": min(wave["period"], 4096),
+           "wave_next_pos": 1 if wave["restart_pending"] else (wave["waveframe"] + 1) % 32}
+    return io, apu
 
 
 def _cart_layout(cart) -> tuple[int, int, int]:
@@ -390,7 +420,7 @@ def parse_pyboy_state(data: bytes, cart, name: str = "<bytes>") -> PyBoyState:
     lcd["transition"] = r.u8("LCD transition")
     if lcd["ly"] > 153:
         raise PyBoyStateError(f"{name}: not a PyBoy savestate: LY is {lcd['ly']}, expected 0..153")
-    sound_io = _parse_sound(r)
+    sound_io, apu = _parse_sound(r)
     screen = np.frombuffer(r.take(144 * 160 * 5, "screen buffer"), dtype=np.uint8).reshape(
         144, 160, 5)
     screen = screen[:, :, :4].copy().view("<u4")[:, :, 0]
@@ -416,7 +446,7 @@ def parse_pyboy_state(data: bytes, cart, name: str = "<bytes>") -> PyBoyState:
     if r.pos != len(r.data):      # cannot happen: the cartridge check sized the tail
         raise PyBoyStateError(f"{name}: {len(r.data) - r.pos} unexpected trailing bytes")
     return PyBoyState(version, bootrom, cpu, dma, lcd, vram, oam, sound_io, screen, wy_activated,
-                      wram, io_ports, hram, timer, cart_state, joypad, serial, {"key0": key0})
+                      wram, io_ports, hram, timer, cart_state, joypad, serial, {"key0": key0, "apu": apu})
 
 
 # ------------------------------------------------------------------------------ mapping
@@ -612,6 +642,22 @@ def _dma_source_byte(rows: dict, cart, addr: int) -> int:
     return int(rows["wram"][(addr - 0xC000) & 0x1FFF])
 
 
+def _apu_row(st: PyBoyState, t_now: int, apu: np.ndarray) -> None:
+    """The APU model's counters (emu/apu.py) from PyBoy's: the frame sequencer's next step, the
+    length timers, CH1's sweep, CH3's next wave RAM read (at PyBoy's period timer)."""
+    a = st.extra.get("apu")
+    if a is None:
+        return
+    apu[S.A_SYNC_T] = t_now
+    apu[S.A_STEP] = a["step"]
+    apu[S.A_LEN1:S.A_LEN1 + 4] = a["lengths"]
+    apu[S.A_SHADOW], apu[S.A_SWEEP_TIMER] = a["shadow"], a["sweeptimer"]
+    apu[S.A_SWEEP_ON], apu[S.A_NEG_USED] = a["sweepenable"], a["negate_used"]
+    apu[S.A_WAVE_PERIOD] = max(2, a["wave_period"])
+    apu[S.A_WAVE_T] = t_now + max(0, a["wave_periodtimer"])
+    apu[S.A_WAVE_POS] = a["wave_next_pos"]
+
+
 def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
     """One env's state arrays (VecGameBoy's per-env layout) for the parsed state."""
     cart = gb.cart
@@ -655,6 +701,7 @@ def machine_rows(st: PyBoyState, gb, name: str = "<bytes>") -> dict:
     io[0x00] = 0xC0 | (int(st.io_ports[0]) & 0x30)
     io[0x0F] = cpu["if"] & 0x1F
     io[0x10:0x40] = st.sound_io
+    _apu_row(st, t_now, rows["apu"])
     lcd = st.lcd
     io[0x40], io[0x41], io[0x42], io[0x43] = lcd["lcdc"], lcd["stat"] & 0x78, lcd["scy"], lcd["scx"]
     io[0x45], io[0x47], io[0x48], io[0x49] = lcd["lyc"], lcd["bgp"], lcd["obp0"], lcd["obp1"]

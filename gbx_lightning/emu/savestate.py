@@ -11,7 +11,10 @@ import numpy as np
 import warp as wp
 
 STATE_FILE_FORMAT = "gbx_lightning.state"
-STATE_FILE_VERSION = 2   # 2: the rows' sha256 (rows_sha256) is stored and checked
+STATE_FILE_VERSION = 4   # 2: the rows' sha256 (rows_sha256) is stored and checked; 3: the APU's counters;
+                         # 4: the PPU's mode-3 write log (ppu_log)
+STATE_FILE_VERSIONS_READ = (2, 3, 4)   # a version-2 file has no "apu" row: its counters start from the file's
+                                       # time; before 4 no "ppu_log": empty (no line in mode 3 has writes)
 
 
 @wp.kernel(enable_backward=False)
@@ -119,16 +122,20 @@ def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type
         raise StateFileError(f"{path}: not a gbx_lightning state file (format {fmt!r}, expected "
                              f"{STATE_FILE_FORMAT!r}); a PyBoy savestate loads with load_pyboy_state")
     version = int(data.get("version", -1))
-    if version != STATE_FILE_VERSION:
-        raise StateFileError(f"{path}: state file version {version}, this build reads version "
-                             f"{STATE_FILE_VERSION}")
+    if version not in STATE_FILE_VERSIONS_READ:
+        raise StateFileError(f"{path}: state file version {version}, this build reads versions "
+                             f"{', '.join(map(str, STATE_FILE_VERSIONS_READ))}")
     theirs = str(data.get("rom_sha256", ""))
     if theirs != rom_sha256:
         raise StateFileError(f"{path}: the state was saved for another ROM (sha256 {theirs[:12]}..., "
                              f"{str(data.get('rom_title', ''))!r}), the loaded ROM has {rom_sha256[:12]}...")
     rows = {}
+    missing = {}
     for name, shape, dt in layout:
         arr = data.get(f"row_{name}")
+        if arr is None and ((name == "apu" and version == 2) or (name == "ppu_log" and version < 4)):
+            missing[name] = (shape, dt)
+            continue
         if arr is None or arr.shape != shape or arr.dtype != np.dtype(dt):
             got = "missing" if arr is None else f"{arr.dtype} {arr.shape}"
             raise StateFileError(f"{path}: machine field {name!r} must be {np.dtype(dt)} {shape}, got {got}")
@@ -136,6 +143,10 @@ def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type
     if str(data.get("rows_sha256", "")) != rows_digest(rows):
         raise StateFileError(f"{path}: the machine fields were changed after the state was saved (their sha256 "
                              f"does not match the one saved with them)")
+    if "apu" not in rows:
+        rows["apu"] = apu_row_from(rows)
+    if "ppu_log" in missing:
+        rows["ppu_log"] = np.zeros(*missing["ppu_log"])
     check_clock_words(rows, path)
     return rows
 
@@ -151,6 +162,17 @@ def rows_digest(rows: dict[str, np.ndarray]) -> str:
         h.update(f"{name}:{arr.dtype.str}:{arr.shape};".encode())
         h.update(arr.tobytes())
     return h.hexdigest()
+
+
+def apu_row_from(rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The APU counters of a machine saved before they existed (state file version 2): current at its CPU
+    time, length timers and sweep at rest (emu/apu.py)."""
+    from . import state as S
+
+    apu = np.zeros(S.NUM_APU, np.int64)
+    apu[S.A_SYNC_T] = int(rows["r64"][int(S.T_NOW)])
+    apu[S.A_WAVE_PERIOD] = 4096
+    return apu
 
 
 MAX_TIME = 1 << 52   # T-cycles: ~34 years of emulated time, far beyond any state a machine reaches
@@ -176,6 +198,12 @@ def check_clock_words(rows: dict[str, np.ndarray], where: str) -> None:
     for slot, value in enumerate(r64.tolist()):
         if slot not in hashes and value != int(S.NEVER) and not -MAX_TIME <= value <= MAX_TIME:
             problems.append(f"r64[{slot}] = {value}")
+    apu = rows["apu"].astype(np.int64)
+    for slot in (S.A_SYNC_T, S.A_WAVE_T):
+        if not -MAX_TIME <= int(apu[int(slot)]) <= MAX_TIME:
+            problems.append(f"apu[{int(slot)}] = {int(apu[int(slot)])}")
+    if not -1 <= int(apu[int(S.A_STEP)]) <= 7 or not 0 <= int(apu[int(S.A_WAVE_PERIOD)]) <= 4096:
+        problems.append(f"APU step {int(apu[int(S.A_STEP)])}, wave period {int(apu[int(S.A_WAVE_PERIOD)])}")
     ly = int(r32[int(S.R_LY)])
     if not 0 <= ly <= 153:
         problems.append(f"LY {ly}")

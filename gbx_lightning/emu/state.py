@@ -104,6 +104,22 @@ def check_slot_map() -> None:
 
 check_slot_map()
 
+# int64 words of the sound unit, apu[env, A_*] (emu/apu.py: what each one means and when it is current).
+A_SYNC_T = wp.constant(0)        # the frame sequencer and length timers are current up to this time
+A_STEP = wp.constant(1)          # the step the next DIV-APU event runs (0-7); -1: that event is skipped
+A_LEN1 = wp.constant(2)          # length timers of CH1..CH4: clocks left until the channel turns off
+A_LEN2 = wp.constant(3)
+A_LEN3 = wp.constant(4)
+A_LEN4 = wp.constant(5)
+A_SHADOW = wp.constant(6)        # CH1 sweep: shadow period, timer (sweep clocks to the next iteration),
+A_SWEEP_TIMER = wp.constant(7)   #   enabled flag, a negate-mode calculation made since the trigger
+A_SWEEP_ON = wp.constant(8)
+A_NEG_USED = wp.constant(9)
+A_WAVE_T = wp.constant(10)       # CH3: the time of one wave RAM read (fetch), the sample index it read,
+A_WAVE_POS = wp.constant(11)     #   and the T-cycles between reads from then on
+A_WAVE_PERIOD = wp.constant(12)
+NUM_APU = 16
+
 NEVER = wp.constant(wp.int64(1 << 62))
 PPU_LOG_WORDS = 48   # the mode-3 write log per env (ppu_dots.py: 8 words, then up to 40 writes)
 FRAME_CYCLES = 70224
@@ -172,6 +188,7 @@ class Machine:
     flat_mode: int                         # 1: flat RAM bus, no I/O, no events (SM83 cases)
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
     idle_skip: int                         # 1: skip the iterations of idle loops (emu/idle.py)
+    apu: wp.array2d(dtype=wp.int64)        # [N, NUM_APU] the sound unit's counters (emu/apu.py, A_*)
     ppu_log: wp.array2d(dtype=wp.int32)    # [N,48] the PPU register writes of the current mode 3 (ppu_dots.py)
 
 
@@ -248,5 +265,6 @@ def per_env_layout(cart_ram_bytes: int, mbc_regs: int) -> list[tuple[str, tuple,
         ("serial", (SERIAL_CAP_PY,), np.uint8),
         ("frame", (144, 160), np.uint8),
         ("obs", (72, 80), np.uint8),
+        ("apu", (NUM_APU,), np.int64),
         ("ppu_log", (PPU_LOG_WORDS,), np.int32),   # (appended: older layouts lack it) ppu_dots.py
     ]

@@ -9,6 +9,8 @@ One step = one action per env, turned into a button mask by the action codec
 of ``frames_per_step`` frames, all envs in one kernel launch (one per CPU core on a CPU).
 The observation is the last ``stack_k`` step-end screens, uint8 ``[N, K, 72, 80]``, shades
 0..3, newest last, rendered by the kernel at 2x2 subsampling (``obs[y, x] = frame[2y, 2x]``).
+With ``obs`` (``envs/observations.py``) a data plane goes in front, ``[N, 1 + K, 72, 80]``: named RAM
+fields and a grid of the visited cells around the player, ``obs_vector`` bytes of it.
 
 Episodes and rewards. An episode starts from one of the task's start states and ends:
   * terminated, success: the screen matched the task's goal template for its ``k_consecutive``
@@ -18,7 +20,7 @@ Episodes and rewards. An episode starts from one of the task's start states and 
   * truncated: ``max_steps`` steps passed (bootstrap through it; never both).
 The reward is the task's list of reward items (``envs/reward_transforms.py``; the preset ``goal``:
 step_cost + alpha * (prev_dist - dist) + goal_bonus * success + fail_penalty * failure); the
-policy sees only pixels. ``info["episode_return"]`` is the game return (the sum of the terms,
+policy sees pixels (and, with ``obs``, the data plane). ``info["episode_return"]`` is the game return (the sum of the terms,
 before any transform); with a transform, ``info["trained_return"]`` is the return of the rewards
 ``step`` returned. Each of the task's counters adds ``info[name]``: its increase over the episode.
 
@@ -66,7 +68,9 @@ from gbx_lightning.checks import number_problem
 from .actions import CodecName, resolve_codec
 from .base import EpisodeStats, OptionError, StateError, VecEnvBase, check_actions, check_float, check_int, resolve_device
 from .goal import REWARD_DEFAULTS, GoalTemplate, load_goal
+from .heatmap import VisitHeatmap
 from .milestones import MilestoneTracker
+from .observations import ObsFields, StructuredObs, check_obs
 from .pixels import WORDS_PER_FRAME, compose_stacks, template_distance
 from .pool import PoolRows, StatePool, draw_pool_slots, harvest_plan, pool_capacity, pool_state_bytes, swarm_plan
 from .reward_transforms import RewardContext, build_reward_pipeline
@@ -114,6 +118,9 @@ class GameBoyEnv(VecEnvBase):
         max_steps: truncation (time limit) in steps.
         cpu_threads: CPU shards (one launch thread each); None = every core this process may use.
         check_action_range: on CUDA, also check action ranges on the host (a sync per step).
+        obs: what the observation adds beside the pixels (``envs/observations.py``): ``ram``, a list of the
+            task's RAM map fields, and ``visited``, ``{radius, stride}``, a grid of the task's explore item's
+            cells around the player; a data plane in front of the frames. None: pixels only.
     """
 
     obs_dtype = torch.uint8
@@ -164,6 +171,7 @@ class GameBoyEnv(VecEnvBase):
         except (RomError, FileNotFoundError, TypeError) as err:
             raise OptionError(rom_option, f"is not a ROM we can run: {err}") from None
         check_task(task, cart, name)
+        check_obs(opts["obs"], task.reward, task.ram_map)
         if task.pool is not None and isinstance(opts["stack_k"], int):
             machine = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for _, shape, dt in
                           S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec()))))
@@ -177,7 +185,8 @@ class GameBoyEnv(VecEnvBase):
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", *, rom: str | None = None,
                  task: str | TaskFields | None = None, seed: int = 0, frames_per_step: int = 24,
                  release_after_frames: int = 8, stack_k: int = 4, action_codec: CodecName | list[str] = "dpad_ab_start_noop",
-                 max_steps: int = 1000, cpu_threads: int | None = None, check_action_range: bool = False):
+                 max_steps: int = 1000, cpu_threads: int | None = None, check_action_range: bool = False,
+                 obs: ObsFields | None = None):
         # ---- options and task, all checked before any kernel work (check_options: one place for every check) ----
         options = {k: v for k, v in locals().items() if k not in ("self", "__class__", "num_envs", "device")}
         problem = number_problem(num_envs, low=1, integer=True)
@@ -191,7 +200,10 @@ class GameBoyEnv(VecEnvBase):
         self.check_action_range = bool(check_action_range)
         self.action_names, masks = resolve_codec(action_codec)
         self.num_actions = len(masks)
-        self.obs_shape = (self.stack_k, 72, 80)
+        self._frames_shape = (self.stack_k, 72, 80)
+        self._obs_layout = check_obs(obs, task.reward, task.ram_map)
+        self.obs_vector = 0 if self._obs_layout is None else self._obs_layout.length
+        self.obs_shape = self._frames_shape if self._obs_layout is None else (1 + self.stack_k, 72, 80)
 
         # ---- the templates and the values they default (REWARD_DEFAULTS < the PNG's JSON < the task) ------------
         self.goal = load_goal(task.goal.path, field="task.goal") if task.goal is not None else None
@@ -284,15 +296,22 @@ class GameBoyEnv(VecEnvBase):
         self._score = torch.zeros(n, dtype=torch.float32, device=dev)        # each env's score at the last step
         self._from_pool = torch.zeros(n, dtype=torch.bool, device=dev)       # its episode started from a pooled state
         self._swarm_clock = 0                                                # steps since reset(): swarms count them
+        # where the training envs go, for the dashboards (envs/heatmap.py); None without the task's heatmap
+        self.visit_heatmap = VisitHeatmap(task.heatmap, task.ram_map, dev) if task.heatmap is not None else None
 
         # ---- reward pipeline (envs/reward_transforms.py): the task's preset or list ---------------------
         self.reward_pipeline = build_reward_pipeline(
             task.reward, n, dev, {"step_cost": self.step_cost, "alpha": self.alpha, "goal_bonus": self.goal_bonus,
                                   "fail_penalty": self.fail_penalty}, ram_map=task.ram_map)
+        self._observer = None
+        if self._obs_layout is not None:
+            index = self._obs_layout.explore_index
+            self._observer = StructuredObs(self._obs_layout, None if index is None else
+                                           self.reward_pipeline.items[index][1], dev)
 
         # ---- episode state --------------------------------------------------------------------------
         self._generator = torch.Generator(device=dev)
-        self._stack = torch.zeros((n, *self.obs_shape), dtype=torch.uint8, device=dev)
+        self._stack = torch.zeros((n, *self._frames_shape), dtype=torch.uint8, device=dev)
         self._prev_dist = torch.zeros(n, device=dev)
         self._hits = torch.zeros(n, dtype=torch.int32, device=dev)
         self._fail_hits = torch.zeros(n, dtype=torch.int32, device=dev)
@@ -336,7 +355,7 @@ class GameBoyEnv(VecEnvBase):
             self.reward_pipeline.reset()
             self.reward_pipeline.sync(self)
             self._reset_mask.zero_()
-        return self._stack
+        return self.observe()
 
     def step(self, actions: torch.Tensor):
         """One step of every env (auto-reset where an episode ended); returns fresh tensors (see VecEnv)."""
@@ -373,6 +392,8 @@ class GameBoyEnv(VecEnvBase):
             extra["milestones"] = self.milestones.state_dict()
         if self.state_pool is not None:
             extra["pool"] = self._pool_state()
+        if self.visit_heatmap is not None:
+            extra["heatmap"] = self.visit_heatmap.state_dict()
         return {"version": _STATE_VERSION, "num_envs": self.num_envs, "rom_sha256": self.rom_sha256,
                 "stack_k": self.stack_k, "seed": self._seed, "generator": self._generator.get_state(),
                 "machines": machines, "stats": self._stats.state_dict(), **tensors,
@@ -387,6 +408,8 @@ class GameBoyEnv(VecEnvBase):
         stats = [self._stats] + ([self._trained_stats] if self._trained_stats is not None else [])
         stats = sum(t.numel() * t.element_size() for s in stats for t in (s.running_return, s.running_length))
         extras = self.milestones.state_nbytes
+        if self.visit_heatmap is not None:
+            extras += self.visit_heatmap.state_nbytes
         if self.state_pool is not None:   # the entries in use (one host read) and the per-env scores
             extras += int(self.state_pool.filled) * pool_state_bytes(self._machines[0].state_bytes_per_env,
                                                                      self.stack_k) + 9 * self.num_envs
@@ -435,6 +458,11 @@ class GameBoyEnv(VecEnvBase):
             self.milestones.load_state_dict(state.get("milestones", {}), f"{where}: milestones")
         if self.state_pool is not None:
             self._load_pool_state(state["pool"], where)
+        if self.visit_heatmap is not None:   # a state saved before the task had a heatmap: counting starts here
+            if "heatmap" in state:
+                self.visit_heatmap.load_state_dict(state["heatmap"], f"{where}: heatmap")
+            else:
+                self.visit_heatmap.counts.zero_()
         self._generator.set_state(state["generator"])
         self._stats.load_state_dict(state["stats"])
         if self._trained_stats is not None:
@@ -507,8 +535,14 @@ class GameBoyEnv(VecEnvBase):
 
     # ------------------------------------------------------------------ extras
     def observe(self) -> torch.Tensor:
-        """The current observation stack (e.g. after load_state_dict)."""
-        return self._stack
+        """The current observation (e.g. after load_state_dict): the frame stack, behind the data plane with
+        ``obs``."""
+        if self._observer is None:
+            return self._stack
+        return self._with_data(self._observer.vector(self), self._stack)
+
+    def _with_data(self, vector: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        return torch.cat([StructuredObs.plane(vector), frames], 1)
 
     def invalid_action_count(self) -> int:
         """Actions outside 0..num_actions-1 seen since construction (they pressed nothing). Syncs the host."""
@@ -671,6 +705,8 @@ class GameBoyEnv(VecEnvBase):
         # truncated: they restart from the best env's state)
         pooling = self.state_pool is not None and self.training
         score, swarm = self._score, None
+        if self.visit_heatmap is not None and self.training:
+            self.visit_heatmap.update(self)
         if self.milestones:
             progress = self.milestones.update(self)
             if pooling:
@@ -682,6 +718,8 @@ class GameBoyEnv(VecEnvBase):
                     swarm = swarm_plan(score, ~terminated, swarm_cfg.fraction, self._generator)
                     truncated = truncated | (swarm[1] & ~terminated)
 
+        # the data plane of the final observations: this step's RAM, the cells as the explore item is about to mark them
+        final_vector = self._observer.vector(self, mark_current=True) if self._observer is not None else None
         # the reward, from this step's screens and RAM (before the ended envs are reset): trained on, and the game's
         reward, game_reward = self.reward_pipeline(RewardContext(self, terminated, truncated, success, failed, dist,
                                                                  self._prev_dist))
@@ -711,7 +749,7 @@ class GameBoyEnv(VecEnvBase):
         self._draw_slots(from_pool=pooling)
         if swarm is not None:
             self._slots.copy_(torch.where(swarm[1], self._cache.num_envs - 1, self._slots.long()))
-        final_obs = torch.empty((n, *self.obs_shape), dtype=torch.uint8, device=dev)
+        final_obs = torch.empty((n, *self._frames_shape), dtype=torch.uint8, device=dev)
         obs = torch.empty_like(final_obs)
         words = [wp.from_torch(t.view(torch.int64).reshape(n, -1)) for t in (self._stack, final_obs, obs)]
         chunk = 1 if dev.type == "cuda" else words[0].shape[1]
@@ -737,6 +775,9 @@ class GameBoyEnv(VecEnvBase):
                 self.state_pool.swarmed += swarm[1].sum()
         self.reward_pipeline.sync(self)
         self._stack = obs
+        if self._observer is not None:
+            final_obs = self._with_data(final_vector, final_obs)
+            obs = self._with_data(self._observer.vector(self), obs)
         info["final_obs"] = final_obs
         return obs, reward, terminated, truncated, info
 

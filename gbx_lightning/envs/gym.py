@@ -57,7 +57,9 @@ class GymVectorEnv(VectorEnv):
         self.tensors = bool(tensors)
         self.num_envs = env.num_envs
         if env.obs_dtype == torch.uint8:
-            high = 3 if hasattr(env, "rom_sha256") else 255     # Game Boy shades 0..3
+            high = np.full(env.obs_shape, 3 if hasattr(env, "rom_sha256") else 255, np.uint8)  # Game Boy shades 0..3
+            if getattr(env, "obs_vector", 0):
+                high[0] = 255       # GameBoyEnv's obs: the data plane in front of the frames holds bytes
             self.single_observation_space = spaces.Box(0, high, env.obs_shape, np.uint8)
         else:
             self.single_observation_space = spaces.Box(-np.inf, np.inf, env.obs_shape, np.float32)

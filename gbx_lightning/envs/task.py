@@ -68,6 +68,7 @@ from gbx_lightning.roms import available_roms, available_tasks, task_path
 
 from .base import OptionError
 from .goal import GoalError, load_goal
+from .heatmap import check_heatmap
 from .ram_map import RamMap, load_ram_map, resolve_field
 from .reward_transforms import PRESETS, WRAM, RewardSpecError, check_reward_spec
 
@@ -160,6 +161,17 @@ class Pool:
 
 
 @dataclass
+class Heatmap:
+    """A map-visit heatmap for the dashboards (``envs/heatmap.py``): visits counted at each (``y``, ``x``) of
+    the RAM map's fields, over all training envs, drawn as the image ``agent/visit_heatmap``; with ``map``, only
+    where that field equals ``map_value`` (one map of a game with many)."""
+    y: str | int
+    x: str | int
+    map: str | int | None = None
+    map_value: int = 0
+
+
+@dataclass
 class Task:
     """A game's task (module docstring): start recipe, goal/fail templates, reward, counters."""
     rom: str | None = None
@@ -175,6 +187,7 @@ class Task:
     ram_map: RamMap | None = None
     milestones: list[Milestone] = field(default_factory=list)
     pool: Pool | None = None
+    heatmap: Heatmap | None = None
     requires: list[str] = field(default_factory=list)
     name: str = ""        # a label for logs and repr (a built-in task's name, a file's path)
 
@@ -202,6 +215,7 @@ TemplateFields = _fields_of(Template, "A template's fields (over the base's temp
 CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
                           required=("name",))
 MilestoneFields = _fields_of(Milestone, "A milestone's fields (name and kind required).", required=("name", "kind"))
+HeatmapFields = _fields_of(Heatmap, "A heatmap's fields (y and x required).", required=("y", "x"))
 SwarmFields = _fields_of(Swarm, "Swarm's fields (the rest: Swarm's defaults).")
 PoolFields = _fields_of(Pool, "A state pool's fields (score required).", required=("score",),
                         replace={"score": dict[str, float], "swarm": Union[SwarmFields, None]})
@@ -211,7 +225,7 @@ TaskFields = _fields_of(Task, "A task as a mapping of its fields (module docstri
                                  "fail": Union[str, TemplateFields, None], "counters": list[CounterFields],
                                  # a built-in map's name, a RAM map file, or one inline (ram_map.py checks it)
                                  "ram_map": Union[str, dict, None], "milestones": list[MilestoneFields],
-                                 "pool": Union[PoolFields, None]},
+                                 "pool": Union[PoolFields, None], "heatmap": Union[HeatmapFields, None]},
                         extra={"base": str})   # a built-in task name or a task file
 
 
@@ -312,6 +326,8 @@ def _from_mapping(data: Mapping, where: str, base_dir: Path | None) -> Task:
             value = load_ram_map(value, at, base_dir)
         elif key == "pool":
             value = _pool(value, at)
+        elif key == "heatmap":
+            value = None if value is None else _merge(Heatmap, None, value, at, None)
         elif key == "rom" and isinstance(value, str) and base_dir is not None and value not in available_roms():
             value = _beside(base_dir, value)
         setattr(task, key, value)
@@ -439,6 +455,10 @@ def _check_values(task: Task, where: str) -> None:
     _check_counters(task.counters, f"{where}.counters", task.ram_map)
     _check_milestones(task.milestones, f"{where}.milestones", task.ram_map, [c.name for c in task.counters])
     _check_pool(task.pool, f"{where}.pool", [m.name for m in task.milestones])
+    if task.heatmap is not None:
+        if not isinstance(task.heatmap, Heatmap):
+            raise OptionError(f"{where}.heatmap", f"must be a mapping of y, x (RAM map fields), got {_short(task.heatmap)}")
+        check_heatmap(task.heatmap, task.ram_map, f"{where}.heatmap")
     _check_requires(task, where)
     reward = task.reward
     try:

@@ -1,0 +1,70 @@
+"""Where the envs go: a map-visit heatmap for the dashboards, counted on the device from the task's RAM map.
+
+A task with ``heatmap: {y: FIELD, x: FIELD}`` (optionally ``map: FIELD, map_value: V`` to count one map of a
+game with many, e.g. Pokemon Red's wCurMap) gets a counts grid [2**bits(y), 2**bits(x)]: at every step's end
+each training env adds one at the (y, x) it stands on. AgentView draws it as the image ``agent/visit_heatmap``
+every ``image_every`` optimizer steps (``media.heatmap_grey``: log-scaled grey, cropped to the cells visited). The
+counts are one tensor per env object (rank 0's envs under DDP), kept in the env's checkpoints so a resumed run
+continues the same picture. One scatter-add per step, no host sync; the image is the one host read.
+"""
+from __future__ import annotations
+
+import torch
+
+from .base import OptionError, StateError
+from .ram_map import FieldReader, RamField, RamMap, resolve_field
+
+__all__ = ["VisitHeatmap", "check_heatmap", "MAX_AXIS_BITS"]
+
+MAX_AXIS_BITS = 10     # a field of up to 10 bits per axis: at most a 1024 x 1024 grid (8 MB of int64 counts)
+
+
+def check_heatmap(spec, ram_map: RamMap | None, where: str = "task.heatmap") -> dict[str, RamField | None]:
+    """The heatmap's fields (y, x, map) from the RAM map; OptionError naming the first bad one."""
+    fields = {}
+    for axis in ("y", "x"):
+        f = fields[axis] = resolve_field(ram_map, getattr(spec, axis), f"{where}.{axis}")
+        if f.count != 1 or f.bits > MAX_AXIS_BITS:
+            raise OptionError(f"{where}.{axis}", f"must be one number of at most {MAX_AXIS_BITS} bits per env (a grid "
+                                                 f"coordinate), got {f.describe()}")
+    fields["map"] = None if spec.map is None else resolve_field(ram_map, spec.map, f"{where}.map")
+    if fields["map"] is not None and fields["map"].count != 1:
+        raise OptionError(f"{where}.map", f"must be one number per env, got {fields['map'].describe()}")
+    if isinstance(spec.map_value, bool) or not isinstance(spec.map_value, int) or spec.map_value < 0:
+        raise OptionError(f"{where}.map_value", f"must be an int >= 0, got {spec.map_value!r}")
+    return fields
+
+
+class VisitHeatmap:
+    """The counts grid of a task's ``heatmap`` (module docstring) for the envs of one env object."""
+
+    def __init__(self, spec, ram_map: RamMap | None, device: torch.device):
+        fields = check_heatmap(spec, ram_map)
+        self.readers = [FieldReader(fields["y"], device), FieldReader(fields["x"], device)]
+        self.map_reader = None if fields["map"] is None else FieldReader(fields["map"], device)
+        self.map_value = int(spec.map_value)
+        self.width = 1 << fields["x"].bits
+        self.counts = torch.zeros((1 << fields["y"].bits, self.width), dtype=torch.int64, device=device)
+
+    def update(self, env) -> None:
+        """One visit at every env's (y, x) now (only where ``map`` equals ``map_value``, when given)."""
+        y, x = self.readers[0](env)[:, 0], self.readers[1](env)[:, 0]
+        ones = torch.ones_like(y)
+        if self.map_reader is not None:
+            ones = (self.map_reader(env)[:, 0] == self.map_value).to(torch.int64)
+        self.counts.view(-1).index_add_(0, y * self.width + x, ones)
+
+    def state_dict(self) -> dict:
+        return {"counts": self.counts.cpu().clone()}
+
+    def load_state_dict(self, state: dict, where: str) -> None:
+        counts = state.get("counts")
+        if not isinstance(counts, torch.Tensor) or counts.shape != self.counts.shape:
+            shape = None if not isinstance(counts, torch.Tensor) else tuple(counts.shape)
+            raise StateError(f"{where}: counts must be a tensor of shape {tuple(self.counts.shape)} (this task's "
+                             f"heatmap), got {shape}")
+        self.counts.copy_(counts.to(self.counts.device))
+
+    @property
+    def state_nbytes(self) -> int:
+        return self.counts.numel() * self.counts.element_size()

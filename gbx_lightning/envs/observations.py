@@ -1,0 +1,190 @@
+"""Structured observations: named RAM fields and a visited-cells grid beside the pixels (``GameBoyEnv``'s ``obs``).
+
+    obs:
+      ram: [player_y, player_x, seeds_left]    # fields of the task's RAM map (or WRAM addresses: one byte each)
+      visited: {radius: 2, stride: 8}          # the explore item's cells around the player: a 5 x 5 grid
+
+Pixels only (``obs: null``, the default) is unchanged: ``[K, 72, 80]``. With ``obs`` the observation gains one
+plane in front, the *data plane*: ``obs[:, 0]`` (uint8 ``[72, 80]``, read row-major as 5,760 bytes) holds a
+vector, and the frames follow (``obs[:, 1:]``, the newest last, as before). The vector, in order:
+
+  * each ``ram`` field's numbers (its ``count``), each as ``size`` bytes, little endian, of the value
+    ``FieldReader`` decodes (big-endian and BCD fields decoded; a one-byte field is the byte ``read_ram`` reads);
+  * with ``visited``, ``(2r + 1)**2`` bytes, row-major from ``(dy, dx) = (-r, -r)`` to ``(r, r)``: 255 where the
+    cell ``(y + dy * stride, x + dx * stride)`` (the other fields as they are now) is one the task's ``explore``
+    reward item has marked in this episode, else 0 (also 0 outside the fields' range). ``y, x``: the explore
+    item's last two fields (Pokemon Red's ``[map, y, x]``, orchard's ``[player_y, player_x]``); the middle
+    byte, the player's own cell, is always 255. It is what the item pays for, so it can be hashed like it;
+  * zeros to the end of the plane.
+
+``GameBoyEnv.obs_vector`` is the vector's length (0 for pixels only); the module hands it to a policy that takes
+``vector_size`` (``models.PixelVectorPolicy``: a CNN over the frames beside an MLP over the vector).
+
+None of it is env state: it is read from the machines' RAM and the explore item's bitset (both in checkpoints)
+each time an observation is made, on the device for every env at once, so a restored env observes what the saved
+one did and a pixels-only env's checkpoints are what they were.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypedDict
+
+import torch
+
+from .base import OptionError
+from .ram_map import FieldReader, RamField, RamMap, resolve_field
+from .rewards import cell_index
+
+__all__ = ["DATA_PLANE_BYTES", "ObsFields", "ObsLayout", "StructuredObs", "VisitedFields", "check_obs"]
+
+DATA_PLANE_BYTES = 72 * 80   # one frame plane
+MAX_RADIUS = 15              # a 31 x 31 grid at most
+VISITED = 255
+
+
+class VisitedFields(TypedDict, total=False):
+    """The visited-cells grid: ``radius`` cells each side of the player's (0..15), ``stride`` the fields' units
+    from one cell to the next (1: tiles; orchard's coordinates are pixels, 8 a tile)."""
+    radius: int
+    stride: int
+
+
+class ObsFields(TypedDict, total=False):
+    """What ``obs`` adds beside the pixels (module docstring): RAM map fields, the visited-cells grid."""
+    ram: list[str | int]
+    visited: VisitedFields | None
+
+
+@dataclass(frozen=True)
+class ObsLayout:
+    """A checked ``obs``: the fields, the grid (radius None: none) and where the explore item is in the reward."""
+    fields: tuple[RamField, ...]
+    radius: int | None
+    stride: int
+    explore_index: int | None   # the explore item's index in the task's reward list
+
+    @property
+    def grid(self) -> int:
+        return 0 if self.radius is None else (2 * self.radius + 1) ** 2
+
+    @property
+    def length(self) -> int:
+        return sum(f.count * f.size for f in self.fields) + self.grid
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _int_in(where: str, value, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or high is not None and value > high:
+        span = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise OptionError(where, f"must be an int {span}, got {_short(value)}")
+    return value
+
+
+def check_obs(spec, reward, ram_map: RamMap | None) -> ObsLayout | None:
+    """The layout of ``spec`` (the env's ``obs`` option) for a task's ``reward`` list and ``ram_map``; None for
+    pixels only. OptionError("obs.<field>", ...) names the first problem."""
+    if spec is None:
+        return None
+    if not isinstance(spec, Mapping):
+        raise OptionError("obs", f"must be a mapping (ram: [fields], visited: {{radius: r}}) or null (pixels only), "
+                                 f"got {_short(spec)}")
+    unknown = sorted(set(spec) - set(ObsFields.__annotations__), key=str)
+    if unknown:
+        raise OptionError(f"obs.{unknown[0]}", f"is not a field of obs; fields: {', '.join(ObsFields.__annotations__)}")
+    refs = spec.get("ram") or []
+    if not isinstance(refs, (list, tuple)):
+        raise OptionError("obs.ram", f"must be a list of RAM map field names (or WRAM addresses), got {_short(refs)}")
+    fields = tuple(resolve_field(ram_map, ref, f"obs.ram[{i}]") for i, ref in enumerate(refs))
+    visited = spec.get("visited")
+    radius, stride, explore_index = None, 1, None
+    if visited is not None:
+        if not isinstance(visited, Mapping):
+            raise OptionError("obs.visited", f"must be a mapping (radius, stride) or null, got {_short(visited)}")
+        unknown = sorted(set(visited) - set(VisitedFields.__annotations__), key=str)
+        if unknown:
+            raise OptionError(f"obs.visited.{unknown[0]}", f"is not a field of visited; fields: radius, stride")
+        radius = _int_in("obs.visited.radius", visited.get("radius", 2), 0, MAX_RADIUS)
+        stride = _int_in("obs.visited.stride", visited.get("stride", 1), 1)
+        items = reward if isinstance(reward, (list, tuple)) else []
+        explore_index = next((i for i, item in enumerate(items) if isinstance(item, Mapping) and
+                              item.get("name") == "explore"), None)
+        if explore_index is None:
+            raise OptionError("obs.visited", "needs an explore item in the task's reward (its fields' last two are the "
+                                             "player's y and x; e.g. {name: explore, fields: [map, y, x]}): the "
+                                             "grid shows the cells it has marked")
+        if len(items[explore_index].get("fields") or []) < 2:
+            raise OptionError("obs.visited", f"needs the task's explore item (reward[{explore_index}]) to have at "
+                                             f"least two fields, the player's y and x last")
+    if not fields and radius is None:
+        raise OptionError("obs", "adds nothing: give ram (a list of RAM map fields) or visited, or obs: null for "
+                                 "pixels only")
+    layout = ObsLayout(fields, radius, stride, explore_index)
+    if layout.length > DATA_PLANE_BYTES:
+        raise OptionError("obs", f"needs {layout.length} bytes, more than the data plane's {DATA_PLANE_BYTES} "
+                                 f"(72 x 80): fewer or smaller ram fields, or a smaller visited radius")
+    return layout
+
+
+class StructuredObs:
+    """The data plane of ``layout`` for every env (module docstring); ``explore``: the task's explore item
+    (``ram_rewards.Explore``, its bitset read, never written) when the layout has a grid."""
+
+    def __init__(self, layout: ObsLayout, explore, device: torch.device):
+        self.layout = layout
+        self.readers = [FieldReader(f, device) for f in layout.fields]
+        self.shifts = [8 * torch.arange(f.size, device=device) for f in layout.fields]
+        self.explore = explore
+        if layout.radius is not None:
+            r, s = layout.radius, layout.stride
+            steps = torch.arange(-r, r + 1, device=device) * s
+            self.dy = steps[:, None].expand(-1, 2 * r + 1).reshape(-1)     # [(2r+1)^2], row-major
+            self.dx = steps[None, :].expand(2 * r + 1, -1).reshape(-1)
+            # the largest y and x the explore item's fields hold (made once: no host-to-device copy per step)
+            self.limits = torch.tensor([(1 << w) - 1 for w in explore.widths[-2:]], device=device)
+
+    @property
+    def length(self) -> int:
+        return self.layout.length
+
+    def vector(self, env, mark_current: bool = False) -> torch.Tensor:
+        """uint8 [N, length] from the env's RAM now and the explore item's bitset. ``mark_current``: as the bitset
+        will be once the explore item has marked the cells the envs stand on (a step's final observation, read
+        before the item marks them and forgets the episodes that ended)."""
+        parts = []
+        for reader, shifts in zip(self.readers, self.shifts):
+            values = reader(env)                                           # int64 [N, count]
+            parts.append(((values[:, :, None] >> shifts) & 0xFF).reshape(values.shape[0], -1))
+        if self.layout.radius is not None:
+            parts.append(self.visited_grid(env, mark_current))
+        return torch.cat(parts, 1).to(torch.uint8)
+
+    def visited_grid(self, env, mark_current: bool = False) -> torch.Tensor:
+        """int64 [N, (2r+1)^2]: 255 where the cell at each offset from the player's is marked, else 0."""
+        e = self.explore
+        values = torch.stack([r(env)[:, 0] for r in e.readers], 1)         # int64 [N, F]
+        n, g = values.shape[0], self.dy.shape[0]
+        cells = values[:, None, :].expand(n, g, -1).clone()                # [N, G, F]
+        cells[:, :, -2] += self.dy
+        cells[:, :, -1] += self.dx
+        limits = self.limits
+        inside = ((cells[:, :, -2:] >= 0) & (cells[:, :, -2:] <= limits)).all(-1)           # [N, G]
+        cells[:, :, -2:] = torch.minimum(cells[:, :, -2:].clamp(min=0), limits)
+        index = cell_index(cells.reshape(n * g, -1), e.widths, e.log2_bits).reshape(n, g)
+        marked = ((e.visited.gather(1, index >> 6) >> (index & 63)) & 1).bool()
+        if mark_current:
+            here = cell_index(values, e.widths, e.log2_bits)
+            marked = marked | (index == here[:, None])
+        return torch.where(marked & inside, VISITED, 0)
+
+    @staticmethod
+    def plane(vector: torch.Tensor) -> torch.Tensor:
+        """uint8 [N, 1, 72, 80]: the vector, then zeros."""
+        n = vector.shape[0]
+        out = torch.zeros((n, DATA_PLANE_BYTES), dtype=torch.uint8, device=vector.device)
+        out[:, :vector.shape[1]] = vector
+        return out.view(n, 1, 72, 80)

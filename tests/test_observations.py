@@ -1,0 +1,178 @@
+"""Structured observations (envs/observations.py, GameBoyEnv's obs; models.PixelVectorPolicy) with known answers
+on orchard: the RAM fields in the data plane are the bytes read_ram reads; the visited grid on level 1's scripted
+route marks exactly the tiles the route has stood on (positions from the game's rules), the final observation of
+the step that clears the level included; the frames are the pixels-only env's; exact resume; one-line refusals."""
+
+import io
+
+import pytest
+import torch
+
+from gbx_lightning.cli import main
+from gbx_lightning.envs import GameBoyEnv
+from gbx_lightning.envs.base import OptionError
+from gbx_lightning.models import PixelVectorPolicy
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+NOOP, R, L, U, D = range(5)   # the dpad_noop codec
+EXPLORE = {"name": "explore", "fields": ["player_y", "player_x"], "weight": 0.01}
+# Level 1 (tests/test_ram_rewards.py): the player starts on tile (col 10, row 7), pixels (x, y) = 8 * tile; an
+# unblocked action moves 2 tiles (16 pixels). The route's positions after each step, (y, x) in pixels:
+LEVEL1_ROUTE = [U, D, D, U, L, L, R, R, R]
+START = (56, 80)
+POSITIONS = [(40, 80), (56, 80), (72, 80), (56, 80), (56, 64), (56, 56), (56, 72), (56, 88), (56, 104)]
+# (the 6th L is stopped by the wall at column 7; the 9th step eats the last seed: LEVEL CLEAR ends the episode)
+
+
+def _env(n=1, obs=None, task="orchard/level1", reward=(EXPLORE,), **kw):
+    spec = {"base": task, "reward": [{"name": "step_cost"}, *reward]}
+    return GameBoyEnv(n, task=spec, action_codec="dpad_noop", cpu_threads=1, obs=obs, **kw)
+
+
+def _vector(obs, length):
+    return obs[:, 0].reshape(obs.shape[0], -1)[:, :length]
+
+
+def _grid(visited, here, radius, stride):
+    """The expected grid, by hand: 255 where (y + dy * stride, x + dx * stride) was stood on this episode."""
+    y, x = here
+    return [255 if (y + dy * stride, x + dx * stride) in visited else 0
+            for dy in range(-radius, radius + 1) for dx in range(-radius, radius + 1)]
+
+
+def test_the_visited_grid_marks_exactly_the_tiles_of_the_scripted_route():
+    """Radius 2, stride 16 (one move): after every step of level 1's route the grid around the player is 255 on
+    the positions stood on so far (the start included) and 0 elsewhere; the step that clears the level shows it
+    in final_obs, and the next episode's first observation only its start (the middle)."""
+    radius, stride = 2, 16
+    env = _env(obs={"ram": ["player_y", "player_x"], "visited": {"radius": radius, "stride": stride}})
+    assert env.obs_shape == (5, 72, 80) and env.obs_vector == 2 + 25
+    obs = env.reset(seed=0)
+    assert _vector(obs, 27)[0].tolist() == [*START, *_grid({START}, START, radius, stride)]
+    visited = {START}
+    for t, (action, here) in enumerate(zip(LEVEL1_ROUTE, POSITIONS)):
+        obs, _, terminated, truncated, info = env.step(torch.tensor([action], dtype=torch.int32))
+        visited.add(here)
+        expected = [*here, *_grid(visited, here, radius, stride)]
+        assert _vector(info["final_obs"], 27)[0].tolist() == expected, f"step {t + 1}"
+        if t + 1 < len(LEVEL1_ROUTE):
+            assert not terminated.any() and torch.equal(obs, info["final_obs"])
+    assert terminated.tolist() == [True]
+    # the grid by hand at the end: (56, 72) and (56, 88) are one move left, (56, 104) - 32 = (56, 72) two
+    assert _grid(visited, POSITIONS[-1], radius, stride)[10:15] == [255, 255, 255, 0, 0]
+    assert _vector(obs, 27)[0].tolist() == [*START, *_grid({START}, START, radius, stride)]
+
+
+def test_ram_fields_in_the_data_plane_are_the_bytes_read_ram_reads():
+    """Level 3, 3 envs, random actions (beetles, seeds, deaths): each step's data plane holds player_y, player_x,
+    seeds_left (one byte each), frame_count (2 bytes, little endian), score (2 BCD bytes: its value in binary,
+    little endian) and then zeros; the frames behind it are the pixels-only env's, step for step."""
+    fields = ["player_y", "player_x", "seeds_left", "frame_count", "score"]
+    with_ram = _env(3, obs={"ram": fields}, task="orchard/level3", reward=(), max_steps=12)
+    pixels = _env(3, task="orchard/level3", reward=(), max_steps=12)
+    assert with_ram.obs_vector == 7 and with_ram.obs_shape == (5, 72, 80) and pixels.obs_shape == (4, 72, 80)
+    gen = torch.Generator().manual_seed(3)
+    obs, plain = with_ram.reset(seed=1), pixels.reset(seed=1)
+    scores = set()
+    for t in range(30):
+        ram = with_ram.read_ram(0xC100, 0x20).long()
+        y, x, left, fc_lo, fc_hi, s_lo, s_hi = (ram[:, i] for i in (8, 7, 6, 11, 12, 4, 5))
+        score = 10 * (s_lo >> 4) + (s_lo & 15) + 100 * (10 * (s_hi >> 4) + (s_hi & 15))
+        scores.update(score.tolist())
+        expected = torch.stack([y, x, left, fc_lo, fc_hi, score & 255, score >> 8], 1)
+        assert torch.equal(_vector(obs, 7).long(), expected), f"step {t}"
+        assert not obs[:, 0].reshape(3, -1)[:, 7:].any()
+        assert torch.equal(obs[:, 1:], plain)
+        actions = torch.randint(0, 5, (3,), generator=gen, dtype=torch.int32)
+        obs, reward, terminated, truncated, info = with_ram.step(actions)
+        plain, plain_reward, _, _, plain_info = pixels.step(actions)
+        assert torch.equal(reward, plain_reward) and torch.equal(info["final_obs"][:, 1:], plain_info["final_obs"])
+    assert max(scores) > 0       # a seed was eaten: the BCD score was read nonzero
+
+
+def test_a_restored_env_observes_and_continues_as_the_saved_one():
+    """Level 2, 4 envs, episodes of 7 steps: after a state_dict round trip (through torch.save) the new env's
+    observe() is the saved env's observation, and the next 20 steps give the same observations and rewards; the
+    data plane is no env state (the same keys as a pixels-only env's checkpoint)."""
+    obs_spec = {"ram": ["player_y", "player_x", "score"], "visited": {"radius": 3, "stride": 8}}
+    gen = torch.Generator().manual_seed(7)
+    actions = [torch.randint(0, 5, (4,), generator=gen, dtype=torch.int32) for _ in range(32)]
+    first = _env(4, obs=obs_spec, task="orchard/level2", max_steps=7)
+    for a in actions[:12]:
+        first.step(a)
+    buffer = io.BytesIO()
+    torch.save(first.state_dict(), buffer)
+    before = first.observe()
+    after = [first.step(a) for a in actions[12:]]
+    second = _env(4, obs=obs_spec, task="orchard/level2", max_steps=7)
+    buffer.seek(0)
+    second.load_state_dict(torch.load(buffer, weights_only=True))
+    assert torch.equal(second.observe(), before)
+    for (o1, r1, te1, tr1, i1), a in zip(after, actions[12:]):
+        o2, r2, te2, tr2, i2 = second.step(a)
+        assert torch.equal(o1, o2) and torch.equal(r1, r2) and torch.equal(i1["final_obs"], i2["final_obs"])
+    assert any(bool(te.any() or tr.any()) for _, _, te, tr, _ in after)   # episodes ended in between
+    pixels = _env(4, task="orchard/level2", max_steps=7)
+    assert sorted(pixels.state_dict()) == sorted(second.state_dict())
+
+
+@pytest.mark.parametrize("obs, message", [
+    ({"ram": ["nope"]}, "obs.ram[0] is not a field of the task's RAM map (orchard): 'nope'; fields: game_state, "),
+    ({"visited": {"radius": 2}}, "obs.visited needs an explore item in the task's reward"),
+    ({}, "obs adds nothing: give ram (a list of RAM map fields) or visited, or obs: null for pixels only"),
+    ({"visited": {"radius": 16}}, "obs.visited.radius must be an int in [0, 15], got 16"),
+    ({"visited": {"stride": 0}}, "obs.visited.stride must be an int >= 1, got 0"),
+    ({"ram": ["maze"] * 12}, "obs needs 6144 bytes, more than the data plane's 5760 (72 x 80)"),
+])
+def test_bad_obs_is_a_one_line_error_naming_the_field(obs, message):
+    reward = [] if obs.get("visited", {}).get("radius") == 2 else [EXPLORE]
+    with pytest.raises(OptionError) as err:
+        GameBoyEnv.check_options(task={"base": "orchard/level1", "reward": [{"name": "step_cost"}, *reward]},
+                                 obs=obs)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_pixel_vector_policy_reads_the_vector_and_the_frames():
+    """The vector's bytes change the output, bytes past vector_size do not; the frames do; a pixels-only
+    observation (or no vector_size) is refused in one line."""
+    torch.manual_seed(0)
+    policy = PixelVectorPolicy((3, 72, 80), 5, vector_size=10)
+    obs = torch.randint(0, 4, (2, 3, 72, 80), dtype=torch.uint8)
+    obs[:, 0] = 0
+    logits, value = policy(obs)
+    assert logits.shape == (2, 5) and value.shape == (2,)
+    past = obs.clone()
+    past[:, 0, 5, :] = 200                       # bytes 400..479: past the vector
+    assert torch.equal(policy(past)[0], logits)
+    inside = obs.clone()
+    inside[:, 0, 0, 3] = 200
+    assert not torch.equal(policy(inside)[0], logits)
+    frames = obs.clone()
+    frames[:, 2] = 3 - frames[:, 2]
+    assert not torch.equal(policy(frames)[0], logits)
+    with pytest.raises(ValueError, match=r"^pixel_vector policy: needs an observation with a data plane"):
+        PixelVectorPolicy((3, 72, 80), 5)
+
+
+def test_fit_from_yaml_with_obs_and_the_pixel_vector_policy(tmp_path, capsys):
+    """From the command line: obs in the env's init_args, PixelVectorPolicy sized by the module (vector_size from
+    the env); a pixels-only policy with obs is refused in one line naming model.policy."""
+    config = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "configs" / "ppo.yaml")
+    task = "--model.env.task={base: orchard/level1, reward: [{name: step_cost}, {name: explore, fields: [player_y, " \
+           "player_x], weight: 0.01}]}"
+    obs = "--model.env.obs={ram: [player_y, player_x, seeds_left], visited: {radius: 2, stride: 16}}"
+    small = ["--model.num_envs=4", "--model.rollout_steps=8", "--trainer.max_steps=16", "--model.eval_episodes=4",
+             "--trainer.val_check_interval=1", "--runs_dir", str(tmp_path), "--progress_refresh=0"]
+    code = main(["fit", "--config", config, task, obs, *small])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "config error: model.policy PixelCNNPolicy reads pixels only, but the env's observation carries 28 values "
+        "beside them (model.env.init_args.obs): use gbx_lightning.models.PixelVectorPolicy, or obs: null")
+    code = main(["fit", "--config", config, task, obs, "--model.policy=gbx_lightning.models.PixelVectorPolicy",
+                 *small])
+    assert code == 0
+    (last,) = tmp_path.glob("ppo/version_*/checkpoints/last.ckpt")
+    weights = torch.load(last, weights_only=False)["state_dict"]
+    assert weights["policy.vector_mlp.0.weight"].shape == (64, 28)       # vector_size 3 + 25, from the env
+    assert weights["policy.convs.0.weight"].shape[1] == 1                # stack_k frames: the data plane apart

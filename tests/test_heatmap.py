@@ -33,17 +33,17 @@ def _walk(env, steps, seed=0, expected=None) -> int:
             done = (terminated | truncated).tolist()
             ends += sum(done)
             for y, x, d in zip(env.read_ram(PLAYER_Y)[:, 0].tolist(), env.read_ram(PLAYER_X)[:, 0].tolist(), done):
-                expected[y, x] += 0 if d else 1
+                expected[y // 8, x // 8] += 0 if d else 1     # orchard's heatmap: cell 8 (8x8-pixel tiles)
     return ends
 
 
 def test_visits_are_the_coordinates_read_from_ram_after_each_step():
-    """Orchard's level tasks declare heatmap {y: player_y, x: player_x}; 30 steps of 4 envs (episodes end at 12 steps
+    """Orchard's level tasks declare heatmap {y: player_y, x: player_x, cell: 8} (a 32 x 32 grid); 30 steps of 4 envs (episodes end at 12 steps
     and restart) put 120 visits where RAM says the players stood (at an episode's last step: where it ended, which
     RAM no longer shows); an evaluation env counts nothing."""
     env = _env()
-    assert env.visit_heatmap.counts.shape == (256, 256) and int(env.visit_heatmap.counts.sum()) == 0
-    expected = torch.zeros(256, 256, dtype=torch.int64)
+    assert env.visit_heatmap.counts.shape == (32, 32) and int(env.visit_heatmap.counts.sum()) == 0
+    expected = torch.zeros(32, 32, dtype=torch.int64)
     ends = _walk(env, 30, expected=expected)
     counts = env.visit_heatmap.counts
     assert ends >= 8 and int(counts.sum()) == 120 and int((counts > 0).sum()) > 4     # the players moved
@@ -55,13 +55,15 @@ def test_visits_are_the_coordinates_read_from_ram_after_each_step():
 
 
 def test_the_map_filter_counts_only_that_map():
-    """map: level (wLevel, 2 on level 3) - map_value 2 counts every visit, map_value 0 none."""
+    """map: level (wLevel, 2 on level 3) - map_value 2 counts every visit, map_value 0 none; cell 1 (the default):
+    a grid of 256 x 256 pixel coordinates."""
     assert int(_env(2).read_ram(LEVEL)[0, 0]) == 2
     on = _env(2, heatmap={"y": "player_y", "x": "player_x", "map": "level", "map_value": 2})
     off = _env(2, heatmap={"y": "player_y", "x": "player_x", "map": "level", "map_value": 0})
     _walk(on, 6)
     _walk(off, 6)
     assert int(on.visit_heatmap.counts.sum()) == 12 and int(off.visit_heatmap.counts.sum()) == 0
+    assert on.visit_heatmap.counts.shape == (256, 256)
 
 
 def test_a_task_without_a_heatmap_has_none():
@@ -75,7 +77,7 @@ def test_the_counts_resume_exactly():
     first = _env()
     _walk(first, 10)
     state = first.state_dict()
-    assert state["heatmap"]["counts"].shape == (256, 256)
+    assert state["heatmap"]["counts"].shape == (32, 32)
     _walk(first, 10, seed=1)
     second = _env()
     second.load_state_dict(state)
@@ -91,6 +93,7 @@ def test_the_counts_resume_exactly():
     ({"y": "player_y", "x": "hazard_x"}, "task.heatmap.x", "one number"),                # 4 numbers
     ({"y": "player_y", "x": "nope"}, "task.heatmap.x", "is not a field"),
     ({"y": "player_y", "x": "player_x", "map_value": -1}, "task.heatmap.map_value", "int >= 0"),
+    ({"y": "player_y", "x": "player_x", "cell": 0}, "task.heatmap.cell", "int >= 1"),
     ({"y": "player_y"}, "task.heatmap.x", "required"),
     ({"y": "player_y", "x": "player_x", "colour": 1}, "task.heatmap.colour", "not a field of Heatmap"),
 ])

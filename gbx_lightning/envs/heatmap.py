@@ -1,7 +1,8 @@
 """Where the envs go: a map-visit heatmap for the dashboards, counted on the device from the task's RAM map.
 
 A task with ``heatmap: {y: FIELD, x: FIELD}`` (optionally ``map: FIELD, map_value: V`` to count one map of a
-game with many, e.g. Pokemon Red's wCurMap) gets a counts grid [2**bits(y), 2**bits(x)]: at every step's end
+game with many, e.g. Pokemon Red's wCurMap; ``cell: C`` to count C x C coordinates as one cell) gets a counts grid
+[2**bits(y) / C, 2**bits(x) / C]: at every step's end
 each training env adds one at the (y, x) it stands on. AgentView draws it as the image ``agent/visit_heatmap``
 every ``image_every`` optimizer steps (``media.heatmap_grey``: log-scaled grey, cropped to the cells visited). The
 counts are one tensor per env object (rank 0's envs under DDP), kept in the env's checkpoints so a resumed run
@@ -30,8 +31,10 @@ def check_heatmap(spec, ram_map: RamMap | None, where: str = "task.heatmap") -> 
     fields["map"] = None if spec.map is None else resolve_field(ram_map, spec.map, f"{where}.map")
     if fields["map"] is not None and fields["map"].count != 1:
         raise OptionError(f"{where}.map", f"must be one number per env, got {fields['map'].describe()}")
-    if isinstance(spec.map_value, bool) or not isinstance(spec.map_value, int) or spec.map_value < 0:
-        raise OptionError(f"{where}.map_value", f"must be an int >= 0, got {spec.map_value!r}")
+    for name in ("map_value", "cell"):
+        value, low = getattr(spec, name), 0 if name == "map_value" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise OptionError(f"{where}.{name}", f"must be an int >= {low}, got {value!r}")
     return fields
 
 
@@ -43,12 +46,13 @@ class VisitHeatmap:
         self.readers = [FieldReader(fields["y"], device), FieldReader(fields["x"], device)]
         self.map_reader = None if fields["map"] is None else FieldReader(fields["map"], device)
         self.map_value = int(spec.map_value)
-        self.width = 1 << fields["x"].bits
-        self.counts = torch.zeros((1 << fields["y"].bits, self.width), dtype=torch.int64, device=device)
+        self.cell = int(spec.cell)
+        height, self.width = (-(-(1 << fields[a].bits) // self.cell) for a in ("y", "x"))
+        self.counts = torch.zeros((height, self.width), dtype=torch.int64, device=device)
 
     def update(self, env) -> None:
         """One visit at every env's (y, x) now (only where ``map`` equals ``map_value``, when given)."""
-        y, x = self.readers[0](env)[:, 0], self.readers[1](env)[:, 0]
+        y, x = self.readers[0](env)[:, 0] // self.cell, self.readers[1](env)[:, 0] // self.cell
         ones = torch.ones_like(y)
         if self.map_reader is not None:
             ones = (self.map_reader(env)[:, 0] == self.map_value).to(torch.int64)

@@ -164,11 +164,13 @@ class Pool:
 class Heatmap:
     """A map-visit heatmap for the dashboards (``envs/heatmap.py``): visits counted at each (``y``, ``x``) of
     the RAM map's fields, over all training envs, drawn as the image ``agent/visit_heatmap``; with ``map``, only
-    where that field equals ``map_value`` (one map of a game with many)."""
+    where that field equals ``map_value`` (one map of a game with many). ``cell``: coordinates per grid cell (8 for
+    pixel coordinates on 8x8 tiles)."""
     y: str | int
     x: str | int
     map: str | int | None = None
     map_value: int = 0
+    cell: int = 1
 
 
 @dataclass

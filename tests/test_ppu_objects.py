@@ -41,22 +41,25 @@ def _ref_selection(oam: np.ndarray, ly: int, lcdc: int) -> list[int]:
 def _ref_penalty(oam: np.ndarray, sel: list[int], scx: int, win_start: int) -> int:
     """6 dots per object with X < 168; the first object (smallest offset, then OAM
     order) whose leftmost pixel lies in a given BG/window tile adds 5 - offset (>= 0);
-    the objects at X = 0 add 5 once between them."""
+    objects at X = 0 lie in the BG tile left of the screen (offset SCX mod 8) and add
+    min(SCX mod 8, 5) once between them (so one alone costs 11 whatever SCX: SameBoy
+    issue 293, measured on hardware; ppu_dots.dots_line's pipeline gives the same)."""
     objs = []
+    x0 = 0
     for i in sel:
         x = int(oam[4 * i + 1])
         if x >= 168:
             continue
         sx = x - 8
         if x == 0:
-            objs.append((("x0", 0), 0))
-        elif sx >= win_start:
+            x0 = min(scx & 7, 5)
+        if sx >= win_start:
             p = sx - win_start
             objs.append((("win", p >> 3), p & 7))
         else:
             p = sx + (scx & 7) + 8
             objs.append((("bg", p >> 3), p & 7))
-    dots = 0
+    dots = x0
     for j, (key, off) in enumerate(objs):
         dots += 6
         first = all(not (k == key and (o < off or (o == off and m < j)))

@@ -487,9 +487,9 @@ def test_env_state_over_the_cap_is_left_out_and_the_resume_says_so(tmp_path):
     stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
     plan = ckpt["gbx_env_state"]
     assert stream["env"] is None and stream["obs"] is None and stream["env_state"] == plan
-    # per env: the machine (50,233 B), the 2-frame stack, 6 int32/f32 episode counters, running return and length;
+    # per env: the machine (50,425 B), the 2-frame stack, 6 int32/f32 episode counters, running return and length;
     # plus the reset generator's state and the task's visit heatmap (32 x 32 int64 counts) once
-    per_env = 50233 + 2 * 72 * 80 + 6 * 4 + 2 * 4
+    per_env = 50425 + 2 * 72 * 80 + 6 * 4 + 2 * 4
     assert plan == {"saved": False, "bytes": 3 * per_env + torch.Generator().get_state().numel() + 32 * 32 * 8,
                     "num_envs": 3,
                     "max_bytes": int(0.1 * (1 << 20))}

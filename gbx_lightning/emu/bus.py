@@ -241,9 +241,9 @@ def _io_store(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> in
         dma_write(ms, env, value, t)
         return 1
     if reg >= 0x41 and reg <= 0x4B:
-        ppu_reg_write(ms, env, reg, value, t)
-        if reg == 0x41 or reg == 0x45:     # STAT and LYC move the STAT line and ppu_wake
-            return 1
+        moved = ppu_reg_write(ms, env, reg, value, t)
+        if reg == 0x41 or reg == 0x45 or moved != 0:   # STAT and LYC move the STAT line and
+            return 1                                    # ppu_wake; a mode-3 write its end
         return 0
     if reg >= 0x10 and reg < 0x40:
         apu_write(ms, env, reg, value, t)

@@ -6,7 +6,10 @@ before any PPU register, VRAM/OAM slow-path access, IF read, IE write or OAM DMA
 and at the stops bus.ppu_wake schedules (where a PPU interrupt the CPU could take is
 requested), so mid-frame register writes land between the right lines. Each visible
 line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
-registers of that moment. A catch-up takes a visible line that lies wholly before `now`
+registers of that moment; a line whose LCDC, SCY, SCX, BGP, OBP0/1, WY or WX the CPU
+writes during its mode 3 is drawn dot by dot instead, from the logged writes, and a
+write that moves its last pixel moves mode 3's end with it (``_mode3_write``,
+ppu_dots.py; built for the CPU only: ppu_dots.dots_compiled). A catch-up takes a visible line that lies wholly before `now`
 in one step when no STAT source is enabled (nothing can observe its four events apart).
 
 Times are T-cycles on the CPU's clock; the CPU's M-cycles start at multiples of 4. The
@@ -82,6 +85,7 @@ import warp as wp
 
 from .dma import dma_sync
 from .interrupts import raise_if
+from .ppu_dots import LOG_COUNT, PIPE_START_T, dots_compiled, log_mode3_write, mode3_end_logged, ppu_log_row
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
                      window_visible)
@@ -337,6 +341,15 @@ def _mode3_end(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, ly: int, t:
     mode = r32[R_RENDER_NOW]
     if warmup != 0:
         mode = RENDER_NONE
+    if scan == 0 and dots_compiled() != 0 and ppu_log_row(ms, env)[LOG_COUNT] != 0:
+        # registers were written during this mode 3: the line dot by dot (ppu_dots.py). Not
+        # on ppu_sync's whole-line catch-up (scan = 1): a write in mode 3 syncs the PPU into
+        # it, so a logged line's end always comes through _advance (and the check costs ~5%
+        # of a frame there with nothing drawn: tools/ab_emu.py on orchard)
+        r32[R_WIN_LINE] = r32[R_WIN_LINE] + mode3_end_logged(ms, env, ly, mode, t)
+        if warmup != 0:
+            blank_scanline(env, ly, 0, m.frame, m.obs, r32[R_RENDER_NOW])
+        return
     lcdc = int(io[0x40])
     selected = wp.uint64(0)
     if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
@@ -449,8 +462,12 @@ def lcdc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
     # The LY=LYC comparator stops with the LCD: STAT bit 2 keeps the value it had as the
     # LCD went off (DMG; gambatte agrees, and games such as Mr. Do! rely on it).
     coincidence = (stat_value(ms, env, t) >> 2) & 1
+    if (old & value & 0x80) != 0:
+        _mode3_write(ms, env, 0x40, value, t)
     m.io[env, 0x40] = wp.uint8(value)
     if (old & 0x80) != 0 and (value & 0x80) == 0:      # LCD off: blank screen
+        if dots_compiled() != 0:
+            ppu_log_row(ms, env)[LOG_COUNT] = 0        # (a line in mode 3 is not finished)
         m.r32[env, R_LCD_OFF_COINCIDENCE] = coincidence
         m.r32[env, R_LY] = 0
         m.r32[env, R_PPU_MODE] = 0
@@ -555,11 +572,35 @@ def ly_read(ms: MachinePtr, env: int, t: wp.int64) -> int:
 
 
 @wp.func
-def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
+def _mode3_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> int:
+    """A write to LCDC, SCY, SCX, BGP, OBP0/1, WY or WX in the M-cycle at t (the PPU synced to t,
+    the register not yet written): during mode 3 it is logged for the line's dot-by-dot drawing
+    (ppu_dots.py), and if it moves the line's last pixel, mode 3's end (the mode-0 event) moves
+    with it. Returns 1 if the event moved."""
+    m = machine(ms)
+    moved = 0
+    if dots_compiled() != 0 and m.r32[env, R_PPU_MODE] == 3 and (int(m.io[env, 0x40]) & 0x80) != 0:
+        last = log_mode3_write(ms, env, m.r32[env, R_LY], reg, value, t)
+        if last >= 0:
+            ls = m.r64[env, T_LINE_START]
+            end = ls + wp.int64(PIPE_START_T + last)
+            if end != m.r64[env, T_PPU_EVENT]:
+                m.r64[env, T_PPU_EVENT] = end
+                m.r32[env, R_MODE3_LEN] = int(end - ls) - MODE3_START_T
+                moved = 1
+    return moved
+
+
+@wp.func
+def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -> int:
     """STAT (writable bits 3-6), LYC, scroll, palettes, window: sync first so the change
-    lands between the right lines, then re-evaluate the STAT line."""
+    lands between the right lines, then re-evaluate the STAT line. A write during mode 3 is
+    logged (_mode3_write). Returns 1 if it moved mode 3's end."""
     m = machine(ms)
     ppu_sync(ms, env, t)
+    moved = int(0)
+    if reg != 0x41 and reg != 0x44 and reg != 0x45:
+        moved = _mode3_write(ms, env, reg, value, t)
     if reg == 0x41:
         # DMG quirk: for one cycle STAT acts as if every source were enabled
         line = _stat_line(ms, env, 0xF8)
@@ -572,6 +613,7 @@ def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
     if reg == 0x4A:
         _wy_check(ms, env)
     stat_update(ms, env, t)
+    return moved
 
 
 @wp.func

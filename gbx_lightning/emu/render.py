@@ -541,6 +541,14 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
             shades[k] = blank
     if selected != wp.uint64(0):
         _draw_objects(vram_env, oam_env, bits_at, ly, lcdc, obp0, obp1, selected, line, shades_at)
+    store_line(shades_at, frame_row, obs_row, ly, render_mode)
+
+
+@wp.func
+def store_line(shades_at: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, ly: int, render_mode: int):
+    """A finished line's shades (words 1..20 of the 22 at shades_at: x = 0..159) into frame_row
+    (RENDER_FULL) and, on even lines, their even pixels into obs_row."""
+    shades = wp.array(ptr=shades_at, shape=(22,), dtype=wp.uint64)
     if render_mode == RENDER_FULL:
         row = wp.array(ptr=frame_row, shape=(20,), dtype=wp.uint64)
         for j in range(20):
@@ -559,14 +567,17 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
 
     Each selected object with X < 168 costs 6 dots; the first object whose leftmost
     pixel falls in a given BG (or window) tile also waits for that tile's fetch:
-    5 - (pixel's offset in the tile) more dots, at least 0; objects at X = 0 wait 5
-    once between them (n of them: 6n + 5; the DMG values of mooneye-gb's
-    intr_2_mode0_timing_sprites, tests/roms/ppu_sprite_timing.asm). So each tile
-    touched costs its largest wait once.
+    5 - (pixel's offset in the tile) more dots, at least 0. So each tile touched costs
+    its largest wait once. Objects at X = 0 lie in the tile left of the screen and wait 5
+    (the fetcher's 5 - SCX mod 8, at least 0, then min(SCX mod 8, 5) more), the largest
+    wait in that tile: n of them cost 6n + 5 whatever SCX, and objects at X = 1..7 - SCX mod 8
+    add only their 6 (the DMG values of mooneye-gb's intr_2_mode0_timing_sprites,
+    tests/roms/ppu_sprite_timing.asm; the cap at 5: SameBoy issue 293, measured on
+    hardware). The same rules as ppu_dots.dots_line's pipeline, which checks them.
     win_start: screen x where the window starts on this line (>= 160: none).
     """
     ow = _oam_words(oam, env)
-    # (tile key << 3 | wait) of each counted object: BG tiles 1.., window 128.., X = 0 < 0
+    # (tile key << 3 | wait) of each counted object: BG tiles 1.., window 128..
     waits = wp.zeros(shape=(10,), dtype=wp.int32)
     n = int(0)
     rest = selected
@@ -578,7 +589,7 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
             key = int(0)
             p = int(0)
             if x == 0:
-                key = -1      # a group of its own: 5 more dots once, whatever SCX
+                key = 1       # the tile left of the screen, with the largest wait there: 5
             elif sx >= win_start:
                 p = sx - win_start
                 key = 128 + (p >> 3)

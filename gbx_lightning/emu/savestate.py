@@ -11,8 +11,10 @@ import numpy as np
 import warp as wp
 
 STATE_FILE_FORMAT = "gbx_lightning.state"
-STATE_FILE_VERSION = 3   # 2: the rows' sha256 (rows_sha256) is stored and checked; 3: the APU's counters
-STATE_FILE_VERSIONS_READ = (2, 3)   # a version-2 file has no "apu" row: its counters start from the file's time
+STATE_FILE_VERSION = 4   # 2: the rows' sha256 (rows_sha256) is stored and checked; 3: the APU's counters;
+                         # 4: the PPU's mode-3 write log (ppu_log)
+STATE_FILE_VERSIONS_READ = (2, 3, 4)   # a version-2 file has no "apu" row: its counters start from the file's
+                                       # time; before 4 no "ppu_log": empty (no line in mode 3 has writes)
 
 
 @wp.kernel(enable_backward=False)
@@ -128,9 +130,11 @@ def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type
         raise StateFileError(f"{path}: the state was saved for another ROM (sha256 {theirs[:12]}..., "
                              f"{str(data.get('rom_title', ''))!r}), the loaded ROM has {rom_sha256[:12]}...")
     rows = {}
+    missing = {}
     for name, shape, dt in layout:
         arr = data.get(f"row_{name}")
-        if arr is None and name == "apu" and version == 2:
+        if arr is None and ((name == "apu" and version == 2) or (name == "ppu_log" and version < 4)):
+            missing[name] = (shape, dt)
             continue
         if arr is None or arr.shape != shape or arr.dtype != np.dtype(dt):
             got = "missing" if arr is None else f"{arr.dtype} {arr.shape}"
@@ -141,6 +145,8 @@ def read_state_file(path: str | os.PathLike, layout: list[tuple[str, tuple, type
                              f"does not match the one saved with them)")
     if "apu" not in rows:
         rows["apu"] = apu_row_from(rows)
+    if "ppu_log" in missing:
+        rows["ppu_log"] = np.zeros(*missing["ppu_log"])
     check_clock_words(rows, path)
     return rows
 

@@ -121,6 +121,7 @@ A_WAVE_PERIOD = wp.constant(12)
 NUM_APU = 16
 
 NEVER = wp.constant(wp.int64(1 << 62))
+PPU_LOG_WORDS = 48   # the mode-3 write log per env (ppu_dots.py: 8 words, then up to 40 writes)
 FRAME_CYCLES = 70224
 FRAME_CYCLES_T = wp.constant(wp.int64(FRAME_CYCLES))
 SERIAL_CAP = wp.constant(4096)
@@ -188,6 +189,7 @@ class Machine:
     render_mode: int                       # RENDER_NONE / OBS / FULL for this launch
     idle_skip: int                         # 1: skip the iterations of idle loops (emu/idle.py)
     apu: wp.array2d(dtype=wp.int64)        # [N, NUM_APU] the sound unit's counters (emu/apu.py, A_*)
+    ppu_log: wp.array2d(dtype=wp.int32)    # [N,48] the PPU register writes of the current mode 3 (ppu_dots.py)
 
 
 # How kernels take the machine: a one-element array of Machine (MachineRef), not the struct
@@ -264,4 +266,5 @@ def per_env_layout(cart_ram_bytes: int, mbc_regs: int) -> list[tuple[str, tuple,
         ("frame", (144, 160), np.uint8),
         ("obs", (72, 80), np.uint8),
         ("apu", (NUM_APU,), np.int64),
+        ("ppu_log", (PPU_LOG_WORDS,), np.int32),   # (appended: older layouts lack it) ppu_dots.py
     ]

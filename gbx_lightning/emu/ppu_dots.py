@@ -1,0 +1,543 @@
+"""The DMG's mode 3 dot by dot: the pixel pipeline for lines whose PPU registers change mid-line.
+
+render.py draws a line in one go with the registers as they stand. When the CPU writes LCDC,
+SCY, SCX, BGP, OBP0/1, WY or WX while a line is in mode 3, the write is logged (its value and
+the dot it lands on: ``log_mode3_write``), and that line is drawn here instead, by a model of
+the PPU's pipeline that reads each register at the dot the hardware does. The same model gives
+mode 3's length, so STAT and the picture agree (ppu.py moves the mode-0 event to its end).
+
+The pipeline (Pan Docs, "Pixel FIFO"; the DMG timings below are those the mode-3 length of
+ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object):
+
+* A background FIFO (colour numbers) and an object FIFO (colour, palette, BG-over-OBJ bit).
+  Each dot, if the BG FIFO holds a pixel, one pixel of each is shifted out and mixed; the
+  first 8 + SCX mod 8 are dropped (the first 8 are the junk the FIFO starts with: the LCD's
+  x counter starts at -8, where objects with X < 8 begin; SCX mod 8 is read once, as the
+  pipeline starts - Mealybug Tearoom m3_scx_low_3_bits).
+* The fetcher, a step per dot in a cycle of 8: sleep, read the tile number (the map row from
+  LY + SCY and the map from LCDC.3/LCDC.6, the column from SCX / 8 + its own tile counter, or
+  the window's), sleep, sleep, sleep, read the two bitplanes (with SCY and LCDC.4 read
+  again: DMG, m3_scy_change, m3_lcdc_tile_sel_change; the hardware reads them 2 dots apart,
+  but a write between the two shows in both in gambatte), then push the 8
+  pixels as soon as the BG FIFO is empty. Its tile counter advances on the step after the
+  high read (so not when the push comes at once, as after the window starts). It sees
+  LCDC, SCY and SCX as they were FETCH_LAG (4) dots before: the pixel at which a
+  single write to SCX's high bits, SCY, LCDC.3 or LCDC.4 first shows, swept over every M-cycle
+  of a line, is gambatte's (tests/test_ppu_mode3_writes.py).
+* Mixing, per pixel: BGP, OBP0/1 and LCDC.0/LCDC.1 as they are at that dot (on the DMG
+  LCDC.0 = 0 shows BG colour 0; an object pixel shows if opaque and not behind BG colours
+  1-3).
+* Objects: OAM's selection for the line (the scan of mode 2), in order of X then OAM index.
+  When the x counter reaches an object's X - 8 with LCDC.1 set, the pixels stop: the
+  fetcher runs on until it has finished a tile (step >= 5) and the BG FIFO is not empty,
+  an object at X = 0 waits min(SCX mod 8, 5) more dots once (SameBoy issue 293: so
+  it costs 11 whatever SCX), then 6 dots of object fetch (the
+  fetcher steps twice more; the row's address is formed with LCDC.2 at its 4th dot, the
+  high byte's at its 6th); its opaque pixels fill the object FIFO where it is transparent.
+  These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
+* The window starts when, with LCDC.5 (and LCDC.0, DMG) set and the frame's WY condition
+  met, WX = x + 7: the BG FIFO is cleared and the fetcher restarts on the window's row
+  (6 dots with no pixel). Each start on a line uses the next window row. LCDC.5 read as 0
+  when the fetcher reads a tile number switches it back to the background. While the
+  window shows, WX written to match the x counter again when the fetcher is at the start
+  of its cycle inserts a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change).
+
+Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
+STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
+at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
+t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
+dot, as in gambatte (the DMG's one-pixel blend of the old and new BGP is not modelled).
+
+Where this differs from gambatte (strict xfails in tests/test_ppu_mode3_writes.py): SCX's low
+bits written mid-line, the window's start and stop (LCDC.5, WX), object fetches (LCDC.1/2)
+and any fetched register on lines with objects. Built for the CPU only (``dots_compiled``).
+
+The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
+first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
+without such writes; a line with them costs one pass of up to ~300 dots when drawn, and one
+more per write that can move mode 3's end (LCDC, WX, WY, SCX before its read).
+"""
+import warp as wp
+
+from .dma import dma_sync
+from .render import LINE_BUF_WORDS, RENDER_FULL, RENDER_OBS, objects_on_line, store_line, window_visible
+from .state import PPU_LOG_WORDS, R_WIN_LINE, R_WY_TRIGGERED, T_LINE_START, MachinePtr, machine
+
+PIPE_START_T = wp.constant(87)    # line start -> the pipeline's dot 0 (mode 3 shows from 82)
+WRITE_PHASE = wp.constant(wp.int64(0))     # a write in the M-cycle at t lands at t + WRITE_PHASE
+                                           # (BGP, LCDC.0 and OBP0 writes: gambatte's pixel)
+MAX_END_DOT = wp.constant(360)    # a guard: the last pixel comes by dot ~290, the line ends at 369
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 0;
+#else
+    return 1;
+#endif
+""")
+def dots_compiled() -> int:
+    """1 where the per-dot path is built: on a CPU. 0 on a GPU, where the compiler then drops it and
+    mode-3 writes take effect for the whole line (the line renderer, as before): reachable from
+    ppu_sync, the pipeline grew the machine kernel's spills by ~7% and its stack frame by ~120 B
+    (ptxas allocates registers across the call tree; tools/kernel_report.py, issue 27)."""
+    ...
+
+
+# ppu_log words
+LOG_COUNT = wp.constant(0)        # writes logged on the current line (0: none)
+LOG_REGS_A = wp.constant(1)       # LCDC | SCY << 8 | SCX << 16 | BGP << 24 as mode 3 started
+LOG_REGS_B = wp.constant(2)       # OBP0 | OBP1 << 8 | WY << 16 | WX << 24
+LOG_WINDOW = wp.constant(3)       # the WY condition | the window's line counter << 8
+LOG_TIMING = wp.constant(4)       # 1 if a logged write may have moved mode 3's end
+LOG_STARTS = wp.constant(5)       # window starts on this line, from the last timing pass
+LOG_FIRST = wp.constant(8)        # entries: (dot + DOT_BIAS) << 16 | register << 8 | value
+                                  # (PPU_LOG_WORDS = 48: 40 entries; mode 3 lasts at most 295 dots,
+                                  # 74 M-cycles, and a write takes 2 at least: 37 writes)
+DOT_BIAS = wp.constant(64)
+
+# phases of the per-dot loop
+_PIXEL = wp.constant(0)           # shifting pixels out
+_WAIT = wp.constant(1)            # an object is due: the fetcher finishes its tile
+_X0 = wp.constant(2)              # an object at X = 0 waits SCX mod 8 dots
+_FETCH = wp.constant(3)           # the object's 6-dot fetch
+
+
+@wp.func
+def _bg_tile_row(vr: wp.array(dtype=wp.uint8), tile: int, y: int, lcdc: int) -> int:
+    """VRAM index of the low byte of row y & 7 of BG/window tile `tile` under LCDC.4 ($8000
+    unsigned, or $9000 signed: $8800 + 16 * (tile ^ $80))."""
+    base = 0x800 + 16 * (tile ^ 0x80)
+    if (lcdc & 0x10) != 0:
+        base = 16 * tile
+    return base + 2 * (y & 7)
+
+
+@wp.func
+def _obj_row(ow: wp.array(dtype=wp.uint32), i: int, ly: int, lcdc: int) -> int:
+    """VRAM index of the low byte of object i's row on line ly (LCDC.2: 8x16, tile bit 0
+    ignored; attribute bit 6 flips Y)."""
+    w = int(ow[i])
+    mask = 7
+    tile = (w >> 16) & 0xFF
+    if (lcdc & 0x04) != 0:
+        mask = 15
+        tile = tile & 0xFE
+    row = (ly - (w & 0xFF)) & mask     # (ly + 16 - Y) mod the height
+    if ((w >> 24) & 0x40) != 0:
+        row = row ^ mask
+    return tile * 16 + row * 2
+
+
+@wp.func
+def _window_due(lcdc: int, wyt: int, wx: int, pos: int) -> int:
+    """1 if the window starts at x counter `pos`: LCDC.5 and LCDC.0 (DMG), WY condition, WX = x + 7."""
+    if (lcdc & 0x21) == 0x21 and wyt != 0 and wx <= 166 and wx == ((pos + 7) & 255):
+        return 1
+    return 0
+
+
+# The pipeline's state, in words 0..43 of the line_buf row (its colour words, unused here) rather
+# than in locals: ptxas allocates registers across calls, and ~40 live locals here raised the
+# register use of every caller in the machine kernel, growing its stack frame by 600 B
+# (tools/kernel_report.py). From memory, the per-dot loop holds a few values at a time.
+_LCDC = wp.constant(0)
+_SCY = wp.constant(1)
+_SCX = wp.constant(2)
+_BGP = wp.constant(3)
+_OBP0 = wp.constant(4)
+_OBP1 = wp.constant(5)
+_WY = wp.constant(6)
+_WX = wp.constant(7)
+_WYT = wp.constant(8)       # the WY condition
+_WIN_LINE = wp.constant(9)  # the window's line counter as the line started
+_N_OBJ = wp.constant(10)
+_WI = wp.constant(11)       # next log entry
+_FINE = wp.constant(12)     # SCX mod 8 as the pipeline started (-1: not yet)
+_POS = wp.constant(13)      # the x counter (-8 - fine .. 160)
+_X0_WAIT = wp.constant(14)
+_BGQ = wp.constant(15)      # BG FIFO: 2 bits per pixel, the next one lowest
+_BGN = wp.constant(16)
+_OBQ = wp.constant(17)      # object FIFO: 4 bits per pixel (colour, OBP1, behind BG)
+_OBN = wp.constant(18)
+_STEP = wp.constant(19)     # the fetcher's step, 0..7
+_FX = wp.constant(20)       # its BG tile counter
+_TILE = wp.constant(21)
+_LO = wp.constant(22)
+_HI = wp.constant(23)
+_WIN = wp.constant(24)      # fetching the window
+_WIN_X = wp.constant(25)    # the window's tile counter
+_STARTS = wp.constant(26)
+_FRESH = wp.constant(27)    # the window just started: no pixel shown since
+_OI = wp.constant(28)       # next object in fetch order
+_PHASE = wp.constant(29)
+_COUNT = wp.constant(30)
+_OBJ_LO = wp.constant(31)
+_END = wp.constant(32)
+_F_LCDC = wp.constant(33)   # LCDC, SCY, SCX as the fetcher sees them (FETCH_LAG dots behind)
+_F_SCY = wp.constant(34)
+_F_SCX = wp.constant(35)
+_F_WI = wp.constant(36)     # next log entry for the fetcher's view
+_WX_BEFORE = wp.constant(37)  # WX before this dot's writes: a write landing as the x counter
+                              # reaches WX - 7 is too late to stop or start the window (gambatte)
+_STATE_WORDS = 38
+# The fetcher reads LCDC, SCY and SCX 4 dots before the pixel pipeline would see a write: a
+# write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
+# from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
+# time: tests/test_ppu_mode3_writes.py).
+FETCH_LAG = wp.constant(4)
+
+
+@wp.func(inline=False)
+def _apply_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int32), ly: int, d: int):
+    """The logged writes that have landed by dot d, into the register words of st."""
+    n_writes = wp.min(log[LOG_COUNT], PPU_LOG_WORDS - LOG_FIRST)
+    while st[_WI] < n_writes and ((log[LOG_FIRST + st[_WI]] >> 16) - DOT_BIAS) <= d:
+        e = log[LOG_FIRST + st[_WI]]
+        reg = (e >> 8) & 0xFF
+        v = e & 0xFF
+        k = int(-1)
+        if reg == 0x40:
+            k = _LCDC
+        elif reg == 0x42:
+            k = _SCY
+        elif reg == 0x43:
+            k = _SCX
+        elif reg == 0x47:
+            k = _BGP
+        elif reg == 0x48:
+            k = _OBP0
+        elif reg == 0x49:
+            k = _OBP1
+        elif reg == 0x4A:
+            k = _WY
+        elif reg == 0x4B:
+            k = _WX
+        if k >= 0:
+            st[k] = v
+        if (reg == 0x40 or reg == 0x4A) and (st[_LCDC] & 0x20) != 0 and ly == st[_WY]:
+            st[_WYT] = 1     # the WY condition (ppu._wy_check)
+        st[_WI] = st[_WI] + 1
+
+
+@wp.func
+def _apply_fetch_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int32), d: int):
+    """The logged LCDC, SCY and SCX writes that the fetcher sees by dot d (FETCH_LAG behind)."""
+    n_writes = wp.min(log[LOG_COUNT], PPU_LOG_WORDS - LOG_FIRST)
+    while st[_F_WI] < n_writes and ((log[LOG_FIRST + st[_F_WI]] >> 16) - DOT_BIAS) + FETCH_LAG <= d:
+        e = log[LOG_FIRST + st[_F_WI]]
+        reg = (e >> 8) & 0xFF
+        if reg == 0x40:
+            st[_F_LCDC] = e & 0xFF
+        elif reg == 0x42:
+            st[_F_SCY] = e & 0xFF
+        elif reg == 0x43:
+            st[_F_SCX] = e & 0xFF
+        st[_F_WI] = st[_F_WI] + 1
+
+
+@wp.func(inline=False)
+def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly: int):
+    """One step of the BG/window fetcher (see the module docstring)."""
+    step = st[_STEP]
+    lcdc = st[_F_LCDC]
+    if step == 1:
+        if (lcdc & 0x20) == 0:
+            st[_WIN] = 0
+        y = (ly + st[_F_SCY]) & 255
+        col = ((st[_F_SCX] >> 3) + st[_FX]) & 31
+        base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
+        if st[_WIN] != 0:
+            y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
+            col = st[_WIN_X]
+            base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
+        st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
+        st[_STEP] = 2
+    elif step >= 5:
+        if step == 5:
+            # both bitplanes as the high one is read: a write between the two reads (2 dots
+            # apart on hardware) shows in neither or both, as in gambatte
+            y = (ly + st[_F_SCY]) & 255
+            if st[_WIN] != 0:
+                y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
+                st[_WIN_X] = (st[_WIN_X] + 1) & 31
+            row = _bg_tile_row(vr, st[_TILE], y, lcdc)
+            st[_LO] = int(vr[row])
+            st[_HI] = int(vr[row + 1])
+        elif step == 6:
+            st[_FX] = (st[_FX] + 1) & 31
+        if step < 7:
+            st[_STEP] = step + 1
+        if st[_BGN] == 0:
+            st[_BGQ] = _colours_packed(st[_LO], st[_HI])
+            st[_BGN] = 8
+            st[_STEP] = 0
+    else:
+        st[_STEP] = step + 1
+
+
+@wp.func(inline=False)
+def _object_row_in(vr: wp.array(dtype=wp.uint8), ow: wp.array(dtype=wp.uint32), st: wp.array(dtype=wp.int32),
+                   i: int, ly: int):
+    """Object i's row is read: its opaque pixels fill the transparent ones of the object FIFO."""
+    attr = (int(ow[i]) >> 24) & 0xFF
+    plo = int(vr[st[_OBJ_LO]])
+    phi = int(vr[_obj_row(ow, i, ly, st[_LCDC]) + 1])
+    if (attr & 0x20) == 0:      # bit 7 is the leftmost pixel unless X-flipped
+        plo = _reverse8(plo)
+        phi = _reverse8(phi)
+    extra = ((attr >> 4) & 1) * 4 + ((attr >> 7) & 1) * 8
+    obq = wp.uint32(st[_OBQ])
+    obn = st[_OBN]
+    for p in range(8):
+        c = ((plo >> p) & 1) | (((phi >> p) & 1) << 1)
+        sh = wp.uint32(4 * p)
+        if c != 0 and (p >= obn or ((obq >> sh) & wp.uint32(3)) == wp.uint32(0)):
+            obq = (obq & ~(wp.uint32(15) << sh)) | (wp.uint32(c | extra) << sh)
+    st[_OBQ] = wp.int32(obq)
+    st[_OBN] = 8
+
+
+@wp.func(inline=False)
+def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: int) -> int:
+    """Shift one pixel out of the FIFOs and mix it (BGP, OBP0/1, LCDC.0/1 as they are now) into
+    px; returns 1 if it was the line's last."""
+    c = s[_BGQ] & 3
+    s[_BGQ] = s[_BGQ] >> 2      # (at most 9 pixels: 18 bits, never negative)
+    s[_BGN] = s[_BGN] - 1
+    o = int(0)
+    if s[_OBN] > 0:
+        q = wp.uint32(s[_OBQ])
+        o = int(q & wp.uint32(15))
+        s[_OBQ] = wp.int32(q >> wp.uint32(4))
+        s[_OBN] = s[_OBN] - 1
+    pos = s[_POS]
+    if pos >= 0 and pos < 160:
+        s[_FRESH] = 0
+        if draw != 0:
+            lcdc = s[_LCDC]
+            if (lcdc & 0x01) == 0:
+                c = 0
+            shade = (s[_BGP] >> (2 * c)) & 3
+            if (o & 3) != 0 and (lcdc & 0x02) != 0 and ((o & 8) == 0 or c == 0):
+                pal = s[_OBP0]
+                if (o & 4) != 0:
+                    pal = s[_OBP1]
+                shade = (pal >> (2 * (o & 3))) & 3
+            px[pos] = wp.uint8(shade)
+    s[_POS] = pos + 1
+    last = int(0)
+    if pos + 1 == 160:
+        last = 1
+    return last
+
+
+@wp.func(inline=False)
+def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratch: wp.uint64, ly: int,
+              selected: wp.uint64, draw: int) -> int:
+    """Run line ly's mode 3 dot by dot from the log at log_at (the registers as it started and the
+    writes since). Returns the dot of the last pixel | window starts << 16. draw: 1 to write the
+    160 shades to the bytes at scratch + 184 (line_buf's shade words 1..20); scratch + 352 holds
+    the objects in fetch order, scratch + 0 the pipeline's state. selected: OAM's selection for
+    the line (objects_on_line)."""
+    vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
+    ow = wp.array(ptr=oam_env, shape=(40,), dtype=wp.uint32)
+    log = wp.array(ptr=log_at, shape=(PPU_LOG_WORDS,), dtype=wp.int32)
+    keys = wp.array(ptr=scratch + wp.uint64(352), shape=(10,), dtype=wp.int32)
+    px = wp.array(ptr=scratch + wp.uint64(184), shape=(160,), dtype=wp.uint8)
+    st = wp.array(ptr=scratch, shape=(_STATE_WORDS,), dtype=wp.int32)
+    a = log[LOG_REGS_A]
+    b = log[LOG_REGS_B]
+    for k in range(4):
+        st[_LCDC + k] = (a >> (8 * k)) & 0xFF      # LCDC SCY SCX BGP
+        st[_OBP0 + k] = (b >> (8 * k)) & 0xFF      # OBP0 OBP1 WY WX
+    st[_WYT] = log[LOG_WINDOW] & 0xFF
+    st[_F_LCDC] = st[_LCDC]
+    st[_F_SCY] = st[_SCY]
+    st[_F_SCX] = st[_SCX]
+    st[_WIN_LINE] = (log[LOG_WINDOW] >> 8) & 0xFF
+    for k in range(_WI, _F_LCDC):
+        st[k] = 0
+    st[_F_WI] = 0
+    st[_FINE] = -1
+    st[_BGN] = 8            # the BG FIFO starts with 8 junk pixels
+    st[_PHASE] = _PIXEL
+    st[_END] = -1
+    # the objects with X < 168, sorted by X * 64 + OAM index
+    n_obj = int(0)
+    rest = selected
+    while rest != wp.uint64(0):
+        i = int(wp.bit_count((rest & (~rest + wp.uint64(1))) - wp.uint64(1)))
+        rest = rest & (rest - wp.uint64(1))
+        x = (int(ow[i]) >> 8) & 0xFF
+        if x < 168:
+            key = x * 64 + i
+            k = n_obj
+            while k > 0 and keys[k - 1] > key:
+                keys[k] = keys[k - 1]
+                k -= 1
+            keys[k] = key
+            n_obj += 1
+    st[_N_OBJ] = n_obj
+    d = int(0)
+    while st[_END] < 0 and d < MAX_END_DOT:
+        st[_WX_BEFORE] = st[_WX]
+        _apply_writes(log, st, ly, d)
+        _apply_fetch_writes(log, st, d)
+        if st[_FINE] < 0:        # the pipeline starts: SCX mod 8 is read
+            st[_FINE] = st[_SCX] & 7
+            st[_POS] = -8 - st[_FINE]
+            st[_X0_WAIT] = wp.min(st[_FINE], 5)   # with the fetcher's wait: 5 dots in all (X = 0 costs 11)
+        advance = int(0)
+        checked = int(1)         # the window checks run this dot (0: an object fetch ended)
+        if st[_PHASE] == _FETCH and st[_COUNT] == 6:
+            _object_row_in(vr, ow, st, keys[st[_OI]] & 63, ly)
+            st[_OI] = st[_OI] + 1
+            st[_PHASE] = _PIXEL
+            checked = 0
+        if st[_PHASE] == _PIXEL:
+            pos = st[_POS]
+            if checked != 0:
+                if st[_WIN] == 0:
+                    if _window_due(st[_LCDC], st[_WYT], st[_WX_BEFORE], pos) != 0:
+                        st[_WIN] = 1
+                        st[_FRESH] = 1
+                        st[_STARTS] = st[_STARTS] + 1
+                        st[_WIN_X] = 0
+                        st[_BGN] = 0
+                        st[_STEP] = 0
+                elif st[_FRESH] == 0 and st[_STEP] == 0 and st[_WX] == ((pos + 7) & 255):
+                    st[_BGQ] = st[_BGQ] << 2    # DMG: a colour-0 pixel is inserted at the front
+                    st[_BGN] = st[_BGN] + 1
+            oi = st[_OI]
+            while oi < n_obj and pos >= -8 and pos < 160 and (keys[oi] >> 6) < pos + 8:
+                oi += 1                          # passed while objects were off (LCDC.1)
+            st[_OI] = oi
+            if oi < n_obj and pos >= -8 and pos < 160 and (st[_LCDC] & 0x02) != 0 and (keys[oi] >> 6) == pos + 8:
+                st[_PHASE] = _WAIT
+            else:
+                if st[_BGN] > 0:
+                    if _pixel_out(px, st, draw) != 0:
+                        st[_END] = d
+                advance = 1
+        if st[_PHASE] == _WAIT:
+            if st[_STEP] < 5 or st[_BGN] == 0:
+                advance = 1
+            elif st[_X0_WAIT] > 0 and (keys[st[_OI]] >> 6) == 0:
+                st[_PHASE] = _X0
+                st[_COUNT] = st[_X0_WAIT]
+                st[_X0_WAIT] = 0
+            else:
+                st[_PHASE] = _FETCH
+                st[_COUNT] = 0
+        if st[_PHASE] == _X0:
+            st[_COUNT] = st[_COUNT] - 1
+            if st[_COUNT] == 0:
+                st[_PHASE] = _FETCH
+        elif st[_PHASE] == _FETCH:
+            count = st[_COUNT]
+            if count <= 1:
+                advance = 1
+            if count == 4:
+                st[_OBJ_LO] = _obj_row(ow, keys[st[_OI]] & 63, ly, st[_LCDC])
+            st[_COUNT] = count + 1
+        if advance != 0 and st[_END] < 0:
+            _fetcher_step(vr, st, ly)
+        if st[_END] < 0:
+            d += 1
+    return d | (st[_STARTS] << 16)
+
+
+@wp.func
+def _reverse8(v: int) -> int:
+    """The byte with its bits in reverse order (bit 7 <-> bit 0)."""
+    r = ((v & 0xF0) >> 4) | ((v & 0x0F) << 4)
+    r = ((r & 0xCC) >> 2) | ((r & 0x33) << 2)
+    return ((r & 0xAA) >> 1) | ((r & 0x55) << 1)
+
+
+@wp.func
+def _colours_packed(lo: int, hi: int) -> int:
+    """A tile row's 8 colour numbers, 2 bits each, the leftmost pixel (bit 7) lowest."""
+    r = int(0)
+    for p in range(8):
+        c = ((lo >> (7 - p)) & 1) | (((hi >> (7 - p)) & 1) << 1)
+        r = r | (c << (2 * p))
+    return r
+
+
+@wp.func
+def ppu_log_row(ms: MachinePtr, env: int) -> wp.array(dtype=wp.int32):
+    """env's PPU_LOG_WORDS log words."""
+    m = machine(ms)
+    return wp.array(ptr=wp.uint64(m.ppu_log.ptr) + wp.uint64(env * PPU_LOG_WORDS * 4), shape=(PPU_LOG_WORDS,),
+                    dtype=wp.int32)
+
+
+@wp.func
+def _line_objects(ms: MachinePtr, env: int, ly: int, log: wp.array(dtype=wp.int32), t: wp.int64) -> wp.uint64:
+    """OAM's selection for line ly as the mode-2 scan made it: with LCDC.2 as mode 3 started; LCDC.1
+    plays no part in the scan (it gates the fetches and the mixing, which may see it change)."""
+    m = machine(ms)
+    dma_sync(ms, env, t)
+    return objects_on_line(m.oam, env, ly, (log[LOG_REGS_A] & 0xFF) | 0x02)
+
+
+@wp.func
+def _run(ms: MachinePtr, env: int, ly: int, t: wp.int64, draw: int) -> int:
+    m = machine(ms)
+    log = ppu_log_row(ms, env)
+    return dots_line(wp.uint64(m.vram.ptr) + wp.uint64(env * 8192), wp.uint64(m.oam.ptr) + wp.uint64(env * 160),
+                     wp.uint64(m.ppu_log.ptr) + wp.uint64(env * PPU_LOG_WORDS * 4),
+                     wp.uint64(m.line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), ly, _line_objects(ms, env, ly, log, t),
+                     draw)
+
+
+@wp.func(inline=False)
+def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: wp.int64) -> int:
+    """Log a write to PPU register $FF00 + reg in the M-cycle at t, which falls in line ly's mode 3
+    (the register not yet changed). Returns the dot of the line's last pixel if the write may move it
+    (LCDC, WY, WX, or SCX before the pipeline reads it): ppu.py then moves mode 3's end; else -1."""
+    m = machine(ms)
+    log = ppu_log_row(ms, env)
+    n = log[LOG_COUNT]
+    if n == 0:
+        # the registers as mode 3 started (a write in mode 3 is logged before it lands)
+        log[LOG_REGS_A] = (int(m.io[env, 0x40]) | (int(m.io[env, 0x42]) << 8) | (int(m.io[env, 0x43]) << 16)
+                           | (int(m.io[env, 0x47]) << 24))
+        log[LOG_REGS_B] = (int(m.io[env, 0x48]) | (int(m.io[env, 0x49]) << 8) | (int(m.io[env, 0x4A]) << 16)
+                           | (int(m.io[env, 0x4B]) << 24))
+        log[LOG_WINDOW] = m.r32[env, R_WY_TRIGGERED] | (m.r32[env, R_WIN_LINE] << 8)
+        log[LOG_TIMING] = 0
+    dot = int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
+    if n < PPU_LOG_WORDS - LOG_FIRST:
+        log[LOG_FIRST + n] = ((dot + DOT_BIAS) << 16) | ((reg & 0xFF) << 8) | (value & 0xFF)
+        log[LOG_COUNT] = n + 1
+    end = int(-1)
+    if reg == 0x40 or reg == 0x4A or reg == 0x4B or (reg == 0x43 and dot <= 0):
+        log[LOG_TIMING] = 1
+        r = _run(ms, env, ly, t, 0)
+        log[LOG_STARTS] = r >> 16
+        end = r & 0xFFFF
+    return end
+
+
+@wp.func(inline=False)
+def mode3_end_logged(ms: MachinePtr, env: int, ly: int, mode: int, t: wp.int64) -> int:
+    """Line ly's mode 3 ends at t and it had logged writes: draw it dot by dot if `mode` draws it
+    (render.store_line), clear the log. Returns the window's starts on the line (its line counter
+    advances by as many)."""
+    m = machine(ms)
+    log = ppu_log_row(ms, env)
+    starts = int(0)
+    if mode == RENDER_FULL or (mode == RENDER_OBS and (ly & 1) == 0):
+        r = _run(ms, env, ly, t, 1)
+        starts = r >> 16
+        line = wp.uint64(m.line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8)
+        store_line(line + wp.uint64(176), wp.uint64(m.frame.ptr) + wp.uint64((env * 144 + ly) * 160),
+                   wp.uint64(m.obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80), ly, mode)
+    elif log[LOG_TIMING] != 0:
+        starts = log[LOG_STARTS]
+    else:   # no write that moves the window: as the line started
+        starts = window_visible(int(m.io[env, 0x40]), m.r32[env, R_WY_TRIGGERED], int(m.io[env, 0x4B]))
+    log[LOG_COUNT] = 0
+    return starts

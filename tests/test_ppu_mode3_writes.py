@@ -1,0 +1,202 @@
+"""PPU register writes during mode 3: the lines that have them are drawn dot by dot (emu/ppu_dots.py).
+
+Three kinds of check:
+
+* The dot-by-dot pipeline, run on lines without writes, draws what the line renderer
+  (render.py) draws and ends mode 3 where ppu.py's length formula ends it, on thousands of
+  random lines (objects crowded, the window, every SCX): so STAT's timing and the picture
+  come from one model, and lines without writes keep the line renderer's picture.
+* Test ROMs (tests/roms/ppu_m3_*.asm, frame: ppu_m3_body.inc) write a register six times
+  during every line's mode 3, one M-cycle later on each line of a group of 8. For
+  registers read as each pixel is output (BGP, LCDC.0: Pan Docs, "Pixel FIFO"),
+  each line must show the frame drawn with the old value up to the pixel that is output
+  as the write lands and with the new value after it: so the boundaries lie 20 pixels
+  apart (5 M-cycles = 20 dots, one pixel per dot) and move 4 pixels (one M-cycle) from
+  line to line. Checked on lines without objects (an object's fetch stops the pixels; OBP0,
+  which shows only there, is checked against gambatte).
+* The same ROMs frame for frame against gambatte (whole frames): equal for BGP, OBP0 and
+  LCDC.0; for SCX's high bits, SCY, LCDC.3 and LCDC.4 on every line without objects; for the other
+  registers the fetcher reads, a strict xfail records that they differ.
+
+The per-dot path is built for the CPU only (ppu_dots.dots_compiled): these tests run there.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests import oracles
+from tests._ppu_helpers import random_scene, reference_frame
+
+ROM_DIR = Path(__file__).resolve().parent / "roms"
+
+
+def build_m3(name: str, **equ) -> bytes:
+    """Assemble tests/roms/ppu_m3_<name>.asm, with EQU values replaced (e.g. M3_B="$E4")."""
+    from gbx_lightning.roms.asm import assemble
+
+    path = ROM_DIR / f"ppu_m3_{name}.asm"
+    text = path.read_text()
+    for k, v in equ.items():
+        lines = [ln for ln in text.splitlines() if ln.startswith(f"{k} ")]
+        assert len(lines) == 1, (k, lines)
+        text = text.replace(lines[0], f"{k} EQU {v}")
+    return assemble(text, origin_file=str(path), include_dirs=(str(ROM_DIR),))
+
+
+def frame_after(rom: bytes, frames: int = 10) -> np.ndarray:
+    from gbx_lightning.emu.machine import VecGameBoy
+
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(frames)
+    assert gb.serial_output(0).startswith(b"PASS")
+    return gb.frame()[0].copy()
+
+
+# ---------------------------------------------------------------- one model for picture and timing
+
+
+def test_dots_pipeline_matches_line_renderer_and_mode3_length():
+    from tests._ppu_dots_driver import run_lines
+
+    rng = np.random.default_rng(27)
+    scenes = [random_scene(rng, per_line=True, crowded=(i % 2 == 1)) for i in range(24)]
+    pix, last_dot, length = run_lines(scenes)
+    for e, s in enumerate(scenes):
+        ref, _ = reference_frame(s)
+        np.testing.assert_array_equal(pix[e], ref, err_msg=f"scene {e}: dot pipeline vs reference renderer")
+    # mode 0 starts at the last pixel's dot: PIPE_START_T + dot = MODE3_START_T + length
+    from gbx_lightning.emu.ppu import MODE3_START_T
+    from gbx_lightning.emu.ppu_dots import PIPE_START_T
+
+    np.testing.assert_array_equal(int(PIPE_START_T) + last_dot, int(MODE3_START_T) + length)
+
+
+# ---------------------------------------------------------------- per-pixel registers, from the docs
+
+OBJ_LINES = set(range(40, 48)) | set(range(96, 112))
+FIRST_X = -11
+PER_PIXEL = {  # ROM: (old value, new value) of the register under test
+    "bgp": ("$E4", "$1B"),
+    "lcdc_bg": ("$93", "$92"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_PIXEL))
+def test_per_pixel_register_changes_at_the_dot_it_lands(name):
+    a, b = PER_PIXEL[name]
+    shown = frame_after(build_m3(name))
+    old = frame_after(build_m3(name, M3_B=a))          # never changes
+    new = frame_after(build_m3(name, M3_A=b, M3_B=b))  # always the new value
+    assert (old != new).any()
+    # The first write lands as pixel FIRST_X is output on a line with no delay (pixels < 0: the
+    # 8 + SCX mod 8 the pipeline drops; the same dot for every register read per pixel, and
+    # gambatte's): the writes after it 20 pixels apart, 4 pixels later per M-cycle of delay.
+    checked = 0
+    for ly in range(144):
+        if ly in OBJ_LINES or not (old[ly] != new[ly]).any():
+            continue
+        delay = ly & 7                  # M-cycles of delay before the writes (ppu_m3_body.inc)
+        expect = old[ly].copy()
+        for k in range(3):              # writes: new at FIRST_X + 40k, old again 20 pixels later
+            lo = min(max(FIRST_X + 4 * delay + 40 * k, 0), 160)
+            hi = min(max(FIRST_X + 4 * delay + 40 * k + 20, 0), 160)
+            expect[lo:hi] = new[ly][lo:hi]
+        np.testing.assert_array_equal(shown[ly], expect, err_msg=f"{name} line {ly}")
+        checked += 1
+    assert checked > 100
+
+
+# ---------------------------------------------------------------- against gambatte
+
+GAMBATTE_AGREES = ["bgp", "obp", "lcdc_bg"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.parametrize("name", GAMBATTE_AGREES)
+def test_mode3_writes_match_gambatte(name):
+    from tests.test_ppu_gambatte import compare, run_both
+
+    ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=12)
+    assert gb.serial_output(0).startswith(b"PASS")
+    assert not compare(ours, theirs, start=8)
+
+
+# Registers read by the fetcher: the tile column (SCX's high 5 bits), SCY, the BG map (LCDC.3)
+# and the tile data (LCDC.4), read FETCH_LAG dots ahead of the pixels as gambatte reads them:
+# equal on every line without objects (where an object's fetch interleaves with the BG fetch,
+# a few pixels differ).
+GAMBATTE_AGREES_WITHOUT_OBJECTS = ["scx", "scy", "lcdc_map", "lcdc_tiles"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.parametrize("name", GAMBATTE_AGREES_WITHOUT_OBJECTS)
+def test_fetched_register_writes_match_gambatte_without_objects(name):
+    from tests.test_ppu_gambatte import OFFSET, run_both
+
+    ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=10)
+    rows = [ly for ly in range(144) if ly not in OBJ_LINES]
+    for i in range(8, 10):
+        np.testing.assert_array_equal(ours[i][rows], theirs[i + OFFSET][rows], err_msg=f"{name} frame {i}")
+        assert (ours[i][rows] != ours[i][rows][:, ::-1]).any()
+
+
+# The rest differ from gambatte by a few pixels to a tile, which of the two matches the DMG not
+# being settled here (issue 27: Mealybug Tearoom's m3_* tests measure it): SCX's low 3 bits
+# written mid-line (gambatte takes the tile column from pixel x + SCX, the pipeline from its tile
+# counter + SCX / 8, Pan Docs' fetcher), LCDC.5 and WX (window start and stop), LCDC.1/2
+# (object fetches), and objects against any fetched register. Still 2-10x fewer pixels than the whole-line renderer, whose frames drew
+# every line with the register's value at mode 3's end. Strict: a change that makes one agree
+# shows up here.
+GAMBATTE_DIFFERS = ["scx", "scy", "lcdc_map", "lcdc_tiles", "scx_low", "lcdc_obj", "lcdc_objsize", "lcdc_win", "wx"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.xfail(strict=True, reason="fetch timing of these mid-line writes not matched to gambatte / the DMG")
+@pytest.mark.parametrize("name", GAMBATTE_DIFFERS)
+def test_fetcher_register_writes_against_gambatte(name):
+    from tests.test_ppu_gambatte import compare, run_both
+
+    ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=10)
+    assert not compare(ours, theirs, start=8)
+
+
+def test_state_files_keep_the_write_log_and_older_ones_load_with_it_empty(tmp_path):
+    """The log is machine state (state file version 4): this ROM's frames end mid-line (the LCD
+    went on mid-frame, so each frame ends 70224 T after the last, in line 95's mode 3, after
+    its writes), and a machine loaded from the file draws that line as the one saved would. A
+    version-3 file, from before the log, loads with it empty: the line in progress is drawn
+    whole, as those builds drew it, and the frames after it are the same."""
+    from gbx_lightning.emu.machine import VecGameBoy
+    from gbx_lightning.emu.savestate import rows_digest
+
+    rom = build_m3("bgp")
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(9)
+    gb.save_state(tmp_path / "v4.npz")
+    rows = gb.env_rows(0)
+    assert rows["ppu_log"][0] > 0        # LOG_COUNT: writes logged on the line in mode 3
+    want = []
+    for _ in range(2):
+        gb.run_frames(1, render="full")
+        want.append(gb.frame()[0].copy())
+    old = {k: v for k, v in rows.items() if k != "ppu_log"}
+    with open(tmp_path / "v3.npz", "wb") as f:
+        np.savez_compressed(f, format=np.array("gbx_lightning.state"), version=np.array(3),
+                            rom_sha256=np.array(gb.cart.sha256), rom_title=np.array(""),
+                            rows_sha256=np.array(rows_digest(old)), **{f"row_{k}": v for k, v in old.items()})
+    for name in ("v4.npz", "v3.npz"):
+        other = VecGameBoy(rom, 1)
+        other.load_state(tmp_path / name)
+        got = []
+        for _ in range(2):
+            other.run_frames(1, render="full")
+            got.append(other.frame()[0].copy())
+        if name == "v4.npz":
+            np.testing.assert_array_equal(got[0], want[0], err_msg=name)
+        np.testing.assert_array_equal(got[1], want[1], err_msg=name)

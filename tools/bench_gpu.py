@@ -8,7 +8,9 @@
 parity: every ROM of tests/roms (assembled) and orchard, 64 envs each with their own random buttons per
 24-frame step, run on the CPU and on --device; after every step the whole machine state of every env
 (all per-env arrays: registers, memory, timers, frame and obs buffers) must be equal. A difference is a
-bug in one of the two code paths until explained.
+bug in one of the two code paths until explained; the one explained: the ppu_m3_* ROMs write PPU registers
+in mode 3, whose lines the CPU draws dot by dot and CUDA the whole-line way (docs/gpu.md), reported with
+"known_difference" and not counted as a failure.
 
 emu: VecGameBoy alone, env steps as an env runs them: run_frames(24, random buttons held 8 frames,
 render="obs"), one launch per step, synchronised only at the end of the timed steps. Prints frames/s
@@ -59,6 +61,9 @@ def _rom(name: str) -> bytes:
     return load_rom(name)[0]
 
 
+CPU_ONLY_PREFIX = "ppu_m3_"   # test ROMs of mid-mode-3 register writes (tests/test_ppu_mode3_writes.py)
+
+
 def _test_roms() -> list[str]:
     names = sorted(p.stem for p in ROM_DIR.glob("*.asm") if not p.stem.startswith("testlib")
                    and p.stem not in ("idiom_lib",))
@@ -102,9 +107,13 @@ def parity(args) -> int:
                     break
             if first_diff:
                 break
-        bad += first_diff is not None
+        # the ROMs that write PPU registers in mode 3: their lines are drawn dot by dot on the CPU only
+        # (ppu_dots.dots_compiled; docs/gpu.md), so CUDA draws them the whole-line way and may differ
+        known = name.startswith(CPU_ONLY_PREFIX)
+        bad += first_diff is not None and not known
         _emit(args.out, {"part": "parity", "rom": name, "envs": n, "frames": args.frames, "equal": first_diff is None,
-                         "first_diff": first_diff, "seconds": round(time.perf_counter() - t0, 2)})
+                         "first_diff": first_diff, "seconds": round(time.perf_counter() - t0, 2),
+                         **({"known_difference": "per-dot PPU path CPU-only (docs/gpu.md)"} if known else {})})
     return 1 if bad else 0
 
 

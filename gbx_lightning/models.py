@@ -109,12 +109,7 @@ class MLPPolicy(ActorCritic):
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: tuple[int, ...] = (128, 128)):
         super().__init__(obs_shape, num_actions, torch.float32)
-        layers: list[nn.Module] = [nn.Flatten()]
-        width = math.prod(self.obs_shape)
-        for h in hidden:
-            layers += [_init(nn.Linear(width, int(h)), math.sqrt(2)), nn.Tanh()]
-            width = int(h)
-        self.body = nn.Sequential(*layers)
+        self.body, width = _tanh_mlp(math.prod(self.obs_shape), hidden)
         self._heads(width)
 
     def torso(self, obs):
@@ -151,6 +146,16 @@ class GridCNNPolicy(ActorCritic):
 
     def torso(self, obs):
         return self.dense(self.body(obs))
+
+
+def _tanh_mlp(width: int, hidden: tuple[int, ...]) -> tuple[nn.Sequential, int]:
+    """Flatten, then Linear + Tanh per width of ``hidden`` (orthogonal, gain sqrt 2): the MLP torsos' body and
+    its output width."""
+    layers: list[nn.Module] = [nn.Flatten()]
+    for h in hidden:
+        layers += [_init(nn.Linear(width, int(h)), math.sqrt(2)), nn.Tanh()]
+        width = int(h)
+    return nn.Sequential(*layers), width
 
 
 def _check_pixels(name: str, obs_shape: tuple[int, ...], min_hw: int) -> None:
@@ -436,12 +441,7 @@ class MLPLSTMPolicy(RecurrentActorCritic):
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: tuple[int, ...] = (128,),
                  lstm_size: int = 64, lstm_layers: int = 1):
         super().__init__(obs_shape, num_actions, torch.float32)
-        layers: list[nn.Module] = [nn.Flatten()]
-        width = math.prod(self.obs_shape)
-        for h in hidden:
-            layers += [_init(nn.Linear(width, int(h)), math.sqrt(2)), nn.Tanh()]
-            width = int(h)
-        self.body = nn.Sequential(*layers)
+        self.body, width = _tanh_mlp(math.prod(self.obs_shape), hidden)
         self._lstm_and_heads(width, lstm_size, lstm_layers)
 
     def torso(self, obs):

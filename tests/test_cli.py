@@ -261,3 +261,31 @@ def test_pokered_configs_are_sized_for_a_cpus_first_hour(name):
     assert trainer["max_steps"] % updates_per_batch == 0 and 10 * first_eval <= run <= RUN_ENV_STEPS, run
     assert episode_limit * init["num_envs"] * 4 <= run      # every env ends episodes in that hour
     assert max_time_seconds(trainer["max_time"]) == 3600
+
+
+class _Parsed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("override, expected", [
+    (["--model.env.rom=null"], None),
+    (["--model.env.rom", "null"], None),
+    (["--model.init_args.env.init_args.rom=null"], None),
+    (["--model.env.rom=orchard"], "orchard"),
+    (["--model.env.rom=None"], "None"),   # the string, as jsonargparse reads it: a ROM file may be called that
+])
+def test_a_command_line_null_two_classes_down_reaches_the_env_as_none(monkeypatch, override, expected):
+    """jsonargparse 4.53 parses ``--model.env.rom=null`` (an optional string in the env's init_args inside the
+    module's) to the string 'None'; the CLI puts the null back before any check, so the env gets None."""
+    from gbx_lightning.cli import app
+
+    seen = {}
+
+    def check(self):
+        seen["rom"] = self._sub().model.init_args.env.init_args.rom
+        raise _Parsed
+
+    monkeypatch.setattr(app.GbxCLI, "_check_config", check)
+    with pytest.raises(_Parsed):
+        app.GbxCLI(args=["fit", "--config", A2C, "--model.env.rom=orchard", *override])
+    assert seen["rom"] == expected

@@ -182,6 +182,7 @@ class GbxCLI(LightningCLI):
                               f"{err.start} is not UTF-8 text") from None
         if self.config.get("subcommand"):
             self.subcommand = self.config["subcommand"]
+            _restore_cli_nulls(self._sub(), list(sys.argv[1:] if args is None else args))
             self._check_config()
             self._resolve_run()
 
@@ -398,6 +399,43 @@ class GbxCLI(LightningCLI):
         import yaml
 
         return yaml.safe_load(self.parser.dump(self.config, skip_none=False, skip_validation=True))[self.subcommand]
+
+
+YAML_NULLS = ("null", "Null", "NULL", "~")
+
+
+def _restore_cli_nulls(cfg: Namespace, args: list[str]) -> None:
+    """Put back the nulls jsonargparse turns into the string 'None'.
+
+    A command-line null for an optional string two class levels down (``--model.env.rom=null``: the env's
+    init_args inside the module's) reaches the namespace as ``'None'`` (jsonargparse 4.53; the same value in a
+    config file, or one level down, stays None). For each such argument whose value now reads 'None', set None.
+    """
+    for i, arg in enumerate(args):
+        key, eq, value = arg[2:].partition("=")
+        if not eq and i + 1 < len(args):
+            value = args[i + 1]
+        if not arg.startswith("--") or value not in YAML_NULLS:
+            continue
+        *path, last = key.split(".")
+        node = cfg
+        for part in path:   # the short form skips init_args: --model.env.rom is model.init_args.env.init_args.rom
+            node = _child(node, part)
+        node = _child(node, None, last)
+        if node is not None and node[last] == "None":
+            node[last] = None
+
+
+def _child(node, part: str | None, holding: str | None = None):
+    """``node``'s field ``part`` (in it or in its init_args); with ``holding``: the namespace that holds that
+    field, ``node`` or its init_args. None where there is no such field."""
+    name = holding if holding is not None else part
+    if not isinstance(node, Namespace):
+        return None
+    for where in (node, node.get("init_args") if "init_args" in node else None):
+        if isinstance(where, Namespace) and name in where:
+            return where if holding is not None else where[name]
+    return None
 
 
 def _check_accelerator(accelerator) -> None:

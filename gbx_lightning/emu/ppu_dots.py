@@ -184,7 +184,7 @@ _STATE_WORDS = 38
 # write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
 # from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
 # time: tests/test_ppu_mode3_writes.py).
-FETCH_LAG = wp.constant(4)
+FETCH_LAG = wp.constant(1)
 
 
 @wp.func(inline=False)
@@ -252,18 +252,27 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
             base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
         st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
         st[_STEP] = 2
-    elif step >= 5:
-        if step == 5:
-            # both bitplanes as the high one is read: a write between the two reads (2 dots
-            # apart on hardware) shows in neither or both, as in gambatte
-            y = (ly + st[_F_SCY]) & 255
-            if st[_WIN] != 0:
-                y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
-                st[_WIN_X] = (st[_WIN_X] + 1) & 31
-            row = _bg_tile_row(vr, st[_TILE], y, lcdc)
+    elif step == 3 or step == 5:
+        # the low bitplane at step 3, the high one at step 5, each with SCY and LCDC.4 as they
+        # are then (a write between the two mixes the rows: DMG, gambatte)
+        y = (ly + st[_F_SCY]) & 255
+        if st[_WIN] != 0:
+            y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
+        row = _bg_tile_row(vr, st[_TILE], y, lcdc)
+        if step == 3:
             st[_LO] = int(vr[row])
+            st[_STEP] = 4
+        else:
             st[_HI] = int(vr[row + 1])
-        elif step == 6:
+            if st[_WIN] != 0:
+                st[_WIN_X] = (st[_WIN_X] + 1) & 31
+            st[_STEP] = 6
+            if st[_BGN] == 0:
+                st[_BGQ] = _colours_packed(st[_LO], st[_HI])
+                st[_BGN] = 8
+                st[_STEP] = 0
+    elif step >= 6:
+        if step == 6:
             st[_FX] = (st[_FX] + 1) & 31
         if step < 7:
             st[_STEP] = step + 1

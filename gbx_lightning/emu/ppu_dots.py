@@ -128,12 +128,6 @@ def _obj_row(ow: wp.array(dtype=wp.uint32), i: int, ly: int, lcdc: int) -> int:
     return tile * 16 + row * 2
 
 
-@wp.func
-def _window_due(lcdc: int, wyt: int, wx: int, pos: int) -> int:
-    """1 if the window starts at x counter `pos`: LCDC.5 and LCDC.0 (DMG), WY condition, WX = x + 7."""
-    if (lcdc & 0x21) == 0x21 and wyt != 0 and wx <= 166 and wx == ((pos + 7) & 255):
-        return 1
-    return 0
 
 
 # The pipeline's state, in words 0..43 of the line_buf row (its colour words, unused here) rather
@@ -177,9 +171,26 @@ _F_LCDC = wp.constant(33)   # LCDC, SCY, SCX as the fetcher sees them (FETCH_LAG
 _F_SCY = wp.constant(34)
 _F_SCX = wp.constant(35)
 _F_WI = wp.constant(36)     # next log entry for the fetcher's view
-_WX_BEFORE = wp.constant(37)  # WX before this dot's writes: a write landing as the x counter
-                              # reaches WX - 7 is too late to stop or start the window (gambatte)
-_STATE_WORDS = 38
+_WX_BEFORE = wp.constant(37)  # WX before this dot's writes
+_HIT = wp.constant(38)      # WX matched the x counter (WX = x + 7, WY condition) as the x counter
+                            # reached it (the previous pixel's dot, WX before that dot's writes)
+_HIT_ON = wp.constant(39)   # LCDC.5 and LCDC.0 (bits $21) then
+_STATE_WORDS = 40
+@wp.func
+def _latch_window_match(st: wp.array(dtype=wp.int32)):
+    """The x counter has just reached st[_POS]: latch whether WX (as it was before this dot's
+    writes) and the WY condition start the window there, and LCDC.5/LCDC.0 as they are now. The
+    window starts at that x counter if LCDC.5 is set then or when the pipeline gets there (gambatte:
+    WX is compared as the previous pixel goes out, SameBoy: "WX checks if the window begins *next*
+    pixel"; an LCDC.5 write just after the match still starts it)."""
+    hit = int(0)
+    wx = st[_WX_BEFORE]
+    if st[_WYT] != 0 and wx <= 166 and wx == ((st[_POS] + 7) & 255):
+        hit = 1
+    st[_HIT] = hit
+    st[_HIT_ON] = st[_LCDC] & 0x21
+
+
 # The fetcher reads LCDC, SCY and SCX 4 dots before the pixel pipeline would see a write: a
 # write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
 # from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
@@ -396,6 +407,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             st[_FINE] = st[_SCX] & 7
             st[_POS] = -8 - st[_FINE]
             st[_X0_WAIT] = wp.min(st[_FINE], 5)   # with the fetcher's wait: 5 dots in all (X = 0 costs 11)
+            _latch_window_match(st)
         advance = int(0)
         checked = int(1)         # the window checks run this dot (0: an object fetch ended)
         if st[_PHASE] == _FETCH and st[_COUNT] == 6:
@@ -407,7 +419,9 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             pos = st[_POS]
             if checked != 0:
                 if st[_WIN] == 0:
-                    if _window_due(st[_LCDC], st[_WYT], st[_WX_BEFORE], pos) != 0:
+                    # the match latched as the x counter got here, with LCDC.5 set then or now
+                    if st[_HIT] != 0 and (st[_HIT_ON] == 0x21 or (st[_LCDC] & 0x21) == 0x21):
+                        st[_HIT] = 0
                         st[_WIN] = 1
                         st[_FRESH] = 1
                         st[_STARTS] = st[_STARTS] + 1
@@ -427,6 +441,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                 if st[_BGN] > 0:
                     if _pixel_out(px, st, draw) != 0:
                         st[_END] = d
+                    _latch_window_match(st)
                 advance = 1
         if st[_PHASE] == _WAIT:
             if st[_STEP] < 5 or st[_BGN] == 0:

@@ -165,7 +165,7 @@ _FRESH = wp.constant(27)    # the window just started: no pixel shown since
 _OI = wp.constant(28)       # next object in fetch order
 _PHASE = wp.constant(29)
 _COUNT = wp.constant(30)
-_OBJ_LO = wp.constant(31)
+_OBJ_LO = wp.constant(31)   # the object row's bitplanes, as read during its fetch
 _END = wp.constant(32)
 _F_LCDC = wp.constant(33)   # LCDC, SCY, SCX as the fetcher sees them (FETCH_LAG dots behind)
 _F_SCY = wp.constant(34)
@@ -175,7 +175,8 @@ _WX_BEFORE = wp.constant(37)  # WX before this dot's writes
 _HIT = wp.constant(38)      # WX matched the x counter (WX = x + 7, WY condition) as the x counter
                             # reached it (the previous pixel's dot, WX before that dot's writes)
 _HIT_ON = wp.constant(39)   # LCDC.5 and LCDC.0 (bits $21) then
-_STATE_WORDS = 40
+_OBJ_HI = wp.constant(40)
+_STATE_WORDS = 41
 @wp.func
 def _latch_window_match(st: wp.array(dtype=wp.int32)):
     """The x counter has just reached st[_POS]: latch whether WX (as it was before this dot's
@@ -300,8 +301,8 @@ def _object_row_in(vr: wp.array(dtype=wp.uint8), ow: wp.array(dtype=wp.uint32), 
                    i: int, ly: int):
     """Object i's row is read: its opaque pixels fill the transparent ones of the object FIFO."""
     attr = (int(ow[i]) >> 24) & 0xFF
-    plo = int(vr[st[_OBJ_LO]])
-    phi = int(vr[_obj_row(ow, i, ly, st[_LCDC]) + 1])
+    plo = st[_OBJ_LO]
+    phi = st[_OBJ_HI]
     if (attr & 0x20) == 0:      # bit 7 is the leftmost pixel unless X-flipped
         plo = _reverse8(plo)
         phi = _reverse8(phi)
@@ -338,7 +339,8 @@ def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: 
             if (lcdc & 0x01) == 0:
                 c = 0
             shade = (s[_BGP] >> (2 * c)) & 3
-            if (o & 3) != 0 and (lcdc & 0x02) != 0 and ((o & 8) == 0 or c == 0):
+            # LCDC.1 as the fetcher sees it (a write shows 1 dot later than in BGP, LCDC.0: gambatte)
+            if (o & 3) != 0 and (s[_F_LCDC] & 0x02) != 0 and ((o & 8) == 0 or c == 0):
                 pal = s[_OBP0]
                 if (o & 4) != 0:
                     pal = s[_OBP1]
@@ -443,6 +445,13 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                         st[_END] = d
                     _latch_window_match(st)
                 advance = 1
+        if (st[_LCDC] & 0x02) == 0 and (st[_PHASE] == _WAIT or st[_PHASE] == _X0
+                                         or (st[_PHASE] == _FETCH and st[_COUNT] < 5)):
+            # LCDC.1 cleared while the object waits or before its fetch's last dot: the fetch is
+            # abandoned and the object not drawn (DMG: SameBoy's object_fetch_aborted; gambatte
+            # rechecks LCDC.1 each dot of the wait)
+            st[_PHASE] = _PIXEL
+            st[_OI] = st[_OI] + 1
         if st[_PHASE] == _WAIT:
             if st[_STEP] < 5 or st[_BGN] == 0:
                 advance = 1
@@ -461,8 +470,10 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             count = st[_COUNT]
             if count <= 1:
                 advance = 1
-            if count == 4:
-                st[_OBJ_LO] = _obj_row(ow, keys[st[_OI]] & 63, ly, st[_LCDC])
+            if count == 1:      # the row's low byte, then its high byte, LCDC.2 as the fetcher sees it
+                st[_OBJ_LO] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_F_LCDC])])
+            elif count == 3:
+                st[_OBJ_HI] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_F_LCDC]) + 1])
             st[_COUNT] = count + 1
         if advance != 0 and st[_END] < 0:
             _fetcher_step(vr, st, ly)

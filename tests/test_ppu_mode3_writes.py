@@ -240,6 +240,61 @@ def test_fetcher_register_writes_against_gambatte(name):
     assert not compare(ours, theirs, start=8)
 
 
+# WY written in mode 3 to the line's LY: the window's WY condition is met from that dot (gambatte
+# compares WY with LY as each pixel goes out; emu/ppu_dots.py: _apply_writes), so the window
+# starts at x = WX - 7 on that very line if the x counter gets there after the write, and not if
+# it passed before. ppu_m3_wy writes WY = 143 on line 143 as x = 17 goes out (the last visible
+# line: no later line would see the frame's WY condition, which gambatte and ppu.py latch
+# differently). Expected: with WX = 88 (x = 81 after the write) the frame with WY = 143 all along;
+# with WX = 15 (x = 8 before it) the frame whose WY never matches. Both as gambatte draws them.
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.parametrize("wx, starts", [("88", True), ("15", False)])
+def test_wy_written_in_mode3_meets_the_window_condition_from_that_dot(wx, starts):
+    shown = frame_after(build_m3("wy", M3_WX=wx))
+    always = frame_after(build_m3("wy", M3_WX=wx, M3_A="143", M3_B="143", M3_WY="143"))
+    never = frame_after(build_m3("wy", M3_WX=wx, M3_B="200"))
+    assert [ly for ly in range(144) if (always[ly] != never[ly]).any()] == [143]
+    np.testing.assert_array_equal(shown, always if starts else never)
+    np.testing.assert_array_equal(shown, _gambatte_frame(build_m3("wy", M3_WX=wx)))
+
+
+# STAT follows mode 3's end as the per-dot path moves it. tests/roms/ppu_m3_stat.asm reads STAT once
+# per line, 4 dots later on each line of a group of 8, across the end of mode 3, on lines where WX
+# is written early in mode 3. Written $FF -> $FF the window never starts; $FF -> 88 starts it at
+# x = 81 mid-line, which lengthens mode 3 by 6 dots (Pan Docs, "Mode 3 length"): one or two more
+# reads of each group see mode 3 (the 4-dot sampling), exactly as with WX = 88 all along, and
+# every read is gambatte's.
+def _stat_log(wx0: str, wx: str):
+    from gbx_lightning.emu.machine import VecGameBoy
+    from gbx_lightning.roms.asm import assemble
+
+    path = ROM_DIR / "ppu_m3_stat.asm"
+    rom = assemble(f"M3S_WX0 EQU {wx0}\nM3S_WX EQU {wx}\n" + path.read_text(), origin_file=str(path),
+                   include_dirs=(str(ROM_DIR),))
+    gb = VecGameBoy(rom, 1)
+    gb.run_frames(6)
+    assert gb.serial_output(0).startswith(b"PASS")
+    return rom, np.frombuffer(bytes(gb.read_memory(0, 0xD000, 144)), np.uint8)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+def test_stat_mode_follows_mode3_end_moved_by_a_window_started_mid_line():
+    logs = {}
+    for wx0, wx in (("$FF", "$FF"), ("$FF", "88"), ("88", "88")):
+        rom, ours = _stat_log(wx0, wx)
+        theirs = np.frombuffer(bytes(oracles.run_gambatte(rom, 6).memory(0xD000, 144)), np.uint8)
+        np.testing.assert_array_equal(ours, theirs, err_msg=f"WX {wx0} -> {wx}")
+        logs[wx0, wx] = ours & 3
+    none, mid, static = logs["$FF", "$FF"], logs["$FF", "88"], logs["88", "88"]
+    np.testing.assert_array_equal(mid, static)
+    for g in range(0, 144, 8):
+        n_none = int((none[g:g + 8] == 3).sum())
+        n_mid = int((mid[g:g + 8] == 3).sum())
+        assert 0 < n_none < n_mid <= n_none + 2 < 8, (g, none[g:g + 8], mid[g:g + 8])
+
+
 def test_state_files_keep_the_write_log_and_older_ones_load_with_it_empty(tmp_path):
     """The log is machine state (state file version 4): this ROM's frames end mid-line (the LCD
     went on mid-frame, so each frame ends 70224 T after the last, in line 95's mode 3, after

@@ -1,6 +1,6 @@
 """PPU register writes during mode 3: the lines that have them are drawn dot by dot (emu/ppu_dots.py).
 
-Three kinds of check:
+Four kinds of check:
 
 * The dot-by-dot pipeline, run on lines without writes, draws what the line renderer
   (render.py) draws and ends mode 3 where ppu.py's length formula ends it, on thousands of
@@ -14,9 +14,13 @@ Three kinds of check:
   apart (5 M-cycles = 20 dots, one pixel per dot) and move 4 pixels (one M-cycle) from
   line to line. Checked on lines without objects (an object's fetch stops the pixels; OBP0,
   which shows only there, is checked against gambatte).
-* The same ROMs frame for frame against gambatte (whole frames): equal for BGP, OBP0 and
-  LCDC.0; for SCX's high bits, SCY, LCDC.3 and LCDC.4 on every line without objects; for the other
-  registers the fetcher reads, a strict xfail records that they differ.
+* The same ROMs frame for frame against gambatte (whole frames): equal for BGP, OBP0, LCDC.0,
+  SCX's high bits, SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
+  low bits and WX checked against the DMG's documented behaviour where gambatte lacks it (the
+  tests say how); LCDC.5 and WX as whole frames are strict xfails (the pixel counts there).
+* WY written in mode 3 (the window's WY condition mid-line) and STAT's mode read across a
+  mode-3 end moved by a window started mid-line (tests/roms/ppu_m3_wy.asm, ppu_m3_stat.asm),
+  against gambatte and the frames/lengths the documented behaviour gives.
 
 The per-dot path is built for the CPU only (ppu_dots.dots_compiled): these tests run there.
 """
@@ -224,8 +228,17 @@ def test_wx_written_mid_line_starts_the_window_as_gambatte_plus_the_dmg_zero_pix
 OBJ_LINES_WITH_WINDOW = set(range(40, 48)) | set(range(96, 104))
 
 
-# The rest differ from gambatte: LCDC.5 and WX (window start and stop) and LCDC.1/2 (object
-# fetches) written mid-line. Strict: a change that makes one agree shows up here.
+# The rest differ from gambatte (pixels per frame, last measured):
+# * lcdc_win (602): LCDC.5 toggled around the window's start. gambatte restarts the window with a
+#   BG fetch from the map row's column 0 when LCDC.5 is cleared just after the WX match (8 px on
+#   delay-1 lines), and switches a window tile in progress to the BG's row when LCDC.5 is cleared
+#   during its fetch (1-5 px on delay-2/3/5 lines); here that fetch takes the BG's column and the
+#   tile finishes from the window (SameBoy; Mealybug m3_lcdc_win_en_change_multiple: the BG
+#   returns at the start of the next tile fetch). Lines 41-45 (~85 px each): LCDC.5 toggled as
+#   objects at x = 32, 33 are fetched at the window's start (x = 33), not worked out.
+# * wx (688): only the DMG's reactivation pixel, which gambatte lacks (lines without objects:
+#   checked above; lines 101/103 also have objects over the shifted pixels).
+# Strict: a change that makes one agree shows up here.
 GAMBATTE_DIFFERS = ["lcdc_win", "wx"]
 
 

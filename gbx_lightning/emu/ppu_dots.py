@@ -16,31 +16,41 @@ ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object
   pipeline starts - Mealybug Tearoom m3_scx_low_3_bits).
 * The fetcher, a step per dot in a cycle of 8: sleep, read the tile number (the map row from
   LY + SCY and the map from LCDC.3/LCDC.6, the column from SCX / 8 + its own tile counter, or
-  the window's), sleep, sleep, sleep, read the two bitplanes (with SCY and LCDC.4 read
-  again: DMG, m3_scy_change, m3_lcdc_tile_sel_change; the hardware reads them 2 dots apart,
-  but a write between the two shows in both in gambatte), then push the 8
-  pixels as soon as the BG FIFO is empty. Its tile counter advances on the step after the
-  high read (so not when the push comes at once, as after the window starts). It sees
-  LCDC, SCY and SCX as they were FETCH_LAG (4) dots before: the pixel at which a
-  single write to SCX's high bits, SCY, LCDC.3 or LCDC.4 first shows, swept over every M-cycle
-  of a line, is gambatte's (tests/test_ppu_mode3_writes.py).
-* Mixing, per pixel: BGP, OBP0/1 and LCDC.0/LCDC.1 as they are at that dot (on the DMG
-  LCDC.0 = 0 shows BG colour 0; an object pixel shows if opaque and not behind BG colours
-  1-3).
+  the window's), sleep, read the low bitplane, sleep, read the high bitplane (each with SCY and
+  LCDC.4 as they are then: a write between the two mixes two rows; DMG, m3_scy_change,
+  m3_lcdc_tile_sel_change, SameBoy), then push the 8 pixels as soon as the BG FIFO is empty.
+  Its tile counter advances on the step after the high read (so not when the push comes at
+  once, as after the window starts); SCX's low bits play no part (the DMG reads them once, as
+  the pipeline starts: a mid-line change of them shifts no tile, m3_scx_high_5_bits; gambatte
+  takes the column from SCX + x and differs there). It sees LCDC, SCY and SCX as they were
+  FETCH_LAG (1) dot before: the pixel at which a write to SCX's high bits, SCY, LCDC.3 or
+  LCDC.4 shows, at every M-cycle of a line, with and without objects stalling the fetch,
+  is gambatte's (on lines without objects any lag of 1-4 dots draws the same: the writes land
+  on one dot phase mod 4; the object stalls pin it to 1).
+* Mixing, per pixel: BGP, OBP0/1 and LCDC.0 as they are at that dot, LCDC.1 as the fetcher
+  sees it (a dot later; gambatte) (on the DMG LCDC.0 = 0 shows BG colour 0; an object pixel
+  shows if opaque and not behind BG colours 1-3).
 * Objects: OAM's selection for the line (the scan of mode 2), in order of X then OAM index.
   When the x counter reaches an object's X - 8 with LCDC.1 set, the pixels stop: the
   fetcher runs on until it has finished a tile (step >= 5) and the BG FIFO is not empty,
   an object at X = 0 waits min(SCX mod 8, 5) more dots once (SameBoy issue 293: so
-  it costs 11 whatever SCX), then 6 dots of object fetch (the
-  fetcher steps twice more; the row's address is formed with LCDC.2 at its 4th dot, the
-  high byte's at its 6th); its opaque pixels fill the object FIFO where it is transparent.
-  These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
-* The window starts when, with LCDC.5 (and LCDC.0, DMG) set and the frame's WY condition
-  met, WX = x + 7: the BG FIFO is cleared and the fetcher restarts on the window's row
-  (6 dots with no pixel). Each start on a line uses the next window row. LCDC.5 read as 0
-  when the fetcher reads a tile number switches it back to the background. While the
-  window shows, WX written to match the x counter again when the fetcher is at the start
-  of its cycle inserts a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change).
+  it costs 11 whatever SCX), then 6 dots of object fetch (the fetcher steps twice more; the
+  row's low byte is read at its 2nd dot and its high byte at its 4th, each with LCDC.2 as the
+  fetcher sees it); its opaque pixels fill the object FIFO where it is transparent. LCDC.1
+  cleared while the object waits or before its fetch's last dot abandons it: it is not drawn
+  and the pixels go on (SameBoy's object_fetch_aborted; gambatte rechecks LCDC.1 each dot of
+  the wait). These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
+* The window: WX is compared with the x counter as the x counter reaches each value (as the
+  previous pixel goes out, WX as it was before that dot's writes: gambatte; SameBoy's "WX
+  checks if the window begins *next* pixel"), with the frame's WY condition met (or met by a
+  write to WY or LCDC in this mode 3, as in gambatte). On a match at x = WX - 7, with LCDC.5
+  (and LCDC.0, DMG) set then or when the pipeline gets to x, the window starts there: the BG
+  FIFO is cleared and the fetcher restarts on the window's row (6 dots with no pixel). Each
+  start on a line uses the next window row. LCDC.5 read as 0 when the fetcher reads a tile
+  number switches it back to the background (at the start of its next tile: m3_lcdc_win_en_
+  change_multiple; a tile in progress finishes from the window). While the window shows, WX
+  written to match the x counter again when the fetcher is at the start of its cycle inserts
+  a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change, SameBoy).
 
 Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
 STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
@@ -48,9 +58,17 @@ at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
 t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
 dot, as in gambatte (the DMG's one-pixel blend of the old and new BGP is not modelled).
 
-Where this differs from gambatte (strict xfails in tests/test_ppu_mode3_writes.py): SCX's low
-bits written mid-line, the window's start and stop (LCDC.5, WX), object fetches (LCDC.1/2)
-and any fetched register on lines with objects. Built for the CPU only (``dots_compiled``).
+What matches (tests/test_ppu_mode3_writes.py, the ppu_m3_* ROMs, one register written six
+times per line at every M-cycle phase): whole frames equal to gambatte for BGP, OBP0, LCDC.0,
+SCX (high bits), SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
+low bits as the DMG ignores them mid-line (gambatte's frame of the ROM with the low bits held
+at the fine scroll); WX: gambatte's frame plus the DMG's reactivation pixel; WY written in mode
+3; STAT's mode-0 timing with a window started mid-line. Where it differs from gambatte (strict
+xfails there): LCDC.5 toggled around the window's start (gambatte restarts the window with a
+BG fetch from the map row's column 0, and switches a window tile in progress to the BG's row;
+here the fetch takes the BG's column and the tile finishes from the window, as in SameBoy),
+and on lines where LCDC.5 toggles as objects are fetched at the window's start; WX: the
+reactivation pixel, which gambatte lacks. Built for the CPU only (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
@@ -192,10 +210,11 @@ def _latch_window_match(st: wp.array(dtype=wp.int32)):
     st[_HIT_ON] = st[_LCDC] & 0x21
 
 
-# The fetcher reads LCDC, SCY and SCX 4 dots before the pixel pipeline would see a write: a
-# write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
-# from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
-# time: tests/test_ppu_mode3_writes.py).
+# The fetcher (and the object fetch, and the mixing's LCDC.1) sees a write to LCDC, SCY or SCX 1
+# dot later than the pixel pipeline sees one to BGP or LCDC.0 (gambatte, whose BG fetch timing
+# comes from its author's DMG tests - bgtiledata_*, scx_*: tests/test_ppu_mode3_writes.py, every
+# M-cycle phase of a line; 1 is the one lag that also matches where object fetches move the BG
+# fetch against the writes).
 FETCH_LAG = wp.constant(1)
 
 

@@ -280,11 +280,8 @@ def test_wy_written_in_mode3_meets_the_window_condition_from_that_dot(wx, starts
 # every read is gambatte's.
 def _stat_log(wx0: str, wx: str):
     from gbx_lightning.emu.machine import VecGameBoy
-    from gbx_lightning.roms.asm import assemble
 
-    path = ROM_DIR / "ppu_m3_stat.asm"
-    rom = assemble(f"M3S_WX0 EQU {wx0}\nM3S_WX EQU {wx}\n" + path.read_text(), origin_file=str(path),
-                   include_dirs=(str(ROM_DIR),))
+    rom = build_m3("stat", M3S_WX0=wx0, M3S_WX=wx)
     gb = VecGameBoy(rom, 1)
     gb.run_frames(6)
     assert gb.serial_output(0).startswith(b"PASS")

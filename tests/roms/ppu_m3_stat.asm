@@ -1,7 +1,7 @@
 ; ppu_m3_stat: STAT's mode read across the end of mode 3, on lines where WX
 ; is written in mode 3 (the per-dot path draws and times them: emu/ppu_dots.py).
-; Assembled with M3S_WX0 (WX as each line starts) and M3S_WX (the value
-; written in mode 3) defined in front, e.g. by tests/test_ppu_mode3_writes.py.
+; M3S_WX0: WX as each line starts, M3S_WX: the value written in mode 3
+; (tests/test_ppu_mode3_writes.py assembles it with other values).
 ; The window is enabled (LCDC $F3, WY = 0) all frame; WX = $FF never starts it.
 ;
 ; Every visible line: halted with IME = 0 until its mode-2 STAT request, a
@@ -14,6 +14,8 @@
     include "ppu_lib.inc"
 
 wLog    EQU $D000
+M3S_WX0 EQU $FF
+M3S_WX  EQU 88
 
 Start:
     call Init

@@ -16,31 +16,41 @@ ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object
   pipeline starts - Mealybug Tearoom m3_scx_low_3_bits).
 * The fetcher, a step per dot in a cycle of 8: sleep, read the tile number (the map row from
   LY + SCY and the map from LCDC.3/LCDC.6, the column from SCX / 8 + its own tile counter, or
-  the window's), sleep, sleep, sleep, read the two bitplanes (with SCY and LCDC.4 read
-  again: DMG, m3_scy_change, m3_lcdc_tile_sel_change; the hardware reads them 2 dots apart,
-  but a write between the two shows in both in gambatte), then push the 8
-  pixels as soon as the BG FIFO is empty. Its tile counter advances on the step after the
-  high read (so not when the push comes at once, as after the window starts). It sees
-  LCDC, SCY and SCX as they were FETCH_LAG (4) dots before: the pixel at which a
-  single write to SCX's high bits, SCY, LCDC.3 or LCDC.4 first shows, swept over every M-cycle
-  of a line, is gambatte's (tests/test_ppu_mode3_writes.py).
-* Mixing, per pixel: BGP, OBP0/1 and LCDC.0/LCDC.1 as they are at that dot (on the DMG
-  LCDC.0 = 0 shows BG colour 0; an object pixel shows if opaque and not behind BG colours
-  1-3).
+  the window's), sleep, read the low bitplane, sleep, read the high bitplane (each with SCY and
+  LCDC.4 as they are then: a write between the two mixes two rows; DMG, m3_scy_change,
+  m3_lcdc_tile_sel_change, SameBoy), then push the 8 pixels as soon as the BG FIFO is empty.
+  Its tile counter advances on the step after the high read (so not when the push comes at
+  once, as after the window starts); SCX's low bits play no part (the DMG reads them once, as
+  the pipeline starts: a mid-line change of them shifts no tile, m3_scx_high_5_bits; gambatte
+  takes the column from SCX + x and differs there). It sees LCDC, SCY and SCX as they were
+  FETCH_LAG (1) dot before: the pixel at which a write to SCX's high bits, SCY, LCDC.3 or
+  LCDC.4 shows, at every M-cycle of a line, with and without objects stalling the fetch,
+  is gambatte's (on lines without objects any lag of 1-4 dots draws the same: the writes land
+  on one dot phase mod 4; the object stalls pin it to 1).
+* Mixing, per pixel: BGP, OBP0/1 and LCDC.0 as they are at that dot, LCDC.1 as the fetcher
+  sees it (a dot later; gambatte) (on the DMG LCDC.0 = 0 shows BG colour 0; an object pixel
+  shows if opaque and not behind BG colours 1-3).
 * Objects: OAM's selection for the line (the scan of mode 2), in order of X then OAM index.
   When the x counter reaches an object's X - 8 with LCDC.1 set, the pixels stop: the
   fetcher runs on until it has finished a tile (step >= 5) and the BG FIFO is not empty,
   an object at X = 0 waits min(SCX mod 8, 5) more dots once (SameBoy issue 293: so
-  it costs 11 whatever SCX), then 6 dots of object fetch (the
-  fetcher steps twice more; the row's address is formed with LCDC.2 at its 4th dot, the
-  high byte's at its 6th); its opaque pixels fill the object FIFO where it is transparent.
-  These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
-* The window starts when, with LCDC.5 (and LCDC.0, DMG) set and the frame's WY condition
-  met, WX = x + 7: the BG FIFO is cleared and the fetcher restarts on the window's row
-  (6 dots with no pixel). Each start on a line uses the next window row. LCDC.5 read as 0
-  when the fetcher reads a tile number switches it back to the background. While the
-  window shows, WX written to match the x counter again when the fetcher is at the start
-  of its cycle inserts a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change).
+  it costs 11 whatever SCX), then 6 dots of object fetch (the fetcher steps twice more; the
+  row's low byte is read at its 2nd dot and its high byte at its 4th, each with LCDC.2 as the
+  fetcher sees it); its opaque pixels fill the object FIFO where it is transparent. LCDC.1
+  cleared while the object waits or before its fetch's last dot abandons it: it is not drawn
+  and the pixels go on (SameBoy's object_fetch_aborted; gambatte rechecks LCDC.1 each dot of
+  the wait). These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
+* The window: WX is compared with the x counter as the x counter reaches each value (as the
+  previous pixel goes out, WX as it was before that dot's writes: gambatte; SameBoy's "WX
+  checks if the window begins *next* pixel"), with the frame's WY condition met (or met by a
+  write to WY or LCDC in this mode 3, as in gambatte). On a match at x = WX - 7, with LCDC.5
+  (and LCDC.0, DMG) set then or when the pipeline gets to x, the window starts there: the BG
+  FIFO is cleared and the fetcher restarts on the window's row (6 dots with no pixel). Each
+  start on a line uses the next window row. LCDC.5 read as 0 when the fetcher reads a tile
+  number switches it back to the background (at the start of its next tile: m3_lcdc_win_en_
+  change_multiple; a tile in progress finishes from the window). While the window shows, WX
+  written to match the x counter again when the fetcher is at the start of its cycle inserts
+  a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change, SameBoy).
 
 Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
 STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
@@ -48,9 +58,17 @@ at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
 t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
 dot, as in gambatte (the DMG's one-pixel blend of the old and new BGP is not modelled).
 
-Where this differs from gambatte (strict xfails in tests/test_ppu_mode3_writes.py): SCX's low
-bits written mid-line, the window's start and stop (LCDC.5, WX), object fetches (LCDC.1/2)
-and any fetched register on lines with objects. Built for the CPU only (``dots_compiled``).
+What matches (tests/test_ppu_mode3_writes.py, the ppu_m3_* ROMs, one register written six
+times per line at every M-cycle phase): whole frames equal to gambatte for BGP, OBP0, LCDC.0,
+SCX (high bits), SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
+low bits as the DMG ignores them mid-line (gambatte's frame of the ROM with the low bits held
+at the fine scroll); WX: gambatte's frame plus the DMG's reactivation pixel; WY written in mode
+3; STAT's mode-0 timing with a window started mid-line. Where it differs from gambatte (strict
+xfails there): LCDC.5 toggled around the window's start (gambatte restarts the window with a
+BG fetch from the map row's column 0, and switches a window tile in progress to the BG's row;
+here the fetch takes the BG's column and the tile finishes from the window, as in SameBoy),
+and on lines where LCDC.5 toggles as objects are fetched at the window's start; WX: the
+reactivation pixel, which gambatte lacks. Built for the CPU only (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
@@ -128,12 +146,6 @@ def _obj_row(ow: wp.array(dtype=wp.uint32), i: int, ly: int, lcdc: int) -> int:
     return tile * 16 + row * 2
 
 
-@wp.func
-def _window_due(lcdc: int, wyt: int, wx: int, pos: int) -> int:
-    """1 if the window starts at x counter `pos`: LCDC.5 and LCDC.0 (DMG), WY condition, WX = x + 7."""
-    if (lcdc & 0x21) == 0x21 and wyt != 0 and wx <= 166 and wx == ((pos + 7) & 255):
-        return 1
-    return 0
 
 
 # The pipeline's state, in words 0..43 of the line_buf row (its colour words, unused here) rather
@@ -171,20 +183,39 @@ _FRESH = wp.constant(27)    # the window just started: no pixel shown since
 _OI = wp.constant(28)       # next object in fetch order
 _PHASE = wp.constant(29)
 _COUNT = wp.constant(30)
-_OBJ_LO = wp.constant(31)
+_OBJ_LO = wp.constant(31)   # the object row's bitplanes, as read during its fetch
 _END = wp.constant(32)
 _F_LCDC = wp.constant(33)   # LCDC, SCY, SCX as the fetcher sees them (FETCH_LAG dots behind)
 _F_SCY = wp.constant(34)
 _F_SCX = wp.constant(35)
 _F_WI = wp.constant(36)     # next log entry for the fetcher's view
-_WX_BEFORE = wp.constant(37)  # WX before this dot's writes: a write landing as the x counter
-                              # reaches WX - 7 is too late to stop or start the window (gambatte)
-_STATE_WORDS = 38
-# The fetcher reads LCDC, SCY and SCX 4 dots before the pixel pipeline would see a write: a
-# write lands for it 4 dots later than for BGP or LCDC.0 (gambatte, whose BG fetch timing comes
-# from its author's DMG tests - bgtiledata_*, scx_* - with single writes swept one M-cycle at a
-# time: tests/test_ppu_mode3_writes.py).
-FETCH_LAG = wp.constant(4)
+_WX_BEFORE = wp.constant(37)  # WX before this dot's writes
+_HIT = wp.constant(38)      # WX matched the x counter (WX = x + 7, WY condition) as the x counter
+                            # reached it (the previous pixel's dot, WX before that dot's writes)
+_HIT_ON = wp.constant(39)   # LCDC.5 and LCDC.0 (bits $21) then
+_OBJ_HI = wp.constant(40)
+_STATE_WORDS = 41
+@wp.func
+def _latch_window_match(st: wp.array(dtype=wp.int32)):
+    """The x counter has just reached st[_POS]: latch whether WX (as it was before this dot's
+    writes) and the WY condition start the window there, and LCDC.5/LCDC.0 as they are now. The
+    window starts at that x counter if LCDC.5 is set then or when the pipeline gets there (gambatte:
+    WX is compared as the previous pixel goes out, SameBoy: "WX checks if the window begins *next*
+    pixel"; an LCDC.5 write just after the match still starts it)."""
+    hit = int(0)
+    wx = st[_WX_BEFORE]
+    if st[_WYT] != 0 and wx <= 166 and wx == ((st[_POS] + 7) & 255):
+        hit = 1
+    st[_HIT] = hit
+    st[_HIT_ON] = st[_LCDC] & 0x21
+
+
+# The fetcher (and the object fetch, and the mixing's LCDC.1) sees a write to LCDC, SCY or SCX 1
+# dot later than the pixel pipeline sees one to BGP or LCDC.0 (gambatte, whose BG fetch timing
+# comes from its author's DMG tests - bgtiledata_*, scx_*: tests/test_ppu_mode3_writes.py, every
+# M-cycle phase of a line; 1 is the one lag that also matches where object fetches move the BG
+# fetch against the writes).
+FETCH_LAG = wp.constant(1)
 
 
 @wp.func(inline=False)
@@ -252,18 +283,27 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
             base = 0x1800 + ((lcdc >> 6) & 1) * 0x400
         st[_TILE] = int(vr[base + (y >> 3) * 32 + col])
         st[_STEP] = 2
-    elif step >= 5:
-        if step == 5:
-            # both bitplanes as the high one is read: a write between the two reads (2 dots
-            # apart on hardware) shows in neither or both, as in gambatte
-            y = (ly + st[_F_SCY]) & 255
-            if st[_WIN] != 0:
-                y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
-                st[_WIN_X] = (st[_WIN_X] + 1) & 31
-            row = _bg_tile_row(vr, st[_TILE], y, lcdc)
+    elif step == 3 or step == 5:
+        # the low bitplane at step 3, the high one at step 5, each with SCY and LCDC.4 as they
+        # are then (a write between the two mixes the rows: DMG, gambatte)
+        y = (ly + st[_F_SCY]) & 255
+        if st[_WIN] != 0:
+            y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
+        row = _bg_tile_row(vr, st[_TILE], y, lcdc)
+        if step == 3:
             st[_LO] = int(vr[row])
+            st[_STEP] = 4
+        else:
             st[_HI] = int(vr[row + 1])
-        elif step == 6:
+            if st[_WIN] != 0:
+                st[_WIN_X] = (st[_WIN_X] + 1) & 31
+            st[_STEP] = 6
+            if st[_BGN] == 0:
+                st[_BGQ] = _colours_packed(st[_LO], st[_HI])
+                st[_BGN] = 8
+                st[_STEP] = 0
+    elif step >= 6:
+        if step == 6:
             st[_FX] = (st[_FX] + 1) & 31
         if step < 7:
             st[_STEP] = step + 1
@@ -280,8 +320,8 @@ def _object_row_in(vr: wp.array(dtype=wp.uint8), ow: wp.array(dtype=wp.uint32), 
                    i: int, ly: int):
     """Object i's row is read: its opaque pixels fill the transparent ones of the object FIFO."""
     attr = (int(ow[i]) >> 24) & 0xFF
-    plo = int(vr[st[_OBJ_LO]])
-    phi = int(vr[_obj_row(ow, i, ly, st[_LCDC]) + 1])
+    plo = st[_OBJ_LO]
+    phi = st[_OBJ_HI]
     if (attr & 0x20) == 0:      # bit 7 is the leftmost pixel unless X-flipped
         plo = _reverse8(plo)
         phi = _reverse8(phi)
@@ -318,7 +358,8 @@ def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: 
             if (lcdc & 0x01) == 0:
                 c = 0
             shade = (s[_BGP] >> (2 * c)) & 3
-            if (o & 3) != 0 and (lcdc & 0x02) != 0 and ((o & 8) == 0 or c == 0):
+            # LCDC.1 as the fetcher sees it (a write shows 1 dot later than in BGP, LCDC.0: gambatte)
+            if (o & 3) != 0 and (s[_F_LCDC] & 0x02) != 0 and ((o & 8) == 0 or c == 0):
                 pal = s[_OBP0]
                 if (o & 4) != 0:
                     pal = s[_OBP1]
@@ -387,6 +428,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             st[_FINE] = st[_SCX] & 7
             st[_POS] = -8 - st[_FINE]
             st[_X0_WAIT] = wp.min(st[_FINE], 5)   # with the fetcher's wait: 5 dots in all (X = 0 costs 11)
+            _latch_window_match(st)
         advance = int(0)
         checked = int(1)         # the window checks run this dot (0: an object fetch ended)
         if st[_PHASE] == _FETCH and st[_COUNT] == 6:
@@ -398,7 +440,9 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             pos = st[_POS]
             if checked != 0:
                 if st[_WIN] == 0:
-                    if _window_due(st[_LCDC], st[_WYT], st[_WX_BEFORE], pos) != 0:
+                    # the match latched as the x counter got here, with LCDC.5 set then or now
+                    if st[_HIT] != 0 and (st[_HIT_ON] == 0x21 or (st[_LCDC] & 0x21) == 0x21):
+                        st[_HIT] = 0
                         st[_WIN] = 1
                         st[_FRESH] = 1
                         st[_STARTS] = st[_STARTS] + 1
@@ -418,7 +462,15 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                 if st[_BGN] > 0:
                     if _pixel_out(px, st, draw) != 0:
                         st[_END] = d
+                    _latch_window_match(st)
                 advance = 1
+        if (st[_LCDC] & 0x02) == 0 and (st[_PHASE] == _WAIT or st[_PHASE] == _X0
+                                         or (st[_PHASE] == _FETCH and st[_COUNT] < 5)):
+            # LCDC.1 cleared while the object waits or before its fetch's last dot: the fetch is
+            # abandoned and the object not drawn (DMG: SameBoy's object_fetch_aborted; gambatte
+            # rechecks LCDC.1 each dot of the wait)
+            st[_PHASE] = _PIXEL
+            st[_OI] = st[_OI] + 1
         if st[_PHASE] == _WAIT:
             if st[_STEP] < 5 or st[_BGN] == 0:
                 advance = 1
@@ -437,8 +489,10 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             count = st[_COUNT]
             if count <= 1:
                 advance = 1
-            if count == 4:
-                st[_OBJ_LO] = _obj_row(ow, keys[st[_OI]] & 63, ly, st[_LCDC])
+            if count == 1:      # the row's low byte, then its high byte, LCDC.2 as the fetcher sees it
+                st[_OBJ_LO] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_F_LCDC])])
+            elif count == 3:
+                st[_OBJ_HI] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_F_LCDC]) + 1])
             st[_COUNT] = count + 1
         if advance != 0 and st[_END] < 0:
             _fetcher_step(vr, st, ly)

@@ -708,14 +708,29 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         imm = int(0)
                         imm_hi = int(0)
                         operands = gb >> 6
-                        if operands != 0:
-                            imm = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
-                            c.t = c.t + FOUR
-                            c.pc = (c.pc + 1) & 0xFFFF
-                            if operands == 2:
-                                imm_hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                        # the stack pops of POP/RET/RETI and of a taken RET cc (after its internal
+                        # M-cycle for the condition) come in the same M-cycles: read here too, from SP
+                        ra = c.pc
+                        pops = g == G_POP_RET or g == G_RET_CC
+                        if pops:
+                            ra = rg[R_SP]
+                            operands = 2
+                            if g == G_RET_CC:
                                 c.t = c.t + FOUR
-                                c.pc = (c.pc + 1) & 0xFFFF
+                                if not cond(rg[R_F], (op >> 3) & 7):
+                                    operands = 0
+                        if operands != 0:
+                            imm = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, ra, c.t)
+                            c.t = c.t + FOUR
+                            ra = (ra + 1) & 0xFFFF
+                            if operands == 2:
+                                imm_hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, ra, c.t)
+                                c.t = c.t + FOUR
+                                ra = (ra + 1) & 0xFFFF
+                        if pops:
+                            rg[R_SP] = ra
+                        else:
+                            c.pc = ra
                         # ---- data stage: the byte at (HL), (BC), ($FF00+n), (nn), ... (ACCESS) is read here,
                         # in the M-cycle after the operands, and written after the group's branch, as the
                         # instruction's last M-cycle(s): one read_data8 and one write_data8 in the loop instead
@@ -1157,18 +1172,13 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         p = (op >> 4) & 3
                         q = (op >> 3) & 1
                         if wp.static(staged):
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
-                            c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                            c.t = c.t + FOUR
-                            rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
-                            if q == 0:
+                            if q == 0:                     # (popped with the operands)
                                 c.w16 = p
                                 if p == 3:
                                     c.w16 = 4
-                                c.v16 = (hi << 8) | lo
+                                c.v16 = (imm_hi << 8) | imm
                             else:
-                                c.pc = (hi << 8) | lo
+                                c.pc = (imm_hi << 8) | imm
                                 c.t = c.t + FOUR
                                 if p == 1:
                                     rg[R_IME] = 1          # RETI: enabled at once, no EI delay
@@ -1193,14 +1203,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     elif g == G_RET_CC:  # RET cc: one internal M-cycle for the condition
                         y = (op >> 3) & 7
                         if wp.static(staged):
-                            c.t = c.t + FOUR
-                            if cond(rg[R_F], y):
-                                lo = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
-                                c.t = c.t + FOUR
-                                hi = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
-                                c.t = c.t + FOUR
-                                rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
-                                c.pc = (hi << 8) | lo
+                            if operands == 2:              # taken: popped with the operands
+                                c.pc = (imm_hi << 8) | imm
                                 c.t = c.t + FOUR
                         else:
                             c.t = c.t + FOUR

@@ -678,11 +678,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         fast = fast_run
                     # ---- fetch: ROM through the bank offsets first (where code runs) ----
                     if wp.static(staged):
-                        op = int(-1)
-                        if c.fast and c.pc < 0x8000:
-                            op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
-                        else:
-                            op = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                        # (read8 tries ROM first: one copy of the ROM path)
+                        op = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     else:
                         op = int(-1)
                         if fast and c.pc < 0x8000:

@@ -26,6 +26,18 @@ scheduler around the run (see machine_kernel), and OAM DMA ends a run so the fas
 flag is fixed within it. Polling loops are skipped while their outcome cannot change
 (idle.py).
 
+Two kernels from this one source (``_make_machine_kernel``, with ``wp.static(staged)`` switches
+that Warp resolves at codegen): ``machine_kernel``, the shape above, which the CPU device runs,
+and ``machine_kernel_staged``, the CUDA shape, which CUDA devices run (``kernel_for``), each in
+its own Warp module. The CUDA shape gives up some CPU speed for fewer register spills on the GPU
+(docs/gpu.md, Kernel footprint): the operand bytes and the stack pops of POP/RET are read at two
+places right after the fetch (OPERAND_BYTES), the data byte of LD (HL) / LDH / INC (HL) ... is
+read at one place before the group's branch and written at one after it (ACCESS, the data
+stage), the values the branches update (run limit, fast-path flag, 16-bit result, STOP) are
+fields of ``CpuStaged`` (a plain local assigned in a branch gets a select at every level of the
+group chain), and rot/alu return once per case. Same M-cycles, same accesses, same state
+(tests/test_gpu_shape.py runs the CUDA shape on the CPU with GBX_EMU_STAGED=1).
+
 Documented behaviours:
 - Illegal opcodes D3 DB DD E3 E4 EB EC ED F4 FC FD lock the CPU: ``locked`` = 1, PC is left
   at the illegal opcode, no further instruction or interrupt runs until reset (hardware hangs).

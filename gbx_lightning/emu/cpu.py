@@ -640,7 +640,12 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                         fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
                     if flat == 0:
-                        t_end = frame_end(io_e, rg, r64_e, c.t, frame_deadline)
+                        if wp.static(staged):
+                            # (the frame's deadline from memory, not a local live across the loop:
+                            # T_FRAME_START only moves at the frame's end)
+                            t_end = frame_end(io_e, rg, r64_e, c.t, r64[env, T_FRAME_START] + FRAME_CYCLES)
+                        else:
+                            t_end = frame_end(io_e, rg, r64_e, c.t, frame_deadline)
                 if wp.static(staged):
                     if rg[R_HALTED] != 0 or rg[R_LOCKED] != 0 or c.stopped != 0:
                         wake = int(0)

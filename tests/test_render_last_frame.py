@@ -110,7 +110,7 @@ def test_recorded_launch_takes_every_changed_argument():
     the render mode must each take effect as a fully packed launch does."""
     import warp as wp
 
-    from gbx_lightning.emu.cpu import kernel_inputs, machine_kernel
+    from gbx_lightning.emu.cpu import kernel_for, kernel_inputs
 
     rom = build_rom("orchard")
     recorded, direct = VecGameBoy(rom, 2), VecGameBoy(rom, 2)
@@ -126,7 +126,7 @@ def test_recorded_launch_takes_every_changed_argument():
             held.assign(np.array([0x02, 0x20], np.uint8))   # same array, new contents
         recorded.run_frames(frames, buttons=buttons, release_after=release, render=render)
         b = buttons if isinstance(buttons, wp.array) else wp.array(buttons, dtype=wp.uint8)
-        wp.launch(machine_kernel, dim=2, inputs=kernel_inputs(direct._m, direct._ref(render))
+        wp.launch(kernel_for(direct.device), dim=2, inputs=kernel_inputs(direct._m, direct._ref(render))
                   + [frames, b, 1, -1 if release is None else release])
         assert recorded.registers(0) == direct.registers(0) and recorded.registers(1) == direct.registers(1)
         assert recorded.read_memory(1, 0xC000, 0x2000) == direct.read_memory(1, 0xC000, 0x2000)

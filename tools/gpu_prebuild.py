@@ -35,12 +35,15 @@ def main(argv=None) -> int:
     wp.config.quiet = True
     wp.init()
     for name in MODULES:
-        importlib.import_module(name)
+        # a Python module may register a kernel per target in Warp modules of their own
+        # (WARP_MODULES: gbx_lightning.emu.cpu's two machine kernels): each target gets its own
+        targets = getattr(importlib.import_module(name), "WARP_MODULES", {"cuda": [name], "cpu": [name]})
         t0 = time.perf_counter()
-        paths = wp.compile_aot_module(name, arch=args.arch, use_ptx=False)
+        paths = [p for target in targets["cuda"] for p in wp.compile_aot_module(target, arch=args.arch, use_ptx=False)]
         t1 = time.perf_counter()
         if not args.no_cpu:
-            wp.load_module(name, device="cpu")
+            for target in targets["cpu"]:
+                wp.load_module(target, device="cpu")
         t2 = time.perf_counter()
         print(f"{name:32s} cuda {t1 - t0:6.1f} s  cpu {t2 - t1:6.1f} s  {[p.name for p in paths]}", flush=True)
     return 0

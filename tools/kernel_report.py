@@ -97,13 +97,24 @@ def parse_ptxas(text: str) -> list[dict]:
 
 
 def module_report(name: str, arch: int = 90, ptxas: str | None = None) -> list[dict]:
-    """ptxas's figures for every function of Warp module `name` (imported here), compiled for sm_`arch`."""
-    import warp as wp
-
+    """ptxas's figures for every function of Python module `name` (imported here) as the GPU runs it,
+    compiled for sm_`arch`: its Warp module, or the ones its WARP_MODULES names for CUDA."""
     ptxas = ptxas or find_ptxas()
     if ptxas is None:
         raise FileNotFoundError("ptxas not found: pip install -e \".[gpu-dev]\" (nvidia-cuda-nvcc), or set $PTXAS")
-    importlib.import_module(name)
+    # a Python module may register its CUDA kernels in Warp modules of their own (WARP_MODULES:
+    # gbx_lightning.emu.cpu's CUDA-shaped machine kernel): report those, the code the GPU runs
+    targets = getattr(importlib.import_module(name), "WARP_MODULES", {}).get("cuda", [name])
+    rows = []
+    for target in targets:
+        rows += _warp_module_report(target, arch, ptxas)
+    return [dict(r, module=name) for r in rows]
+
+
+def _warp_module_report(name: str, arch: int, ptxas: str) -> list[dict]:
+    """ptxas's figures for every function of Warp module `name`."""
+    import warp as wp
+
     (ptx_path,) = wp.compile_aot_module(name, arch=arch, use_ptx=True)
     ptx = Path(ptx_path).read_bytes().rstrip(b"\0")      # NVRTC's PTX ends with a NUL ptxas refuses
     digest = hashlib.sha256(ptx).hexdigest()
@@ -119,7 +130,7 @@ def module_report(name: str, arch: int = 90, ptxas: str | None = None) -> list[d
                              capture_output=True, text=True, check=True)
     finally:
         clean.unlink(missing_ok=True)
-    rows = [dict(r, module=name) for r in parse_ptxas(out.stdout + out.stderr)]
+    rows = parse_ptxas(out.stdout + out.stderr)
     cache.write_text(json.dumps({"ptx_sha256": digest, "ptxas": ptxas, "rows": rows}))
     return rows
 

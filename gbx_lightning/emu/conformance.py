@@ -13,7 +13,7 @@ import numpy as np
 import warp as wp
 
 from . import state as S
-from .cpu import kernel_inputs, machine_kernel
+from .cpu import kernel_for, kernel_inputs
 from .machine import RENDER_MODES
 from .state import Machine
 
@@ -75,7 +75,7 @@ def run_sm83_cases(cases: list[dict], device: str = "cpu") -> list[dict]:
     m.flat_mode = 1
     m.render_mode = RENDER_MODES["none"]
     buttons = wp.zeros(n, dtype=wp.uint8, device=dev)
-    wp.launch(machine_kernel, dim=n, inputs=kernel_inputs(m) + [0, buttons, 0, -1], device=dev)
+    wp.launch(kernel_for(dev), dim=n, inputs=kernel_inputs(m) + [0, buttons, 0, -1], device=dev)
     r32 = m.r32.numpy()
     r64 = m.r64.numpy()
     faddr = m.flat_addr.numpy()

@@ -9,7 +9,7 @@ import warp as wp
 from . import state as S
 from .bus import bus_peek
 from .cartridge import load_boot_rom, load_cartridge
-from .cpu import kernel_inputs, machine_kernel
+from .cpu import kernel_for, kernel_inputs
 from .ppu import POST_BOOT_LINE0_T
 from .render import BIT_BYTES, LINE_BUF_WORDS
 from .savestate import masked_copy, read_state_file, record_gather, write_state_file
@@ -358,16 +358,17 @@ class VecGameBoy:
         self._launch(render, frames, b, rel)
 
     def _launch(self, render: str, frames: int, buttons: wp.array, release: int) -> None:
-        """machine_kernel from a command recorded once per render mode (wp.launch with
-        record_cmd): packing all of its arguments anew took ~80 us of Python per call (more
-        than one env's frame of the built-in game); only the arguments that changed are
-        packed again."""
+        """The machine kernel (cpu.kernel_for: the CPU or the CUDA shape) from a command recorded
+        once per render mode (wp.launch with record_cmd): packing all of its arguments anew took
+        ~80 us of Python per call (more than one env's frame of the built-in game); only the
+        arguments that changed are packed again."""
         rec = self._launches.get(render)
+        kernel = kernel_for(self.device)
         if rec is None:
-            cmd = wp.launch(machine_kernel, dim=self.num_envs, device=self.device, record_cmd=True,
+            cmd = wp.launch(kernel, dim=self.num_envs, device=self.device, record_cmd=True,
                             inputs=kernel_inputs(self._m, self._ref(render)) + [frames, buttons, 1, release])
             rec = self._launches[render] = [cmd, frames, buttons, release]
-        cmd, n = rec[0], len(machine_kernel.adj.args) - 4   # frames, buttons, set_flag, release_after
+        cmd, n = rec[0], len(kernel.adj.args) - 4   # frames, buttons, set_flag, release_after
         if rec[1] != frames:
             cmd.set_param_at_index(n, frames)
             rec[1] = frames

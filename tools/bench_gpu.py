@@ -130,7 +130,10 @@ def emu(args) -> int:
     import warp as wp
 
     from gbx_lightning.emu import VecGameBoy
+    from gbx_lightning.emu.cpu import MAX_REGISTERS, kernel_for
 
+    # which kernel ran, and its register cap (GBX_EMU_MAX_REGISTERS): the check runs emu with and without it
+    kernel = kernel_for(args.device).key + (f"@maxreg{MAX_REGISTERS}" if MAX_REGISTERS else "")
     for name in args.roms:
         rom = _rom(name if (name != "workload" or (ROM_DIR / "workload.asm").is_file()) else "idiom_memcpy")
         for n in args.envs:
@@ -155,7 +158,7 @@ def emu(args) -> int:
             _sync(args.device)
             dt = time.perf_counter() - t0
             mem = None if free0 is None else (free0 - free1) / n
-            _emit(args.out, {"part": "emu", "device": str(args.device), "rom": name, "envs": n, "steps": steps,
+            _emit(args.out, {"part": "emu", "device": str(args.device), "kernel": kernel, "rom": name, "envs": n, "steps": steps,
                              "seconds": round(dt, 3), "env_steps_per_s": round(n * steps / dt, 1),
                              "frames_per_s": round(n * steps * STEP_FRAMES / dt, 1),
                              "first_step_s": round(first, 3), "state_bytes_per_env": m.state_bytes_per_env,

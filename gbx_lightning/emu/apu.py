@@ -42,7 +42,7 @@ is computed in closed form.
 import warp as wp
 
 from .state import (A_LEN1, A_NEG_USED, A_SHADOW, A_STEP, A_SWEEP_ON, A_SWEEP_TIMER, A_SYNC_T, A_WAVE_PERIOD,
-                    A_WAVE_POS, A_WAVE_T, T_DIV_BASE, MachinePtr, machine)
+                    A_WAVE_POS, A_WAVE_T, NUM_APU, T_DIV_BASE, MachinePtr, machine)
 
 DIV_APU_PERIOD = wp.constant(wp.int64(8192))   # T-cycles between falling edges of counter bit 12
 NR52 = wp.constant(0x26)
@@ -281,19 +281,96 @@ def wave_index(ms: MachinePtr, env: int, t: wp.int64) -> int:
     return r
 
 
+@wp.func
+def needs_sync(ms: MachinePtr, env: int, reg: int, value: int, nr52: int) -> bool:
+    """Whether a write of `value` to `reg` must first catch the frame sequencer up: only where what
+    it did since the last catch-up matters to the write (it clocks lengths and CH1's sweep and turns
+    channels off). Not for the DAC, volume, period-low (NR13 only while the sweep may write it
+    back), noise and mixer registers, wave RAM while CH3 is off, nor an NRx4 write that leaves its
+    length disabled (before and after) where CH1's sweep is off and stays off: the events since
+    then clocked nothing of that channel, and the ones run later find it as they would have
+    (its length disabled, no sweep). A sound driver writes those most (tests/roms/idiom_timer.asm)."""
+    m = machine(ms)
+    if reg == 0x12 or reg == 0x17 or reg == 0x1A or reg == 0x21 or reg == 0x18 or reg == 0x1C \
+            or reg == 0x1D or reg == 0x22 or reg == 0x24 or reg == 0x25:
+        return False
+    if reg >= 0x30:
+        return (nr52 & 0x04) != 0
+    sweep_off = m.apu[env, A_SWEEP_ON] == wp.int64(0)
+    if reg == 0x13:
+        return not sweep_off
+    if reg == 0x14 or reg == 0x19 or reg == 0x1E or reg == 0x23:
+        if ((int(m.io[env, reg]) | value) & 0x40) != 0:
+            return True
+        return reg == 0x14 and not (sweep_off and (int(m.io[env, 0x10]) & 0x77) == 0)
+    return True
+
+
+@wp.func
+def quick_write(ms: MachinePtr, env: int, reg: int, value: int) -> bool:
+    """The writes a sound driver makes most, powered on, that need no catch-up (needs_sync) and
+    touch only their own register, NR52's channel bits and a length or CH1's sweep words: the DAC
+    registers, the volume, period-low, noise and mixer registers, a length load (NRx1) while
+    that length is disabled, and an NRx4 write of CH1, CH2 or CH4 that leaves its length disabled
+    (CH1: with its sweep off and staying off), whose trigger is trigger()'s without the sweep.
+    On one env's rows, as the instruction loop's accesses: a write that apu_write's general
+    path took ~150 x86 instructions for takes a few tens here. False: apu_write's general path."""
+    m = machine(ms)
+    io = wp.array(ptr=wp.uint64(m.io.ptr) + wp.uint64(env * 128), shape=(128,), dtype=wp.uint8)
+    nr52 = int(io[NR52])
+    if (nr52 & 0x80) == 0 or reg >= NR52:
+        return False
+    if reg == 0x12 or reg == 0x17 or reg == 0x21 or reg == 0x1A:       # DACs
+        io[reg] = wp.uint8(value)
+        if reg == 0x1A:
+            if (value & 0x80) == 0:
+                io[NR52] = wp.uint8(nr52 & 0xFB)
+        elif (value & 0xF8) == 0:
+            io[NR52] = wp.uint8(nr52 & ((1 << ((reg - 0x12) // 5)) ^ 0xFF))
+        return True
+    if reg == 0x18 or reg == 0x1C or reg == 0x22 or reg == 0x24 or reg == 0x25:
+        io[reg] = wp.uint8(value)
+        return True
+    apu = wp.array(ptr=wp.uint64(m.apu.ptr) + wp.uint64(env * NUM_APU * 8), shape=(NUM_APU,), dtype=wp.int64)
+    sweep_off = apu[A_SWEEP_ON] == wp.int64(0)
+    if reg == 0x13 and sweep_off:
+        io[reg] = wp.uint8(value)
+        return True
+    if reg == 0x11 or reg == 0x16 or reg == 0x20:                       # (not NR31: 256 - n)
+        if (int(io[reg + 3]) & 0x40) != 0:
+            return False
+        apu[A_LEN1 + (reg - 0x11) // 5] = wp.int64(64 - (value & 0x3F))
+        io[reg] = wp.uint8(value)
+        return True
+    if reg == 0x14 or reg == 0x19 or reg == 0x23:
+        if ((int(io[reg]) | value) & 0x40) != 0:
+            return False
+        ch = (reg - 0x14) // 5
+        nr10 = int(io[0x10])
+        if ch == 0 and not (sweep_off and (nr10 & 0x77) == 0):
+            return False
+        io[reg] = wp.uint8(value)
+        if (value & 0x80) != 0:                                         # trigger()
+            if (int(io[reg - 2]) & 0xF8) != 0:
+                io[NR52] = wp.uint8(nr52 | (1 << ch))
+            if apu[A_LEN1 + ch] == wp.int64(0):
+                apu[A_LEN1 + ch] = wp.int64(64)
+            if ch == 0:                      # (pace 0: the timer reloads with 8; sweep disabled)
+                apu[A_SHADOW] = wp.int64(int(io[0x13]) | ((value & 7) << 8))
+                apu[A_SWEEP_TIMER] = wp.int64(8)
+                apu[A_NEG_USED] = wp.int64(0)
+        return True
+    return False
+
+
 @wp.func(inline=False)
 def apu_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
     """A write to $FF10-$FF3F at t (the module docstring has the rules)."""
+    if quick_write(ms, env, reg, value):
+        return
     m = machine(ms)
     nr52 = int(m.io[env, NR52])
-    # A catch-up first where what the frame sequencer did since the last one matters to the write
-    # (it only clocks lengths and CH1's sweep, and turns channels off): not for the DAC, volume,
-    # period-low (NR13 only while the sweep may write it back), noise and mixer registers, nor
-    # wave RAM while CH3 is off. A sound driver writes those most.
-    if not (reg == 0x12 or reg == 0x17 or reg == 0x1A or reg == 0x21 or reg == 0x18 or reg == 0x1C
-            or reg == 0x1D or reg == 0x22 or reg == 0x24 or reg == 0x25
-            or (reg == 0x13 and m.apu[env, A_SWEEP_ON] == wp.int64(0))
-            or (reg >= 0x30 and (nr52 & 0x04) == 0)):
+    if needs_sync(ms, env, reg, value, nr52):
         apu_sync(ms, env, t)
         nr52 = int(m.io[env, NR52])
     powered = (nr52 & 0x80) != 0

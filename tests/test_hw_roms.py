@@ -51,6 +51,7 @@ ROMS = {
     "apu_sweep": dict(frames=60),
     "apu_wave": dict(frames=30),
     "apu_lazy": dict(frames=30),
+    "apu_wave_corrupt": dict(frames=30),
     "ei_halt": dict(frames=30),
     "lcd_off_stat": dict(frames=30),
     # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)

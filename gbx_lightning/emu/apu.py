@@ -30,8 +30,11 @@ can read back is modelled (Pan Docs: Audio, Audio Registers, Audio Details).
   are lost. The channel's first read after a trigger (sample 1) is 6 + 2 * (2048 - period)
   T-cycles after the NR34 write, then one every 2 * (2048 - period); a period written while it
   plays applies after its next read (Pan Docs, FF30-FF3F and NR33; the DMG read timings of
-  docboy-test-suite's ch3_read_wave tests). Not modelled: the wave RAM corruption a DMG retrigger
-  makes while the channel reads.
+  docboy-test-suite's ch3_read_wave tests). A retrigger (NR34 bit 7) while it plays, 2 T-cycles
+  before one of its reads, corrupts wave RAM's first bytes with the ones that read fetches
+  (wave_corruption; docboy-test-suite's ch3_corrupt_wave tests, gambatte).
+- Not modelled: the volume envelopes (a DMG cannot read a volume back: no PCM12/PCM34 there),
+  and sound itself.
 
 Lazy like the timer: nothing runs per cycle or per instruction. The frame sequencer's events
 since the last catch-up are counted from the system counter when a sound register or wave RAM
@@ -211,10 +214,40 @@ def wave_retime(ms: MachinePtr, env: int, t: wp.int64):
 
 
 @wp.func
+def wave_index(ms: MachinePtr, env: int, t: wp.int64) -> int:
+    """The wave RAM byte CH3 reads at t, or -1 if it reads none then."""
+    m = machine(ms)
+    at = m.apu[env, A_WAVE_T]
+    step = wp.max(m.apu[env, A_WAVE_PERIOD], wp.int64(2))
+    r = int(-1)
+    if t >= at and (t - at) % step == wp.int64(0):
+        r = int(((m.apu[env, A_WAVE_POS] + (t - at) // step) & wp.int64(31)) >> wp.int64(1))
+    return r
+
+
+@wp.func
+def wave_corruption(ms: MachinePtr, env: int, t: wp.int64):
+    """A DMG retrigger of CH3 at t while it plays, 2 T-cycles before one of its wave RAM reads,
+    corrupts wave RAM (Pan Docs, Audio Details / gbdev wiki, obscure behaviour; the DMG timings of
+    docboy-test-suite's ch3_corrupt_wave tests, and gambatte): the byte that read fetches, k,
+    is copied over byte 0 if k < 4, else the 4-byte-aligned block holding k over bytes 0-3."""
+    m = machine(ms)
+    k = wave_index(ms, env, t + wp.int64(2))
+    if k >= 0 and k < 4:
+        m.io[env, 0x30] = m.io[env, 0x30 + k]
+    elif k >= 4:
+        b = k & 0x0C
+        for i in range(4):
+            m.io[env, 0x30 + i] = m.io[env, 0x30 + b + i]
+
+
+@wp.func
 def trigger(ms: MachinePtr, env: int, ch: int, t: wp.int64):
     """NRx4 bit 7 (Pan Docs, Triggering): on if the DAC is; CH1 sweep reload; CH3 restarts its
     wave RAM reads from sample 1."""
     m = machine(ms)
+    if ch == 2 and channel_is_on(ms, env, 2):
+        wave_corruption(ms, env, t)
     if dac_on(ms, env, ch):
         m.io[env, NR52] = wp.uint8(int(m.io[env, NR52]) | (1 << ch))
     if ch == 0:
@@ -267,18 +300,6 @@ def length_load(ms: MachinePtr, env: int, reg: int, value: int):
         m.apu[env, A_LEN1 + 2] = wp.int64(256 - value)
     else:
         m.apu[env, A_LEN1 + (reg - 0x11) // 5] = wp.int64(64 - (value & 0x3F))
-
-
-@wp.func
-def wave_index(ms: MachinePtr, env: int, t: wp.int64) -> int:
-    """The wave RAM byte CH3 reads at t, or -1 if it reads none then."""
-    m = machine(ms)
-    at = m.apu[env, A_WAVE_T]
-    step = wp.max(m.apu[env, A_WAVE_PERIOD], wp.int64(2))
-    r = int(-1)
-    if t >= at and (t - at) % step == wp.int64(0):
-        r = int(((m.apu[env, A_WAVE_POS] + (t - at) // step) & wp.int64(31)) >> wp.int64(1))
-    return r
 
 
 @wp.func

@@ -54,6 +54,7 @@ ROMS = {
     "apu_wave_corrupt": dict(frames=30),
     "ei_halt": dict(frames=30),
     "lcd_off_stat": dict(frames=30),
+    "stat_lcd_off_irq": dict(frames=30),
     # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)
     "ppu_mode_timing": dict(frames=90),
     "ppu_vblank_timing": dict(frames=60),

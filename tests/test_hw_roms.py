@@ -52,6 +52,7 @@ ROMS = {
     "apu_wave": dict(frames=30),
     "apu_lazy": dict(frames=30),
     "apu_wave_corrupt": dict(frames=30),
+    "apu_div_trigger": dict(frames=300),
     "ei_halt": dict(frames=30),
     "lcd_off_stat": dict(frames=30),
     "stat_lcd_off_irq": dict(frames=30),

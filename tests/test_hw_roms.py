@@ -50,8 +50,12 @@ ROMS = {
     "apu_length": dict(frames=60),
     "apu_sweep": dict(frames=60),
     "apu_wave": dict(frames=30),
+    "apu_lazy": dict(frames=30),
+    "apu_wave_corrupt": dict(frames=30),
+    "apu_div_trigger": dict(frames=300),
     "ei_halt": dict(frames=30),
     "lcd_off_stat": dict(frames=30),
+    "stat_lcd_off_irq": dict(frames=30),
     # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)
     "ppu_mode_timing": dict(frames=90),
     "ppu_vblank_timing": dict(frames=60),

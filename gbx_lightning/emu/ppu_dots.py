@@ -266,6 +266,16 @@ def _apply_fetch_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int
         st[_F_WI] = st[_F_WI] + 1
 
 
+@wp.func
+def _window_off(st: wp.array(dtype=wp.int32)):
+    """LCDC.5 is 0 as the fetcher sees it: the window mode ends at once (DMG: LCDC.5 low resets
+    the window-mode latch, GateBoy PYNU/XOFO), and the BG's tile column comes again from the x
+    counter (the map x is the pixel counter + SCX, one tile ahead of the pixel going out)."""
+    if st[_WIN] != 0:
+        st[_WIN] = 0
+        st[_FX] = ((st[_POS] + 8 + st[_FINE]) >> 3) & 31
+
+
 @wp.func(inline=False)
 def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly: int):
     """One step of the BG/window fetcher (see the module docstring)."""
@@ -273,7 +283,7 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
     lcdc = st[_F_LCDC]
     if step == 1:
         if (lcdc & 0x20) == 0:
-            st[_WIN] = 0
+            _window_off(st)
         y = (ly + st[_F_SCY]) & 255
         col = ((st[_F_SCX] >> 3) + st[_FX]) & 31
         base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
@@ -286,6 +296,8 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
     elif step == 3 or step == 5:
         # the low bitplane at step 3, the high one at step 5, each with SCY and LCDC.4 as they
         # are then (a write between the two mixes the rows: DMG, gambatte)
+        if (lcdc & 0x20) == 0:
+            _window_off(st)
         y = (ly + st[_F_SCY]) & 255
         if st[_WIN] != 0:
             y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255

@@ -18,9 +18,10 @@ Four kinds of check:
   SCX's high bits, SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
   low bits, LCDC.5 and WX checked against the DMG's documented behaviour where gambatte differs
   (the tests say how); WX as a whole frame is a strict xfail (the pixel count there).
-* WY written in mode 3 (the window's WY condition mid-line) and STAT's mode read across a
-  mode-3 end moved by a window started mid-line (tests/roms/ppu_m3_wy.asm, ppu_m3_stat.asm),
-  against gambatte and the frames/lengths the documented behaviour gives.
+* WY written in mode 3, or LCDC.5 set on the line LY == WY (the window's WY condition mid-line),
+  and STAT's mode read across a mode-3 end moved by a window started mid-line
+  (tests/roms/ppu_m3_wy.asm, ppu_wy_lcdc.asm, ppu_m3_stat.asm), against gambatte and the
+  frames/lengths the documented behaviour gives.
 
 The per-dot path is built for the CPU only (ppu_dots.dots_compiled): these tests run there.
 """
@@ -300,6 +301,57 @@ def test_wy_written_in_mode3_meets_the_window_condition_from_that_dot(wx, starts
     assert [ly for ly in range(144) if (always[ly] != never[ly]).any()] == [143]
     np.testing.assert_array_equal(shown, always if starts else never)
     np.testing.assert_array_equal(shown, _gambatte_frame(build_m3("wy", M3_WX=wx)))
+
+
+# The WY condition met by an LCDC write (window enable) on the line LY == WY. The DMG compares LY
+# with WY, gated by LCDC.5, all along every line (GateBoy, traced from the DMG die: ROGE_WY_MATCH
+# sampled by SARY each M-cycle, latched in REJO until VBlank), so an LCDC.5 write on that line meets
+# it wherever it lands (ppu.py: _wy_check on every LCDC write; ppu_dots: from the dot it lands).
+# tests/roms/ppu_wy_lcdc.asm clears LCDC.5 in VBlank and sets it on line 60 = WY: in mode 2, in mode
+# 3 at x ~ 17, or in HBlank. Expected, as gambatte draws them too: the frame with LCDC.5 set from
+# VBlank and WY = 60 when the window's x (WX - 7) is still ahead of the write, else that with
+# WY = 61 (the line is passed, the condition holds from the next). With WL_PULSE LCDC.5 is cleared
+# again 4 M-cycles later and set once more as line 70 starts: the condition met in between holds,
+# so the frame is that with WY = 70 - where gambatte, which looks at LY == WY at one point of the
+# line only, shows no window at all.
+def _wy_lcdc(**equ) -> bytes:
+    from gbx_lightning.roms.asm import assemble
+
+    path = ROM_DIR / "ppu_wy_lcdc.asm"
+    text = path.read_text()
+    for k, v in equ.items():
+        lines = [ln for ln in text.splitlines() if ln.startswith(f"{k} ")]
+        assert len(lines) == 1, (k, lines)
+        text = text.replace(lines[0], f"{k} EQU {v}")
+    return assemble(text, origin_file=str(path), include_dirs=(str(ROM_DIR),))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.parametrize("wx, where, from_line", [(88, dict(WL_LEAD=0), 60), (88, dict(WL_LEAD=20), 60),
+                                                  (15, dict(WL_LEAD=20), 61), (88, dict(WL_HBLANK=1), 61)])
+def test_lcdc_window_enable_on_the_wy_line_meets_the_wy_condition(wx, where, from_line):
+    rom = _wy_lcdc(WL_WX=wx, **where)
+    shown = frame_after(rom)
+    want = frame_after(_wy_lcdc(WL_WX=wx, WL_EARLY=1, WL_WY=from_line))
+    other = frame_after(_wy_lcdc(WL_WX=wx, WL_EARLY=1, WL_WY=121 - from_line))    # 61 for 60, 60 for 61
+    assert [ly for ly in range(144) if (want[ly] != other[ly]).any()][0] == 60
+    np.testing.assert_array_equal(shown, want)
+    np.testing.assert_array_equal(shown, _gambatte_frame(rom))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.parametrize("where", [dict(WL_LEAD=0), dict(WL_LEAD=20), dict(WL_HBLANK=1)])
+def test_wy_condition_met_by_a_brief_window_enable_holds_for_the_frame(where):
+    rom = _wy_lcdc(WL_PULSE=1, WL_AGAIN=70, **where)
+    shown = frame_after(rom)
+    want = frame_after(_wy_lcdc(WL_EARLY=1, WL_WY=70))
+    never = frame_after(_wy_lcdc(WL_WY=200))
+    assert [ly for ly in range(144) if (want[ly] != never[ly]).any()][0] == 70
+    np.testing.assert_array_equal(shown, want)
+    # gambatte differs here (else this checks nothing gambatte does not)
+    np.testing.assert_array_equal(_gambatte_frame(rom), never)
 
 
 # STAT follows mode 3's end as the per-dot path moves it. tests/roms/ppu_m3_stat.asm reads STAT once

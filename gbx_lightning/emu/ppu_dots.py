@@ -461,6 +461,8 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                         st[_WIN_X] = 0
                         st[_BGN] = 0
                         st[_STEP] = 0
+                        if pos == -7 and st[_FINE] != 0:
+                            st[_STEP] = -1      # WX = 0 with a fine scroll: a dot later (DMG)
                 elif st[_FRESH] == 0 and st[_STEP] == 0 and st[_WX] == ((pos + 7) & 255):
                     st[_BGQ] = st[_BGQ] << 2    # DMG: a colour-0 pixel is inserted at the front
                     st[_BGN] = st[_BGN] + 1

@@ -7,7 +7,8 @@ the PPU's pipeline that reads each register at the dot the hardware does. The sa
 mode 3's length, so STAT and the picture agree (ppu.py moves the mode-0 event to its end).
 
 The pipeline (Pan Docs, "Pixel FIFO"; the DMG timings below are those the mode-3 length of
-ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object):
+ppu.py already follows: 172 dots + SCX mod 8, 6 for the window (7 from x = -7 with a fine
+scroll), 6..11 per object):
 
 * A background FIFO (colour numbers) and an object FIFO (colour, palette, BG-over-OBJ bit).
   Each dot, if the BG FIFO holds a pixel, one pixel of each is shifted out and mixed; the

@@ -2,7 +2,8 @@
 
 For every line of every scene: the log as mode 3 starts (no writes unless given), the
 pipeline's picture of the line and the dot of its last pixel, and mode 3's length as ppu.py's
-formula gives it (172 + SCX mod 8, 6 for the window, render.objects_mode3_penalty).
+formula gives it (172 + SCX mod 8, 6 for the window and 1 more at WX = 0 with a fine scroll,
+render.objects_mode3_penalty).
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def _dots_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint
         n = 172 + (scx & 7)
         if render.window_visible(lcdc, logs[env, ly, ppu_dots.LOG_WINDOW] & 0xFF, wx) != 0:
             n += 6
+            if wx == 0 and (scx & 7) != 0:
+                n += 1      # the window a dot later (ppu.py _mode3_length)
             win_start = wx - 7
         if sel != wp.uint64(0):
             n += render.objects_mode3_penalty(oam, env, sel, scx, win_start)

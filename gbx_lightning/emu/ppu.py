@@ -260,7 +260,9 @@ def _mode3_length(ms: MachinePtr, env: int, io: IO, r32: R32, ly: int, t: wp.int
     r32[R_OBJ_SEL_T] = int(t & wp.int64(0x7FFFFFFF))
     if selected != wp.uint64(0):
         length += objects_mode3_penalty(m.oam, env, selected, scx, win_start)
-    return length
+    # a window from x = -7 (WX = 0) with a fine scroll starts a dot later (ppu_dots): + 1 (branchless,
+    # and last: a branch in the window's test above grew machine_kernel's stack frame by 16 B)
+    return length + wp.min(scx & 7, wp.max(0, -6 - win_start))
 
 
 @wp.func

@@ -7,7 +7,8 @@ the PPU's pipeline that reads each register at the dot the hardware does. The sa
 mode 3's length, so STAT and the picture agree (ppu.py moves the mode-0 event to its end).
 
 The pipeline (Pan Docs, "Pixel FIFO"; the DMG timings below are those the mode-3 length of
-ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object):
+ppu.py already follows: 172 dots + SCX mod 8, 6 for the window (7 from x = -7 with a fine
+scroll), 6..11 per object):
 
 * A background FIFO (colour numbers) and an object FIFO (colour, palette, BG-over-OBJ bit).
   Each dot, if the BG FIFO holds a pixel, one pixel of each is shifted out and mixed; the
@@ -42,15 +43,24 @@ ppu.py already follows: 172 dots + SCX mod 8, 6 for the window, 6..11 per object
   the wait). These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
 * The window: WX is compared with the x counter as the x counter reaches each value (as the
   previous pixel goes out, WX as it was before that dot's writes: gambatte; SameBoy's "WX
-  checks if the window begins *next* pixel"), with the frame's WY condition met (or met by a
-  write to WY or LCDC in this mode 3, as in gambatte). On a match at x = WX - 7, with LCDC.5
-  (and LCDC.0, DMG) set then or when the pipeline gets to x, the window starts there: the BG
-  FIFO is cleared and the fetcher restarts on the window's row (6 dots with no pixel). Each
-  start on a line uses the next window row. LCDC.5 read as 0 when the fetcher reads a tile
-  number switches it back to the background (at the start of its next tile: m3_lcdc_win_en_
-  change_multiple; a tile in progress finishes from the window). While the window shows, WX
-  written to match the x counter again when the fetcher is at the start of its cycle inserts
-  a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change, SameBoy).
+  checks if the window begins *next* pixel"), with the frame's WY condition met. The DMG
+  compares LY with WY, gated by LCDC.5, all along every line and latches a match until VBlank
+  (GateBoy, the gate-level model traced from the die: ROGE_WY_MATCH sampled by SARY each
+  M-cycle into REJO), so a write to WY or LCDC in this mode 3 meets it from the dot it lands
+  (ppu.py checks at each line's start and on every WY and LCDC write, any mode; gambatte misses
+  an LCDC.5 set only briefly on that line: tests/roms/ppu_wy_lcdc.asm). On a match at
+  x = WX - 7, with LCDC.5 (and LCDC.0, DMG) set then or when the pipeline gets to x, the window
+  starts there: the BG FIFO is cleared and the fetcher restarts on the window's row (6 dots
+  with no pixel; 7 when WX = 0 with SCX mod 8 > 0: the window starts a dot later, Mealybug
+  Tearoom m3_window_timing_wx_0, SameBoy; ppu.py's mode-3 length adds it too). Each start on a
+  line uses the next window row. LCDC.5 read as 0 by the fetcher, at any step, ends the window
+  mode at once (DMG: LCDC.5 low resets the window-mode latch, GateBoy's PYNU via XOFO;
+  gambatte): a tile whose number came from the window map reads its remaining bitplanes from
+  the BG's row (Mealybug m3_lcdc_win_en_change_multiple: the window's tiles still show whole,
+  its tile numbers), and the next tile is the BG's, its column from the x counter (the DMG's
+  BG map x is the pixel counter + SCX, an adder: one tile ahead of the pixel going out). While
+  the window shows, WX written to match the x counter again when the fetcher is at the start
+  of its cycle inserts a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change, SameBoy).
 
 Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
 STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
@@ -62,13 +72,16 @@ What matches (tests/test_ppu_mode3_writes.py, the ppu_m3_* ROMs, one register wr
 times per line at every M-cycle phase): whole frames equal to gambatte for BGP, OBP0, LCDC.0,
 SCX (high bits), SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
 low bits as the DMG ignores them mid-line (gambatte's frame of the ROM with the low bits held
-at the fine scroll); WX: gambatte's frame plus the DMG's reactivation pixel; WY written in mode
-3; STAT's mode-0 timing with a window started mid-line. Where it differs from gambatte (strict
-xfails there): LCDC.5 toggled around the window's start (gambatte restarts the window with a
-BG fetch from the map row's column 0, and switches a window tile in progress to the BG's row;
-here the fetch takes the BG's column and the tile finishes from the window, as in SameBoy),
-and on lines where LCDC.5 toggles as objects are fetched at the window's start; WX: the
-reactivation pixel, which gambatte lacks. Built for the CPU only (``dots_compiled``).
+at the fine scroll); LCDC.5 toggled around the window's start: gambatte's frame, lines with
+objects included, except where LCDC.5 is cleared before the window's first tile number is
+read (gambatte then fetches the BG's column 0; the DMG's adder gives the x counter's column);
+WX: gambatte's frame plus the DMG's reactivation pixel; WY written in mode 3, LCDC.5 set on the
+line LY == WY; STAT's mode-0 timing with a window started mid-line; WX = 0 with a fine scroll:
+gambatte's STAT and pixels a dot later. Where it differs from gambatte as a whole frame (a
+strict xfail): WX, by the reactivation pixel, which gambatte lacks. Not modelled: the DMG's
+colour-0 pixel pushed when the window is off and WX matches as a tile is pushed (SameBoy issue
+278), and the window's start moving with SCX mod 8 at WX = 0 (SameBoy; Pan Docs' "stutter";
+gambatte keeps it at x = -7, as here). Built for the CPU only (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
@@ -266,6 +279,16 @@ def _apply_fetch_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int
         st[_F_WI] = st[_F_WI] + 1
 
 
+@wp.func
+def _window_off(st: wp.array(dtype=wp.int32)):
+    """LCDC.5 is 0 as the fetcher sees it: the window mode ends at once (DMG: LCDC.5 low resets
+    the window-mode latch, GateBoy PYNU/XOFO), and the BG's tile column comes again from the x
+    counter (the map x is the pixel counter + SCX, one tile ahead of the pixel going out)."""
+    if st[_WIN] != 0:
+        st[_WIN] = 0
+        st[_FX] = ((st[_POS] + 8 + st[_FINE]) >> 3) & 31
+
+
 @wp.func(inline=False)
 def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly: int):
     """One step of the BG/window fetcher (see the module docstring)."""
@@ -273,7 +296,7 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
     lcdc = st[_F_LCDC]
     if step == 1:
         if (lcdc & 0x20) == 0:
-            st[_WIN] = 0
+            _window_off(st)
         y = (ly + st[_F_SCY]) & 255
         col = ((st[_F_SCX] >> 3) + st[_FX]) & 31
         base = 0x1800 + ((lcdc >> 3) & 1) * 0x400
@@ -286,6 +309,8 @@ def _fetcher_step(vr: wp.array(dtype=wp.uint8), st: wp.array(dtype=wp.int32), ly
     elif step == 3 or step == 5:
         # the low bitplane at step 3, the high one at step 5, each with SCY and LCDC.4 as they
         # are then (a write between the two mixes the rows: DMG, gambatte)
+        if (lcdc & 0x20) == 0:
+            _window_off(st)
         y = (ly + st[_F_SCY]) & 255
         if st[_WIN] != 0:
             y = (st[_WIN_LINE] + st[_STARTS] - 1) & 255
@@ -449,6 +474,8 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                         st[_WIN_X] = 0
                         st[_BGN] = 0
                         st[_STEP] = 0
+                        if pos == -7 and st[_FINE] != 0:
+                            st[_STEP] = -1      # WX = 0 with a fine scroll: a dot later (DMG)
                 elif st[_FRESH] == 0 and st[_STEP] == 0 and st[_WX] == ((pos + 7) & 255):
                     st[_BGQ] = st[_BGQ] << 2    # DMG: a colour-0 pixel is inserted at the front
                     st[_BGN] = st[_BGN] + 1

@@ -1,7 +1,9 @@
 ; ppu_m3_stat: STAT's mode read across the end of mode 3, on lines where WX
 ; is written in mode 3 (the per-dot path draws and times them: emu/ppu_dots.py).
 ; M3S_WX0: WX as each line starts, M3S_WX: the value written in mode 3
-; (tests/test_ppu_mode3_writes.py assembles it with other values).
+; (tests/test_ppu_mode3_writes.py assembles it with other values). M3S_REG: the
+; register written (low(hTemp): an HRAM byte, so no PPU write and mode 3's length
+; is ppu.py's formula), M3S_SCX: SCX all frame.
 ; The window is enabled (LCDC $F3, WY = 0) all frame; WX = $FF never starts it.
 ;
 ; Every visible line: halted with IME = 0 until its mode-2 STAT request, a
@@ -16,6 +18,8 @@
 wLog    EQU $D000
 M3S_WX0 EQU $FF
 M3S_WX  EQU 88
+M3S_REG EQU low(rWX)
+M3S_SCX EQU 0
 
 Start:
     call Init
@@ -27,8 +31,9 @@ Start:
     ldh [rBGP], a
     xor a
     ldh [rSCY], a
-    ldh [rSCX], a
     ldh [rWY], a
+    ld a, M3S_SCX
+    ldh [rSCX], a
     ld a, M3S_WX0
     ldh [rWX], a
     ld a, STAT_OAM
@@ -38,7 +43,7 @@ Start:
     ld a, $F3
     ldh [rLCDC], a
     call ReportPass
-    ld c, low(rWX)
+    ld c, M3S_REG
 .line:
     xor a
     ldh [rIF], a

@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 # ROMs whose instruction mix covers every opcode group and data access: the CPU-test workload and
 # the built-in game, the idioms games poll with (HALT, STAT, LY, timer, joypad, DMA, memcpy),
 # interrupt and HALT/EI timing, OAM DMA, an MBC, the serial port, the sound registers, a PPU
-# register written in mode 3 (the per-dot path).
+# registers written in mode 3 (the per-dot path: the fetcher, the window, object fetches; CUDA runs it too).
 ROMS = ("workload", "orchard", "idiom_memcpy", "idiom_stat", "idiom_dma", "idiom_joypad", "idiom_timer",
         "idiom_halt", "idiom_ly", "ei_halt", "irq_timing", "interrupts", "instr_timing", "oam_dma_bus", "mbc5",
-        "serial", "apu_regs", "joypad", "ppu_m3_scx")
+        "serial", "apu_regs", "joypad", "ppu_m3_scx", "ppu_m3_lcdc_win", "ppu_m3_lcdc_obj")
 
 # Run in a fresh process: the shape the CPU device runs is fixed when gbx_lightning.emu.cpu is imported.
 SCRIPT = r"""

@@ -23,7 +23,8 @@ Four kinds of check:
   (tests/roms/ppu_m3_wy.asm, ppu_wy_lcdc.asm, ppu_m3_stat.asm), against gambatte and the
   frames/lengths the documented behaviour gives.
 
-The per-dot path is built for the CPU only (ppu_dots.dots_compiled): these tests run there.
+These tests run on the CPU; CUDA runs the same path in its own kernel shape, compared with the CPU's on
+these ROMs in tests/test_gpu_shape.py (GBX_EMU_STAGED=1) and on a device by tools/bench_gpu.py parity.
 """
 from __future__ import annotations
 

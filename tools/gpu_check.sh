@@ -6,6 +6,7 @@
 # Here, before the device calls (docs/gpu.md):
 #   bash ../shared/gpu/pack.sh && python tools/gpu_prebuild.py       # .gpu1/ .gpu2/ and .gpu_kcache/ (cubins)
 #   GBX_EMU_MAX_REGISTERS=128 python tools/gpu_prebuild.py --no-cpu   # the capped kernel's cubin (part emu_maxreg128)
+#   GBX_EMU_CUDA_DOTS=0 python tools/gpu_prebuild.py --no-cpu         # the kernel without the per-dot path (emu_nodots)
 # Device call 1, carry [".gpu1"]:
 #   mkdir -p /root/gpu && cp .gpu1/* /root/gpu/
 # Device call 2 at once (within 30 s), carry [".gpu2", ".gpu_kcache"]:
@@ -52,6 +53,8 @@ if [ "$DEV" = cuda ]; then
     part emu 100 python3 tools/bench_gpu.py emu --seconds 2 --out "$JSON"
     # the register cap, the knob a device must judge (docs/gpu.md, Warp knobs): its cubin is prebuilt too
     part emu_maxreg128 60 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
+    # and the per-dot PPU path compiled out (what it costs the kernel on every line): its cubin is prebuilt too
+    part emu_nodots 60 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
     part fit_gpu 90 python3 tools/bench_gpu.py fit --runs gpu:4096 gpu:16384 --out "$JSON"
     part fit_hybrid 120 python3 tools/bench_gpu.py fit --runs cpu:4096:1 cpu:4096:16 cpu:16384:16 --out "$JSON"
     part cpu_cores 45 python3 tools/bench_env.py --envs 1024 --shards 1 16 --steps 10 --repeats 1

@@ -9,7 +9,7 @@ line is drawn by render.py's ``render_line`` when its mode 3 ends, with the
 registers of that moment; a line whose LCDC, SCY, SCX, BGP, OBP0/1, WY or WX the CPU
 writes during its mode 3 is drawn dot by dot instead, from the logged writes, and a
 write that moves its last pixel moves mode 3's end with it (``_mode3_write``,
-ppu_dots.py; built for the CPU only: ppu_dots.dots_compiled). A catch-up takes a visible line that lies wholly before `now`
+ppu_dots.py; on every device unless GBX_EMU_CUDA_DOTS=0: ppu_dots.dots_compiled). A catch-up takes a visible line that lies wholly before `now`
 in one step when no STAT source is enabled (nothing can observe its four events apart).
 
 Times are T-cycles on the CPU's clock; the CPU's M-cycles start at multiples of 4. The

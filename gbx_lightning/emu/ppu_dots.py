@@ -81,13 +81,15 @@ gambatte's STAT and pixels a dot later. Where it differs from gambatte as a whol
 strict xfail): WX, by the reactivation pixel, which gambatte lacks. Not modelled: the DMG's
 colour-0 pixel pushed when the window is off and WX matches as a tile is pushed (SameBoy issue
 278), and the window's start moving with SCX mod 8 at WX = 0 (SameBoy; Pan Docs' "stutter";
-gambatte keeps it at x = -7, as here). Built for the CPU only (``dots_compiled``).
+gambatte keeps it at x = -7, as here). Built for the CPU and CUDA alike (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
 without such writes; a line with them costs one pass of up to ~300 dots when drawn, and one
 more per write that can move mode 3's end (LCDC, WX, WY, SCX before its read).
 """
+import os
+
 import warp as wp
 
 from .dma import dma_sync
@@ -99,7 +101,13 @@ WRITE_PHASE = wp.constant(wp.int64(0))     # a write in the M-cycle at t lands a
                                            # (BGP, LCDC.0 and OBP0 writes: gambatte's pixel)
 MAX_END_DOT = wp.constant(360)    # a guard: the last pixel comes by dot ~290, the line ends at 369
 
-@wp.func_native("""
+# GBX_EMU_CUDA_DOTS=0 when this module is imported compiles the per-dot path out of the CUDA kernel
+# (mode-3 writes then take effect for the whole line there, as the line renderer draws them): a knob
+# to measure on a GPU what the path costs, not a default (docs/gpu.md, Kernel footprint).
+CUDA_DOTS = os.environ.get("GBX_EMU_CUDA_DOTS", "1") != "0"
+
+
+@wp.func_native("    return 1;" if CUDA_DOTS else """
 #if defined(__CUDA_ARCH__)
     return 0;
 #else
@@ -107,10 +115,11 @@ MAX_END_DOT = wp.constant(360)    # a guard: the last pixel comes by dot ~290, t
 #endif
 """)
 def dots_compiled() -> int:
-    """1 where the per-dot path is built: on a CPU. 0 on a GPU, where the compiler then drops it and
-    mode-3 writes take effect for the whole line (the line renderer, as before): reachable from
-    ppu_sync, the pipeline grew the machine kernel's spills by ~7% and its stack frame by ~120 B
-    (ptxas allocates registers across the call tree; tools/kernel_report.py, issue 27)."""
+    """1 where the per-dot path is built: every device by default (CPU and CUDA draw the same
+    pixels). With GBX_EMU_CUDA_DOTS=0, 0 on a GPU: the compiler drops the path there. On sm_90 it
+    costs the CUDA kernel 120 B of stack frame and of spill stores (1,976 -> 2,096 B frame, 928 ->
+    1,048 B), its callees 164 B of spill stores (ptxas allocates registers across the call tree;
+    tools/kernel_report.py)."""
     ...
 
 

@@ -69,6 +69,7 @@ else   # rehearsal: the same parts, small, on the CPU device
     part fit_hybrid 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cpu:16:1 cpu:16:2 --rollout_steps 4 --out "$JSON"
     part cpu_cores 120 python3 tools/bench_env.py --envs 32 --shards 1 2 --steps 10 --repeats 1
     part emu_maxreg128 300 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
+    part emu_nodots 300 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
     part config 300 python3 -m gbx_lightning fit --config configs/ppo_gpu.yaml --runs_dir "$OUT/runs" \
         --model.init_args.num_envs 64 --trainer.max_steps 32 --trainer.max_time 00:00:02:00
 fi

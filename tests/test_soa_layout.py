@@ -5,8 +5,9 @@ compared after every step, in the CPU shape and in the CUDA shape (GBX_EMU_STAGE
 is what a GPU runs); snapshots, state files, start-state caches and pools move state across layouts (state
 files keep the rows' bytes); GameBoyEnv's masked resets from its cache give the same episodes.
 
-The CPU builds code for soa only with GBX_EMU_LAYOUT=soa at import (state.SOA_ON_CPU), so each
-configuration runs in its own process, compared with a process running the CPU's default (rows)."""
+The code reads soa only where it is built for it (GBX_EMU_LAYOUT=soa at import: state.SOA_ON_CPU /
+SOA_ON_CUDA; then it reads either layout), so each configuration runs in its own process, compared with a
+process running the default build (rows, the constant-stride row views)."""
 from __future__ import annotations
 
 import json
@@ -190,16 +191,16 @@ def test_soa_runs_like_rows(rows_run, staged):
 
 
 def test_cpu_builds_rows_only_by_default():
-    """Without GBX_EMU_LAYOUT=soa the CPU's code reads r32/r64 as rows (constant strides): a soa machine
-    is refused there rather than run wrong; the layouts are told apart by their strides."""
+    """Without GBX_EMU_LAYOUT=soa the code reads r32/r64 as rows (constant strides): a soa machine is
+    refused rather than run wrong; the layouts are told apart by their strides."""
     import warp as wp
 
     from gbx_lightning.emu import VecGameBoy
     from gbx_lightning.emu import state as S
     from gbx_lightning.roms import build_rom
-    if S.SOA_ON_CPU:
+    if S.SOA_ON_CPU or S.SOA_ON_CUDA:
         pytest.skip("GBX_EMU_LAYOUT=soa in this process")
-    assert S.default_layout("cpu") == "rows"
+    assert S.default_layout("cpu") == "rows" and not S.soa_built("cpu")
     with pytest.raises(ValueError, match="GBX_EMU_LAYOUT=soa"):
         VecGameBoy(build_rom("orchard"), 2, layout="soa")
     with pytest.raises(ValueError, match="layout"):

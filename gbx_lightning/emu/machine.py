@@ -77,8 +77,8 @@ class VecGameBoy:
     SOA_ARRAYS = ("r32", "r64")
 
     def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None, layout: str | None = None):
-        """layout: how r32/r64 are stored, "rows" or "soa" (state.LAYOUTS); None: soa on CUDA, rows on
-        the CPU (soa there too with GBX_EMU_LAYOUT=soa, which the CPU's code needs for soa)."""
+        """layout: how r32/r64 are stored, "rows" or "soa" (state.LAYOUTS); None: soa where the code is built
+        for it (GBX_EMU_LAYOUT=soa at import, which soa needs), else rows."""
         num_envs = _check_int("num_envs", num_envs, 1)
         self.cart = load_cartridge(rom)
         boot = None if boot_rom is None else load_boot_rom(boot_rom)   # RomError if not 256 B

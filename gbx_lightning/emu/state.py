@@ -223,25 +223,36 @@ def machine_ptr(mref: MachineRef) -> MachinePtr:
 # slot touch one cache line instead of 32. Either way the machine holds the same logical
 # [env, slot] Warp array (soa: a transposed view, strides swapped), so `m.r32[env, k]`, `.numpy()`,
 # `wp.to_torch` and state files see the same indices; only code that does pointer math on them
-# must know (r32_row / r64_row below, VecGameBoy). Default: soa on CUDA, rows on the CPU.
-# GBX_EMU_LAYOUT=soa when this module is imported builds the CPU code for both layouts (the view
-# read from the array's strides, as on CUDA) and makes soa the CPU's default too (tests).
+# must know (r32_row / r64_row below, VecGameBoy). Chosen when this module is imported, as the
+# code is built for it: GBX_EMU_LAYOUT=soa builds the views from the arrays' strides (either
+# layout runs) on the CPU and CUDA, and makes soa the machines' default; otherwise both targets
+# build the constant-stride row views (rows only). CUDA stays on rows by default: on sm_90 the
+# strided views grow machine_kernel_staged from 1,976 / 928 / 1,106 B (stack frame / spill
+# stores / loads; 255 registers either way) to 2,256 / 1,252 / 2,062 B (the slot stride is a
+# runtime value: address math the row views fold into load offsets), which a device has to show
+# the coalescing pays for first (SOA_ON_CUDA below; tests/test_kernel_report.py pins the rows).
 LAYOUTS = ("rows", "soa")
 SOA_ON_CPU = os.environ.get("GBX_EMU_LAYOUT", "") == "soa"
+SOA_ON_CUDA = os.environ.get("GBX_EMU_LAYOUT", "") == "soa"
+
+
+def soa_built(device) -> bool:
+    """Whether the code built for `device` reads r32/r64 in the soa layout (it reads rows either way)."""
+    return SOA_ON_CUDA if wp.get_device(device).is_cuda else SOA_ON_CPU
 
 
 def default_layout(device) -> str:
     """The r32/r64 layout a machine on `device` uses unless told otherwise."""
-    return "soa" if SOA_ON_CPU or wp.get_device(device).is_cuda else "rows"
+    return "soa" if soa_built(device) else "rows"
 
 
 def check_layout(layout: str, device) -> str:
-    """`layout` if the code built for `device` reads it (the CPU's reads soa only with GBX_EMU_LAYOUT=soa)."""
+    """`layout` if the code built for `device` reads it (soa only with GBX_EMU_LAYOUT=soa)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout: expected one of {list(LAYOUTS)}, got {layout!r}")
-    if layout == "soa" and not (SOA_ON_CPU or wp.get_device(device).is_cuda):
-        raise ValueError("layout: 'soa' on the CPU needs GBX_EMU_LAYOUT=soa set before gbx_lightning.emu is "
-                         "imported (the CPU's code is built for rows only otherwise)")
+    if layout == "soa" and not soa_built(device):
+        raise ValueError("layout: 'soa' needs GBX_EMU_LAYOUT=soa set before gbx_lightning.emu is imported (the "
+                         "code is built for rows only otherwise)")
     return layout
 
 
@@ -273,17 +284,16 @@ def layout_of(arr: wp.array) -> str:
     return 0;
 #endif
 """)
-def soa_compiled() -> int:
-    """1 on a GPU: the r32/r64 views read their strides from the arrays (soa or rows). 0 on a
-    CPU, where the compiler then keeps only the constant-stride row view (unless SOA_ON_CPU)."""
+def cuda_compiled() -> int:
+    """1 in code built for a GPU, 0 for a CPU (the compiler drops the other target's branch)."""
     ...
 
 
 # One env's rows of io/r32/r64 as 1-d views: on the CPU (rows) constant strides and descriptors
 # that live in registers, where the 2-d machine arrays made every access reload their strides
-# after each byte store. The instruction loop and the PPU's catch-up work on these. On a GPU (and
-# on the CPU with SOA_ON_CPU) r32/r64's views are the arrays' row `env` with their own strides:
-# the soa layout's slot stride is num_envs words.
+# after each byte store. The instruction loop and the PPU's catch-up work on these. Where soa is
+# built (SOA_ON_CPU / SOA_ON_CUDA), r32/r64's views are the arrays' row `env` with their own
+# strides: the soa layout's slot stride is num_envs words.
 IO = wp.array(dtype=wp.uint8)
 R32 = wp.array(dtype=wp.int32)
 R64 = wp.array(dtype=wp.int64)
@@ -300,10 +310,14 @@ def io_row(ms: MachinePtr, env: int) -> IO:
 def r32_row(ms: MachinePtr, env: int) -> R32:
     """env's NUM_R32 int32 words (the register file first)."""
     m = machine(ms)
-    if wp.static(SOA_ON_CPU):
+    if wp.static(SOA_ON_CPU and SOA_ON_CUDA):
         return m.r32[env]
-    if soa_compiled() != 0:
-        return m.r32[env]
+    if wp.static(SOA_ON_CUDA and not SOA_ON_CPU):
+        if cuda_compiled() != 0:
+            return m.r32[env]
+    if wp.static(SOA_ON_CPU and not SOA_ON_CUDA):
+        if cuda_compiled() == 0:
+            return m.r32[env]
     return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
 
 
@@ -311,10 +325,14 @@ def r32_row(ms: MachinePtr, env: int) -> R32:
 def r64_row(ms: MachinePtr, env: int) -> R64:
     """env's NUM_R64 int64 timestamps."""
     m = machine(ms)
-    if wp.static(SOA_ON_CPU):
+    if wp.static(SOA_ON_CPU and SOA_ON_CUDA):
         return m.r64[env]
-    if soa_compiled() != 0:
-        return m.r64[env]
+    if wp.static(SOA_ON_CUDA and not SOA_ON_CPU):
+        if cuda_compiled() != 0:
+            return m.r64[env]
+    if wp.static(SOA_ON_CPU and not SOA_ON_CUDA):
+        if cuda_compiled() == 0:
+            return m.r64[env]
     return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
 
 

@@ -51,8 +51,8 @@ def boot_logo_vram(rom: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Snapshot:
-    """Whole-machine state of every env (device arrays, same layout as the machine: r32/r64 soa
-    where its are; copies between layouts index logically, so any snapshot restores anywhere)."""
+    """Whole-machine state of every env (device arrays in the machine's layout: r32/r64 soa when
+    the machine's are; the copies index logically, so a snapshot restores into either layout)."""
     arrays: dict
     num_envs: int
     rom_sha256: str

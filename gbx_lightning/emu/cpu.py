@@ -78,7 +78,7 @@ from .ppu import RENDER_NONE, frame_end, set_render_mode
 from .state import (FRAME_CYCLES_T, NEVER, R_A, R_C, R_EI_PENDING, R_F, R_H, R_HALT_BUG, R_HALTED, R_IDLE,
                     R_IME, R_L, R_LOCKED, R_SP, R_STOPPED, T_BOOT_MAPPED, T_COUNT_INSTR, T_COUNT_RUNS,
                     T_DMA_COPY, T_DMA_END, T_FRAME_START, T_NEXT_EVENT, T_NOW, CartSpec, MachinePtr, MachineRef, io_row,
-                    machine, machine_ptr, machine_ref, r32_row, r64_row)
+                    machine, machine_ptr, machine_ref, r32_row, r64_row, layout_of, soa_built)
 
 ZF = wp.constant(0x80)
 NF = wp.constant(0x40)
@@ -552,7 +552,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
         # branch, and the registers are no loop-carried values that every join of the decode
         # has to merge. Only the joypad writes r32 from outside (R_STOPPED, so STOP stays in `c`).
         # A 1-d view on a local base pointer (constant stride; r32 is allocated contiguous,
-        # kernel_inputs checks).
+        # kernel_inputs checks); with GBX_EMU_LAYOUT=soa the strided row of the soa layout (state.r32_row).
         # The view covers all NUM_R32 words: the data accesses read the joypad and PPU words too.
         rg = r32_row(ms, env)
         # This env's WRAM/HRAM/VRAM/I/O rows and the ROM as 1-d views on local base pointers (the
@@ -1438,7 +1438,11 @@ def kernel_inputs(m, ref=None) -> list:
     for a in (m.rom, m.wram, m.vram, m.hram):
         if not a.is_contiguous:     # machine_kernel indexes rows from base pointers
             raise ValueError(f"kernel_inputs: expected contiguous machine arrays, got strides {a.strides}")
-    if not m.r32.is_contiguous:     # machine_kernel reads the registers from a base pointer
-        raise ValueError(f"kernel_inputs: expected a contiguous r32 array, got strides {m.r32.strides}")
+    for a in (m.r32, m.r64):        # r32_row / r64_row: a base pointer (rows) or the strided row (soa)
+        layout = layout_of(a)       # (ValueError if neither)
+        if layout == "soa" and not soa_built(a.device):
+            raise ValueError("kernel_inputs: r32/r64 in the soa layout need GBX_EMU_LAYOUT=soa at import")
+        if layout == "rows" and not a.is_contiguous:
+            raise ValueError(f"kernel_inputs: expected contiguous r32/r64 rows, got strides {a.strides}")
     return [machine_ref(m) if ref is None else ref, m.rom, m.cart_ram, m.mbc, m.spec, m.wram, m.vram, m.hram, m.io, m.r64,
             opcode_groups_array(m.rom.device)]

@@ -51,7 +51,8 @@ def boot_logo_vram(rom: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Snapshot:
-    """Whole-machine state of every env (device arrays, same layout as the machine)."""
+    """Whole-machine state of every env (device arrays in the machine's layout: r32/r64 soa when
+    the machine's are; the copies index logically, so a snapshot restores into either layout)."""
     arrays: dict
     num_envs: int
     rom_sha256: str
@@ -72,7 +73,12 @@ class VecGameBoy:
     ``run_frames`` is one kernel launch for all frames and envs.
     """
 
-    def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None):
+    # The arrays stored [slot, env] in the "soa" layout (state.per_env_zeros; issue 24).
+    SOA_ARRAYS = ("r32", "r64")
+
+    def __init__(self, rom, num_envs: int, *, device: str = "cpu", boot_rom=None, layout: str | None = None):
+        """layout: how r32/r64 are stored, "rows" or "soa" (state.LAYOUTS); None: soa where the code is built
+        for it (GBX_EMU_LAYOUT=soa at import, which soa needs), else rows."""
         num_envs = _check_int("num_envs", num_envs, 1)
         self.cart = load_cartridge(rom)
         boot = None if boot_rom is None else load_boot_rom(boot_rom)   # RomError if not 256 B
@@ -83,8 +89,8 @@ class VecGameBoy:
         self._mbc_regs = len(S.mbc_power_on_regs(spec))
         self._layout = S.per_env_layout(int(self.cart.ram_bytes), self._mbc_regs)
         d = self.device
-        self._arrays = {name: wp.zeros((num_envs,) + shape, dtype=wp.dtype_from_numpy(np.dtype(dt)),
-                                       device=d)
+        self.layout = S.check_layout(S.default_layout(d) if layout is None else layout, d)
+        self._arrays = {name: self._zeros(num_envs, name, shape, wp.dtype_from_numpy(np.dtype(dt)))
                         for name, shape, dt in self._layout}
         self._template = {name: wp.array(arr[None], device=d)
                           for name, arr in self._power_on_template(spec).items()}
@@ -112,6 +118,11 @@ class VecGameBoy:
         self._launches = {}   # render mode -> [recorded machine_kernel launch, its last frames, buttons, release]
         self._gather = None   # the last restore_from's arrays and recorded launches
         self.reset()
+
+    def _zeros(self, n: int, name: str, shape: tuple, dtype) -> wp.array:
+        """A zeroed [n, *shape] per-env array for state `name`, in this machine's layout."""
+        layout = self.layout if name in self.SOA_ARRAYS else "rows"
+        return S.per_env_zeros(n, shape, dtype, self.device, layout)
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -186,8 +197,11 @@ class VecGameBoy:
             masked_copy(self._template[name], arr, m, broadcast=True)
 
     def snapshot(self) -> Snapshot:
-        return Snapshot({k: wp.clone(v) for k, v in self._arrays.items()}, self.num_envs,
-                        self.cart.sha256)
+        arrays = {}
+        for k, v in self._arrays.items():
+            arrays[k] = self._zeros(self.num_envs, k, tuple(v.shape[1:]), v.dtype)
+            wp.copy(arrays[k], v)
+        return Snapshot(arrays, self.num_envs, self.cart.sha256)
 
     def restore(self, snapshot: Snapshot, mask=None) -> None:
         """Copy the snapshot's state into every env (or those in mask), in kernels."""
@@ -238,7 +252,8 @@ class VecGameBoy:
         arrays = {}
         for name, arr in self._arrays.items():
             stacked = np.stack([np.asarray(r[name]) for r in rows_list]).astype(wp.dtype_to_numpy(arr.dtype))
-            arrays[name] = wp.array(stacked, dtype=arr.dtype, device=self.device)
+            arrays[name] = self._zeros(len(rows_list), name, tuple(arr.shape[1:]), arr.dtype)
+            wp.copy(arrays[name], wp.array(stacked, dtype=arr.dtype, device=self.device))
         return Snapshot(arrays, len(rows_list), self.cart.sha256)
 
     def make_pool(self, rows_list: list, capacity: int) -> Snapshot:
@@ -250,8 +265,8 @@ class VecGameBoy:
         arrays = {}
         for name, arr in self._arrays.items():
             stacked = np.stack([np.asarray(r[name]) for r in rows_list]).astype(wp.dtype_to_numpy(arr.dtype))
-            full = wp.zeros((capacity,) + tuple(arr.shape[1:]), dtype=arr.dtype, device=self.device)
-            wp.copy(full, wp.array(stacked, dtype=arr.dtype, device=self.device), count=stacked.size)
+            full = self._zeros(capacity, name, tuple(arr.shape[1:]), arr.dtype)
+            wp.copy(full[:len(rows_list)], wp.array(stacked, dtype=arr.dtype, device=self.device))
             arrays[name] = full
         return Snapshot(arrays, capacity, self.cart.sha256)
 

@@ -60,7 +60,10 @@ _GATHER = {dt: wp.overload(gather_rows, [wp.array2d(dtype=dt), wp.array2d(dtype=
 
 
 def _rows(arr: wp.array) -> wp.array:
-    """The array as [envs, elements per env] (a view)."""
+    """The array as [envs, elements per env] (a view; a 2-d array as it is: r32/r64 in the soa
+    layout are strided [env, slot] views, which the kernels index logically)."""
+    if arr.ndim == 2:
+        return arr
     width = 1
     for s in arr.shape[1:]:
         width *= s

@@ -7,6 +7,8 @@ PPU, serial and DMA (``r32`` int32 words and ``r64`` int64 timestamps in T-cycle
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import warp as wp
 
@@ -215,10 +217,83 @@ def machine_ptr(mref: MachineRef) -> MachinePtr:
     return wp.uint64(mref.ptr)
 
 
-# One env's rows of io/r32/r64 as 1-d views (the machine's arrays are contiguous): constant
-# strides and descriptors that live in registers, where the 2-d machine arrays made every
-# access reload their strides after each byte store. The instruction loop and the PPU's
-# catch-up work on these.
+# The layout of r32/r64 (issue 24). "rows": env-major ([env, slot] in memory), an env's words in
+# one or a few cache lines: the CPU's, where a launch thread runs one env at a time. "soa":
+# env-fastest ([slot, env] in memory), so a GPU warp's 32 threads (32 envs in step) reading one
+# slot touch one cache line instead of 32. Either way the machine holds the same logical
+# [env, slot] Warp array (soa: a transposed view, strides swapped), so `m.r32[env, k]`, `.numpy()`,
+# `wp.to_torch` and state files see the same indices; only code that does pointer math on them
+# must know (r32_row / r64_row below, VecGameBoy). Chosen when this module is imported, as the
+# code is built for it: GBX_EMU_LAYOUT=soa builds the views from the arrays' strides (either
+# layout runs) on the CPU and CUDA, and makes soa the machines' default; otherwise both targets
+# build the constant-stride row views (rows only). CUDA stays on rows by default: on sm_90 the
+# strided views grow machine_kernel_staged from 1,976 / 928 / 1,106 B (stack frame / spill
+# stores / loads; 255 registers either way) to 2,256 / 1,252 / 2,062 B (the slot stride is a
+# runtime value: address math the row views fold into load offsets), which a device has to show
+# the coalescing pays for first (SOA_ON_CUDA below; tests/test_kernel_report.py pins the rows).
+LAYOUTS = ("rows", "soa")
+SOA_ON_CPU = os.environ.get("GBX_EMU_LAYOUT", "") == "soa"
+SOA_ON_CUDA = os.environ.get("GBX_EMU_LAYOUT", "") == "soa"
+
+
+def soa_built(device) -> bool:
+    """Whether the code built for `device` reads r32/r64 in the soa layout (it reads rows either way)."""
+    return SOA_ON_CUDA if wp.get_device(device).is_cuda else SOA_ON_CPU
+
+
+def default_layout(device) -> str:
+    """The r32/r64 layout a machine on `device` uses unless told otherwise."""
+    return "soa" if soa_built(device) else "rows"
+
+
+def check_layout(layout: str, device) -> str:
+    """`layout` if the code built for `device` reads it (soa only with GBX_EMU_LAYOUT=soa)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: expected one of {list(LAYOUTS)}, got {layout!r}")
+    if layout == "soa" and not soa_built(device):
+        raise ValueError("layout: 'soa' needs GBX_EMU_LAYOUT=soa set before gbx_lightning.emu is imported (the "
+                         "code is built for rows only otherwise)")
+    return layout
+
+
+def per_env_zeros(num_envs: int, shape: tuple, dtype, device, layout: str = "rows") -> wp.array:
+    """A zeroed [num_envs, *shape] array; with layout "soa" (1-d shape only) stored [slot, env] and
+    returned as the transposed [env, slot] view (which keeps the storage alive)."""
+    if layout == "soa":
+        if len(shape) != 1:
+            raise ValueError(f"per_env_zeros: the soa layout is for [env, slot] arrays, got shape {shape}")
+        return wp.zeros((shape[0], num_envs), dtype=dtype, device=device).transpose()
+    return wp.zeros((num_envs,) + tuple(shape), dtype=dtype, device=device)
+
+
+def layout_of(arr: wp.array) -> str:
+    """"rows" or "soa" for a 2-d per-env array as per_env_zeros makes them (ValueError otherwise)."""
+    size = wp.types.type_size_in_bytes(arr.dtype)
+    if arr.ndim == 2 and arr.strides == (arr.shape[1] * size, size):
+        return "rows"
+    if arr.ndim == 2 and arr.strides == (size, arr.shape[0] * size):
+        return "soa"
+    raise ValueError(f"expected a [env, slot] array in the rows or soa layout, got shape {arr.shape} "
+                     f"strides {arr.strides}")
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 1;
+#else
+    return 0;
+#endif
+""")
+def cuda_compiled() -> int:
+    """1 in code built for a GPU, 0 for a CPU (the compiler drops the other target's branch)."""
+    ...
+
+
+# One env's rows of io/r32/r64 as 1-d views: on the CPU (rows) constant strides and descriptors
+# that live in registers, where the 2-d machine arrays made every access reload their strides
+# after each byte store. The instruction loop and the PPU's catch-up work on these. Where soa is
+# built (SOA_ON_CPU / SOA_ON_CUDA), r32/r64's views are the arrays' row `env` with their own
+# strides: the soa layout's slot stride is num_envs words.
 IO = wp.array(dtype=wp.uint8)
 R32 = wp.array(dtype=wp.int32)
 R64 = wp.array(dtype=wp.int64)
@@ -235,6 +310,14 @@ def io_row(ms: MachinePtr, env: int) -> IO:
 def r32_row(ms: MachinePtr, env: int) -> R32:
     """env's NUM_R32 int32 words (the register file first)."""
     m = machine(ms)
+    if wp.static(SOA_ON_CPU and SOA_ON_CUDA):
+        return m.r32[env]
+    if wp.static(SOA_ON_CUDA and not SOA_ON_CPU):
+        if cuda_compiled() != 0:
+            return m.r32[env]
+    if wp.static(SOA_ON_CPU and not SOA_ON_CUDA):
+        if cuda_compiled() == 0:
+            return m.r32[env]
     return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
 
 
@@ -242,6 +325,14 @@ def r32_row(ms: MachinePtr, env: int) -> R32:
 def r64_row(ms: MachinePtr, env: int) -> R64:
     """env's NUM_R64 int64 timestamps."""
     m = machine(ms)
+    if wp.static(SOA_ON_CPU and SOA_ON_CUDA):
+        return m.r64[env]
+    if wp.static(SOA_ON_CUDA and not SOA_ON_CPU):
+        if cuda_compiled() != 0:
+            return m.r64[env]
+    if wp.static(SOA_ON_CPU and not SOA_ON_CUDA):
+        if cuda_compiled() == 0:
+            return m.r64[env]
     return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
 
 

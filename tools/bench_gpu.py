@@ -133,10 +133,12 @@ def emu(args) -> int:
     from gbx_lightning.emu import VecGameBoy
     from gbx_lightning.emu.cpu import MAX_REGISTERS, kernel_for
     from gbx_lightning.emu.ppu_dots import CUDA_DOTS
+    from gbx_lightning.emu.state import default_layout
 
-    # which kernel ran, with its knobs (GBX_EMU_MAX_REGISTERS, GBX_EMU_CUDA_DOTS): the check runs emu with each
+    # which kernel ran, with its knobs (GBX_EMU_MAX_REGISTERS, GBX_EMU_CUDA_DOTS, GBX_EMU_LAYOUT): the check
+    # runs emu with each
     kernel = (kernel_for(args.device).key + (f"@maxreg{MAX_REGISTERS}" if MAX_REGISTERS else "")
-              + ("" if CUDA_DOTS else "@nodots"))
+              + ("" if CUDA_DOTS else "@nodots") + ("@soa" if default_layout(args.device) == "soa" else ""))
     for name in args.roms:
         rom = _rom(name if (name != "workload" or (ROM_DIR / "workload.asm").is_file()) else "idiom_memcpy")
         for n in args.envs:

@@ -7,6 +7,7 @@
 #   bash ../shared/gpu/pack.sh && python tools/gpu_prebuild.py       # .gpu1/ .gpu2/ and .gpu_kcache/ (cubins)
 #   GBX_EMU_MAX_REGISTERS=128 python tools/gpu_prebuild.py --no-cpu   # the capped kernel's cubin (part emu_maxreg128)
 #   GBX_EMU_CUDA_DOTS=0 python tools/gpu_prebuild.py --no-cpu         # the kernel without the per-dot path (emu_nodots)
+#   GBX_EMU_LAYOUT=soa python tools/gpu_prebuild.py                   # the soa layout's kernels (parity_soa, emu_soa)
 # Device call 1, carry [".gpu1"]:
 #   mkdir -p /root/gpu && cp .gpu1/* /root/gpu/
 # Device call 2 at once (within 30 s), carry [".gpu2", ".gpu_kcache"]:
@@ -51,16 +52,18 @@ if [ "$DEV" = cuda ]; then
     part tests 150 python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_gameboy_env.py tests/test_foraging.py tests/test_bridge.py
     part parity 60 python3 tools/bench_gpu.py parity --frames 120 --out "$JSON"
     part emu 100 python3 tools/bench_gpu.py emu --seconds 2 --out "$JSON"
-    # the register cap, the knob a device must judge (docs/gpu.md, Warp knobs): its cubin is prebuilt too
-    part emu_maxreg128 60 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
-    # and the per-dot PPU path compiled out (what it costs the kernel on every line): its cubin is prebuilt too
-    part emu_nodots 60 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
     part fit_gpu 90 python3 tools/bench_gpu.py fit --runs gpu:4096 gpu:16384 --out "$JSON"
     part fit_hybrid 120 python3 tools/bench_gpu.py fit --runs cpu:4096:1 cpu:4096:16 cpu:16384:16 --out "$JSON"
     part cpu_cores 45 python3 tools/bench_env.py --envs 1024 --shards 1 16 --steps 10 --repeats 1
     # the shipped GPU config as a user runs it: its speed and learning curve on this machine (train.jsonl)
-    part config 150 python3 -m gbx_lightning fit --config configs/ppo_gpu.yaml --runs_dir "$OUT/runs" \
-        --trainer.max_time 00:00:02:00
+    part config 120 python3 -m gbx_lightning fit --config configs/ppo_gpu.yaml --runs_dir "$OUT/runs" \
+        --trainer.max_time 00:00:01:30
+    # the knobs only a device can judge, each against part emu (docs/gpu.md), their cubins prebuilt too:
+    # the register cap, the per-dot PPU path compiled out, the register file env-fastest (soa)
+    part emu_maxreg128 45 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
+    part emu_nodots 45 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
+    part parity_soa 90 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py parity --frames 48 --roms workload orchard ppu_m3_lcdc_win --out "$JSON"
+    part emu_soa 45 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
 else   # rehearsal: the same parts, small, on the CPU device
     part tests 600 python3 -m pytest -q -p no:cacheprovider tests/test_bridge.py tests/test_cuda_codegen.py tests/test_gpu_shape.py
     part parity 120 python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload orchard --out "$JSON"
@@ -70,6 +73,8 @@ else   # rehearsal: the same parts, small, on the CPU device
     part cpu_cores 120 python3 tools/bench_env.py --envs 32 --shards 1 2 --steps 10 --repeats 1
     part emu_maxreg128 300 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
     part emu_nodots 300 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
+    part parity_soa 300 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload ppu_m3_lcdc_win --out "$JSON"
+    part emu_soa 300 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
     part config 300 python3 -m gbx_lightning fit --config configs/ppo_gpu.yaml --runs_dir "$OUT/runs" \
         --model.init_args.num_envs 64 --trainer.max_steps 32 --trainer.max_time 00:00:02:00
 fi

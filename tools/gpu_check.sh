@@ -7,7 +7,7 @@
 #   bash ../shared/gpu/pack.sh && python tools/gpu_prebuild.py       # .gpu1/ .gpu2/ and .gpu_kcache/ (cubins)
 #   GBX_EMU_MAX_REGISTERS=128 python tools/gpu_prebuild.py --no-cpu   # the capped kernel's cubin (part emu_maxreg128)
 #   GBX_EMU_CUDA_DOTS=0 python tools/gpu_prebuild.py --no-cpu         # the kernel without the per-dot path (emu_nodots)
-#   GBX_EMU_LAYOUT=soa python tools/gpu_prebuild.py                   # the soa layout's kernels (parity_soa, emu_soa)
+#   GBX_EMU_LAYOUT=soa python tools/gpu_prebuild.py --no-cpu          # the soa layout's kernels (parity_soa, emu_soa)
 # Device call 1, carry [".gpu1"]:
 #   mkdir -p /root/gpu && cp .gpu1/* /root/gpu/
 # Device call 2 at once (within 30 s), carry [".gpu2", ".gpu_kcache"]:

@@ -511,6 +511,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
     """The machine kernel `name` in the CPU shape (staged = False) or the CUDA shape (True),
     registered in Warp module `module` (None: this module's). Every `wp.static(staged)` below
     picks one shape's code at codegen; the other shape's is not generated at all."""
+    # the helpers whose two shapes differ only in how they return (one return per case on CUDA)
+    alu_to_a_for_shape = alu_to_a_staged if staged else alu_to_a
+    rot_for_shape = rot_staged if staged else rot
 
     @wp.kernel(enable_backward=False, name=name, module=module, **_KERNEL_OPTIONS)
     def machine_kernel(mref: MachineRef, rom: wp.array(dtype=wp.uint8), cart_ram: wp.array2d(dtype=wp.uint8),
@@ -800,45 +803,21 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                     # ALU A, r[z] (z = op & 7): one group per operation, so the operation needs no second jump
                     elif g == G_ADD_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 0, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 0, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 0, rg[op & 7])
                     elif g == G_ADC_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 1, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 1, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 1, rg[op & 7])
                     elif g == G_SUB_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 2, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 2, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 2, rg[op & 7])
                     elif g == G_SBC_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 3, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 3, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 3, rg[op & 7])
                     elif g == G_AND_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 4, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 4, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 4, rg[op & 7])
                     elif g == G_XOR_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 5, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 5, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 5, rg[op & 7])
                     elif g == G_OR_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 6, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 6, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 6, rg[op & 7])
                     elif g == G_CP_R:
-                        if wp.static(staged):
-                            alu_to_a_staged(rg, 7, rg[op & 7])
-                        else:
-                            alu_to_a(rg, 7, rg[op & 7])
+                        wp.static(alu_to_a_for_shape)(rg, 7, rg[op & 7])
                     elif g == G_ALU_HL:  # ALU A, (HL)
                         y = (op >> 3) & 7
                         if wp.static(staged):
@@ -1234,10 +1213,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         y = (op >> 3) & 7
                         f = rg[R_F]
                         if y < 4:
-                            if wp.static(staged):
-                                res = rot_staged(f, y, rg[R_A])
-                            else:
-                                res = rot(f, y, rg[R_A])
+                            res = wp.static(rot_for_shape)(f, y, rg[R_A])
                             rg[R_A] = res & 0xFF
                             rg[R_F] = (res >> 8) & CF       # Z always 0 for the A-rotates
                         elif y == 4:

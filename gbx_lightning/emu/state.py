@@ -277,15 +277,16 @@ def layout_of(arr: wp.array) -> str:
                      f"strides {arr.strides}")
 
 
-@wp.func_native("""
+@wp.func_native(f"""
 #if defined(__CUDA_ARCH__)
-    return 1;
+    return {int(SOA_ON_CUDA)};
 #else
-    return 0;
+    return {int(SOA_ON_CPU)};
 #endif
 """)
-def cuda_compiled() -> int:
-    """1 in code built for a GPU, 0 for a CPU (the compiler drops the other target's branch)."""
+def soa_here() -> int:
+    """1 in code built for a target that reads r32/r64 in the soa layout (SOA_ON_CUDA on a GPU,
+    SOA_ON_CPU on a CPU), else 0: a constant, so the compiler drops the other layout's branch."""
     ...
 
 
@@ -310,13 +311,8 @@ def io_row(ms: MachinePtr, env: int) -> IO:
 def r32_row(ms: MachinePtr, env: int) -> R32:
     """env's NUM_R32 int32 words (the register file first)."""
     m = machine(ms)
-    if wp.static(SOA_ON_CPU and SOA_ON_CUDA):
-        return m.r32[env]
-    if wp.static(SOA_ON_CUDA and not SOA_ON_CPU):
-        if cuda_compiled() != 0:
-            return m.r32[env]
-    if wp.static(SOA_ON_CPU and not SOA_ON_CUDA):
-        if cuda_compiled() == 0:
+    if wp.static(SOA_ON_CPU or SOA_ON_CUDA):   # (rows everywhere: not generated at all)
+        if soa_here() != 0:
             return m.r32[env]
     return wp.array(ptr=wp.uint64(m.r32.ptr) + wp.uint64(env * NUM_R32 * 4), shape=(NUM_R32,), dtype=wp.int32)
 
@@ -325,13 +321,8 @@ def r32_row(ms: MachinePtr, env: int) -> R32:
 def r64_row(ms: MachinePtr, env: int) -> R64:
     """env's NUM_R64 int64 timestamps."""
     m = machine(ms)
-    if wp.static(SOA_ON_CPU and SOA_ON_CUDA):
-        return m.r64[env]
-    if wp.static(SOA_ON_CUDA and not SOA_ON_CPU):
-        if cuda_compiled() != 0:
-            return m.r64[env]
-    if wp.static(SOA_ON_CPU and not SOA_ON_CUDA):
-        if cuda_compiled() == 0:
+    if wp.static(SOA_ON_CPU or SOA_ON_CUDA):   # (rows everywhere: not generated at all)
+        if soa_here() != 0:
             return m.r64[env]
     return wp.array(ptr=wp.uint64(m.r64.ptr) + wp.uint64(env * NUM_R64 * 8), shape=(NUM_R64,), dtype=wp.int64)
 

@@ -41,9 +41,14 @@ ROM_DIR = Path(__file__).resolve().parent / "roms"
 
 def build_m3(name: str, **equ) -> bytes:
     """Assemble tests/roms/ppu_m3_<name>.asm, with EQU values replaced (e.g. M3_B="$E4")."""
+    return build_rom(f"ppu_m3_{name}.asm", **equ)
+
+
+def build_rom(filename: str, **equ) -> bytes:
+    """Assemble tests/roms/<filename>, with EQU values replaced."""
     from gbx_lightning.roms.asm import assemble
 
-    path = ROM_DIR / f"ppu_m3_{name}.asm"
+    path = ROM_DIR / filename
     text = path.read_text()
     for k, v in equ.items():
         lines = [ln for ln in text.splitlines() if ln.startswith(f"{k} ")]
@@ -316,15 +321,7 @@ def test_wy_written_in_mode3_meets_the_window_condition_from_that_dot(wx, starts
 # so the frame is that with WY = 70 - where gambatte, which looks at LY == WY at one point of the
 # line only, shows no window at all.
 def _wy_lcdc(**equ) -> bytes:
-    from gbx_lightning.roms.asm import assemble
-
-    path = ROM_DIR / "ppu_wy_lcdc.asm"
-    text = path.read_text()
-    for k, v in equ.items():
-        lines = [ln for ln in text.splitlines() if ln.startswith(f"{k} ")]
-        assert len(lines) == 1, (k, lines)
-        text = text.replace(lines[0], f"{k} EQU {v}")
-    return assemble(text, origin_file=str(path), include_dirs=(str(ROM_DIR),))
+    return build_rom("ppu_wy_lcdc.asm", **equ)
 
 
 @pytest.mark.slow

@@ -66,10 +66,15 @@ Dots are counted from the pipeline's start, PIPE_START_T after the line's start 
 STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
 at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
 t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
-dot, as in gambatte (the DMG's one-pixel blend of the old and new BGP is not modelled).
+dot, as in gambatte, and that one pixel is drawn with old | new (the DMG; so for OBP0/OBP1 on
+an object's pixel; not the line's first pixel, which takes the new value; no pixel when none goes
+out on that dot, as in an object's fetch): Mealybug Tearoom m3_bgp_change, whose DMG frame is
+BGP's low bits sampled once per pixel, shows each edge's first pixel so (tests/roms/ppu_bgp_or.asm
+makes its writes; docs/emulator.md); gambatte draws a clean edge there.
 
 What matches (tests/test_ppu_mode3_writes.py, the ppu_m3_* ROMs, one register written six
-times per line at every M-cycle phase): whole frames equal to gambatte for BGP, OBP0, LCDC.0,
+times per line at every M-cycle phase): whole frames equal to gambatte (BGP and OBP0: but for
+each write's old | new pixel) for BGP, OBP0, LCDC.0,
 SCX (high bits), SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
 low bits as the DMG ignores them mid-line (gambatte's frame of the ROM with the low bits held
 at the fine scroll); LCDC.5 toggled around the window's start: gambatte's frame, lines with
@@ -216,7 +221,9 @@ _HIT = wp.constant(38)      # WX matched the x counter (WX = x + 7, WY condition
                             # reached it (the previous pixel's dot, WX before that dot's writes)
 _HIT_ON = wp.constant(39)   # LCDC.5 and LCDC.0 (bits $21) then
 _OBJ_HI = wp.constant(40)
-_STATE_WORDS = 41
+_PAL_OR = wp.constant(41)   # old BGP | old OBP0 << 8 | old OBP1 << 16 of a write landing this dot (DMG:
+                            # the pixel output as a palette write lands is drawn with old | new)
+_STATE_WORDS = 42
 @wp.func
 def _latch_window_match(st: wp.array(dtype=wp.int32)):
     """The x counter has just reached st[_POS]: latch whether WX (as it was before this dot's
@@ -265,6 +272,8 @@ def _apply_writes(log: wp.array(dtype=wp.int32), st: wp.array(dtype=wp.int32), l
             k = _WY
         elif reg == 0x4B:
             k = _WX
+        if k >= _BGP and k <= _OBP1 and ((e >> 16) - DOT_BIAS) == d:
+            st[_PAL_OR] = st[_PAL_OR] | (st[k] << (8 * (k - _BGP)))
         if k >= 0:
             st[k] = v
         if (reg == 0x40 or reg == 0x4A) and (st[_LCDC] & 0x20) != 0 and ly == st[_WY]:
@@ -391,12 +400,16 @@ def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: 
             lcdc = s[_LCDC]
             if (lcdc & 0x01) == 0:
                 c = 0
-            shade = (s[_BGP] >> (2 * c)) & 3
+            # a palette write landing now: this pixel takes old | new (DMG), unless it is the line's first
+            pal_or = s[_PAL_OR]
+            if pos == 0:
+                pal_or = 0
+            shade = ((s[_BGP] | pal_or) >> (2 * c)) & 3
             # LCDC.1 as the fetcher sees it (a write shows 1 dot later than in BGP, LCDC.0: gambatte)
             if (o & 3) != 0 and (s[_F_LCDC] & 0x02) != 0 and ((o & 8) == 0 or c == 0):
-                pal = s[_OBP0]
+                pal = s[_OBP0] | (pal_or >> 8)
                 if (o & 4) != 0:
-                    pal = s[_OBP1]
+                    pal = s[_OBP1] | (pal_or >> 16)
                 shade = (pal >> (2 * (o & 3))) & 3
             px[pos] = wp.uint8(shade)
     s[_POS] = pos + 1
@@ -456,6 +469,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
     d = int(0)
     while st[_END] < 0 and d < MAX_END_DOT:
         st[_WX_BEFORE] = st[_WX]
+        st[_PAL_OR] = 0
         _apply_writes(log, st, ly, d)
         _apply_fetch_writes(log, st, d)
         if st[_FINE] < 0:        # the pipeline starts: SCX mod 8 is read

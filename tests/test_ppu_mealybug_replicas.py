@@ -21,6 +21,9 @@ it, never from our output:
   exactly 12 and 8 pixels 8 apart (x = -1..10 and 19..26), and blanks x = 0 in bands 0-2 only.
 * m3_lcdc_tile_sel_change: LCDC.4 set for 8 dots; per band, which tile shows which of its two
   bitplane reads saw the new value (the analysis' table, §3.3).
+* m3_lcdc_bg_map_change: LCDC.3 set for the same 8 dots; no table is given for it, so the
+  expectation is the fetch schedule the analysis derives from the tile_sel table and reports exact
+  on this ROM's reference (a model-level check, weaker than the others; see below).
 * line 0: the ROMs' line_0_fix spends 4 T fewer on line 0, so on the DMG line 0's mode-2
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
@@ -212,10 +215,51 @@ def test_tile_sel_per_band_table():
             np.testing.assert_array_equal(frame[ly], want, err_msg=f"band {band} (X = {band}) line {ly}")
 
 
+# ---------------------------------------------------------------- m3_lcdc_bg_map_change
+#
+# The analysis gives the per-band table above as one rule (§3.3): with the pulse as the dot window
+# W = 105..112 and tile n's three reads (tile number, plane 0, plane 1) on dots 8n + 88, + 90, + 92
+# without objects (tile 0's on 90, 92, 94), an object at OAM X inserts its penalty after the fetch
+# of tile X // 8, and a tile's three reads are never split. It reports that rule drawing
+# m3_lcdc_bg_map_change with no wrong pixel. The map bit is read with the tile number (Pan Docs,
+# "Pixel FIFO": the first step of a fetch reads the tile map), so a tile is black there when its
+# tile-number read falls inside W.
+
+PULSE = range(105, 113)
+
+
+def fetch_reads(x_obj: int, n: int) -> tuple[int, int, int]:
+    """Dots of tile n's tile-number, plane-0 and plane-1 reads on the band of the object at X."""
+    first = 90 if n == 0 else 8 * n + 88
+    if n > x_obj // 8:
+        first += penalty(x_obj)
+    return first, first + 2, first + 4
+
+
+def test_fetch_schedule_reproduces_tile_sel_table():
+    for x_obj in range(18):
+        want = tile_sel_expected_row(x_obj)
+        for n in range(20):
+            _, p0, p1 = fetch_reads(x_obj, n)
+            shade = 2 * (p1 in PULSE) + (p0 in PULSE)
+            assert (want[8 * n:8 * n + 8] == shade).all(), (x_obj, n)
+
+
+def test_bg_map_per_band_from_the_schedule():
+    frame = frame_of("mealy_bg_map")
+    for band in range(18):
+        want = np.zeros(160, np.uint8)
+        for n in range(20):
+            if fetch_reads(band, n)[0] in PULSE:
+                want[8 * n:8 * n + 8] = 3
+        for ly in range(8 * band, 8 * band + 8):
+            np.testing.assert_array_equal(frame[ly], want, err_msg=f"band {band} (X = {band}) line {ly}")
+
+
 # ---------------------------------------------------------------- line 0
 
 
-@pytest.mark.parametrize("name", ["mealy_bg_en", "mealy_tile_sel", "mealy_window_timing_wx0"])
+@pytest.mark.parametrize("name", ["mealy_bg_en", "mealy_tile_sel", "mealy_bg_map", "mealy_window_timing_wx0"])
 def test_line0_writes_land_on_the_same_pixel_as_on_lines_1_to_7(name):
     frame = frame_of(name)
     same_as = 8 if name == "mealy_window_timing_wx0" else 1   # wx0: SCX = LY, line 8 has SCX & 7 = 0
@@ -254,6 +298,7 @@ GAMBATTE_DIFFERS = {
     "mealy_window_timing_wx0": {ly: +1 for ly in range(144) if ly & 7},     # gambatte 1 px right
     "mealy_bg_en": {},
     "mealy_tile_sel": {},
+    "mealy_bg_map": {},
 }
 
 

@@ -1,4 +1,4 @@
-"""Our replicas of four Mealybug Tearoom DMG mode-3 ROMs, against what the DMG reference shows.
+"""Our replicas of six Mealybug Tearoom DMG mode-3 ROMs, against what the DMG reference shows.
 
 The Mealybug Tearoom ROMs (mattcurrie/mealybug-tearoom-tests, src/ppu/) are checked against
 screenshots of a DMG; we cannot run them here. tests/roms/mealy_*.asm are our own ROMs with the
@@ -30,7 +30,9 @@ it, never from our output:
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
-Where we differ (window_timing's line 0, WX = 0), the test is a strict xfail naming the rule.
+Where we differ, the test is a strict xfail naming the rule: window_timing's line 0 (WX = 0
+written as mode 3 begins), the `old or new` BGP edge pixel, and bg_en's x = 0 on band 8 (where
+the analysis' wording may not cover band 8).
 """
 from __future__ import annotations
 

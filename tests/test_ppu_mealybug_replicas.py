@@ -1,4 +1,4 @@
-"""Our replicas of six Mealybug Tearoom DMG mode-3 ROMs, against what the DMG reference shows.
+"""Our replicas of five Mealybug Tearoom DMG mode-3 ROMs, against what the DMG reference shows.
 
 The Mealybug Tearoom ROMs (mattcurrie/mealybug-tearoom-tests, src/ppu/) are checked against
 screenshots of a DMG; we cannot run them here. tests/roms/mealy_*.asm are our own ROMs with the
@@ -24,15 +24,15 @@ it, never from our output:
 * m3_lcdc_bg_map_change: LCDC.3 set for the same 8 dots; no table is given for it, so the
   expectation is the fetch schedule the analysis derives from the tile_sel table and reports exact
   on this ROM's reference (a model-level check, weaker than the others; see below).
-* m3_bgp_change: BGP written at six dots; the change shows from x = dot - 95, and the edge pixel
-  shows `old or new` (the analysis' run-length of the reference, §3.2).
+* m3_bgp_change: in tests/test_ppu_mode3_writes.py (tests/roms/ppu_bgp_or.asm: edges at
+  x = dot - 95, each edge's first pixel `old or new`).
 * line 0: the ROMs' line_0_fix spends 4 T fewer on line 0, so on the DMG line 0's mode-2
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
 Where we differ, the test is a strict xfail naming the rule: window_timing's line 0 (WX = 0
-written as mode 3 begins), the `old or new` BGP edge pixel, and bg_en's x = 0 on band 8 (where
-the analysis' wording may not cover band 8).
+written as mode 3 begins) and bg_en's x = 0 on band 8 (where the analysis' wording may not cover
+band 8).
 """
 from __future__ import annotations
 
@@ -260,61 +260,13 @@ def test_bg_map_per_band_from_the_schedule():
             np.testing.assert_array_equal(frame[ly], want, err_msg=f"band {band} (X = {band}) line {ly}")
 
 
-# ---------------------------------------------------------------- m3_bgp_change
-#
-# VRAM all zero, no objects, SCX = 0: each pixel is BGP bits 1-0 as it was drawn. The analysis
-# (§3.2) run-lengths the reference: the six mid-line writes (dots 96, 108, 168, 180, 240, 252 after
-# the interrupt) show from x = dot - 95 (1, 13, 73, 85, 145, 157; the last one, in the first dot of
-# mode 0, still reaches x = 157..159), and the edge pixel itself shows `old or new`, every later
-# pixel the new value.
-
-BGP_WRITES = [(96, +1), (108, 0), (168, +2), (180, 0), (240, -1), (252, 0)]   # dot, value - b
-
-
-def bgp_expected_row(ly: int, or_pixel: bool) -> np.ndarray:
-    b = ((ly << 4) | (ly >> 4)) & 0xFF     # swap(LY), written at dot 80 (x = -15)
-    vals = np.full(160, b, np.int32)
-    old = b
-    for dot, d in BGP_WRITES:
-        new = (b + d) & 0xFF
-        x = dot - 95
-        vals[x:] = new
-        if or_pixel:
-            vals[x] = old | new
-        old = new
-    return (vals & 3).astype(np.uint8)
-
-
-def test_bgp_edges_at_dot_minus_95():
-    frame = frame_of("mealy_bgp")
-    edges = [dot - 95 for dot, _ in BGP_WRITES]
-    rest = np.ones(160, bool)
-    rest[edges] = False
-    for ly in range(144):   # every pixel but the six edge pixels (see the next test for those)
-        np.testing.assert_array_equal(frame[ly][rest], bgp_expected_row(ly, True)[rest], err_msg=f"line {ly}")
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "the DMG shows `old or new` at each BGP edge pixel (x = 1, 13, 73, 85, 145, 157) for one "
-    "dot; we (and gambatte) draw the new value there: a one-pixel difference at every edge where "
-    "(old | new) & 3 != new & 3"))
-def test_bgp_edge_pixel_is_old_or_new():
-    frame = frame_of("mealy_bgp")
-    for ly in range(144):
-        np.testing.assert_array_equal(frame[ly], bgp_expected_row(ly, True), err_msg=f"line {ly}")
-
-
 # ---------------------------------------------------------------- line 0
 
 
-@pytest.mark.parametrize("name", ["mealy_bg_en", "mealy_tile_sel", "mealy_bg_map", "mealy_window_timing_wx0", "mealy_bgp"])
+@pytest.mark.parametrize("name", ["mealy_bg_en", "mealy_tile_sel", "mealy_bg_map", "mealy_window_timing_wx0"])
 def test_line0_writes_land_on_the_same_pixel_as_on_lines_1_to_7(name):
     frame = frame_of(name)
     same_as = 8 if name == "mealy_window_timing_wx0" else 1   # wx0: SCX = LY, line 8 has SCX & 7 = 0
-    if name == "mealy_bgp":
-        same_as = 16   # colours step every 16 lines: line 16 has line 0's edges, all colours + 1
-        np.testing.assert_array_equal(frame[0], (frame[same_as].astype(int) - 1) % 4)
-        return
     np.testing.assert_array_equal(frame[0], frame[same_as])
 
 
@@ -351,7 +303,6 @@ GAMBATTE_DIFFERS = {
     "mealy_bg_en": {},
     "mealy_tile_sel": {},
     "mealy_bg_map": {},
-    "mealy_bgp": {},
 }
 
 

@@ -30,9 +30,8 @@ it, never from our output:
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
-Where we differ, the test is a strict xfail naming the rule: window_timing's line 0 (WX = 0
-written as mode 3 begins) and bg_en's x = 0 on band 8 (where the analysis' wording may not cover
-band 8).
+Where we differ, the test is a strict xfail naming the rule: bg_en's x = 0 on band 8 (where the
+analysis' wording may not cover band 8).
 """
 from __future__ import annotations
 
@@ -118,12 +117,28 @@ def test_window_timing_black_x_per_wx_lines_1_to_143():
     assert got == want
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "line 0 (WX = 0, written at the same dot as WX = LY on the other lines): the DMG reads 3 "
-    "(WX < 7 -> 3); we draw no window on line 0 (black-x 9): our WX = 0 start is decided before "
-    "a write at this dot lands (a write 4 T earlier is taken); gambatte draws 3"))
 def test_window_timing_line0_wx0():
+    # line 0: WX = 0, written in mode 3 3 dots before the pipeline starts (WX < 7 -> 3; gambatte
+    # too). Until the fix, the pipeline compared WX for x = -7 with the value before that write.
     assert black_x(frame_of("mealy_window_timing")[0]) == window_timing_expected(0)
+
+
+@pytest.mark.parametrize("lead,window", [(1, True), (2, True), (3, False)])
+def test_wx0_written_in_mode3_before_the_pipeline_compares_it(lead, window):
+    """tests/roms/ppu_wx0_write.asm: WX = 0 written 1, 2 or 3 M-cycles after the handler starts
+    (dots 80, 84, 88 after the interrupt; mode 3 from 80, the pipeline from 87). Written by dot 84 it
+    starts the window at x = -7 (m3_window_timing's line 0; gambatte), by 88 too late: WX = 0 is
+    compared only for x = -7, which the first pixel out reaches at the pipeline's dot 0."""
+    frame = _steady_frame(build_rom("ppu_wx0_write.asm", WX_LEAD=str(lead)))
+    assert all(black_x(frame[ly]) == (0 if window else 160) for ly in range(144))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+@pytest.mark.parametrize("lead", [1, 2, 3])
+def test_wx0_write_against_gambatte(lead):
+    rom = build_rom("ppu_wx0_write.asm", WX_LEAD=str(lead))
+    np.testing.assert_array_equal(_steady_frame(rom), _gambatte_steady(rom))
 
 
 # ---------------------------------------------------------------- m3_window_timing_wx_0
@@ -298,7 +313,7 @@ def _gambatte_steady(rom: bytes) -> np.ndarray:
 
 # lines where gambatte draws otherwise than we do, and how
 GAMBATTE_DIFFERS = {
-    "mealy_window_timing": {0: +(-6)},                                       # gambatte 3, ours 9
+    "mealy_window_timing": {},
     "mealy_window_timing_wx0": {ly: +1 for ly in range(144) if ly & 7},     # gambatte 1 px right
     "mealy_bg_en": {},
     "mealy_tile_sel": {},

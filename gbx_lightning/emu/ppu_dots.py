@@ -466,6 +466,7 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             keys[k] = key
             n_obj += 1
     st[_N_OBJ] = n_obj
+    _apply_writes(log, st, ly, -1)  # writes landed in mode 3 before the pipeline started: WX as it starts
     d = int(0)
     while st[_END] < 0 and d < MAX_END_DOT:
         st[_WX_BEFORE] = st[_WX]

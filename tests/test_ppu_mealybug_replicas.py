@@ -19,7 +19,7 @@ it, never from our output:
   window activating one T-cycle later when WX = 0 and SCX > 0" (the ROM's header).
 * m3_lcdc_bg_en_change: LCDC.0 low 12 dots, high 8, low 8; the reference shows white runs of
   exactly 12 and 8 pixels 8 apart (x = -1..10 and 19..26), and blanks x = 0 in bands 0-2 (of
-  0-7; bands 8-17, whose objects stop the pixels after x = 0 has gone out, are not described).
+  0-7; bands 8-17, objects at x = 0..9, are not described).
 * m3_lcdc_tile_sel_change: LCDC.4 set for 8 dots; per band, which tile shows which of its two
   bitplane reads saw the new value (the analysis' table, §3.3).
 * m3_lcdc_bg_map_change: LCDC.3 set for the same 8 dots; no table is given for it, so the

@@ -228,11 +228,10 @@ def test_palette_writes_match_gambatte_but_the_or_pixel(name, a, b):
 # dots apart), all FETCH_LAG dots after the write would show in BGP: whole frames equal, lines
 # with objects included (where an object's fetch moves the BG fetch against the writes, which
 # pins FETCH_LAG to 1 dot: on lines without objects any lag of 1-4 dots draws the same).
-# LCDC.1 and LCDC.2: an object's row is read at the 2nd and 4th dots of its fetch with LCDC.2
-# as the fetcher sees it; LCDC.1 cleared while an object waits for its fetch, or before the
-# fetch's last dot, abandons it (SameBoy's object_fetch_aborted on the DMG; gambatte rechecks
-# LCDC.1 every dot of the wait); the mixing reads LCDC.1 as the fetcher sees it.
-GAMBATTE_AGREES_FETCHED = ["scx", "scy", "lcdc_map", "lcdc_tiles", "lcdc_obj", "lcdc_objsize"]
+# LCDC.1: cleared while an object waits for its fetch, or before the fetch's last dot, abandons
+# it (SameBoy's object_fetch_aborted on the DMG; gambatte rechecks LCDC.1 every dot of the wait);
+# the mixing reads LCDC.1 as the fetcher sees it. (LCDC.2: below.)
+GAMBATTE_AGREES_FETCHED = ["scx", "scy", "lcdc_map", "lcdc_tiles", "lcdc_obj"]
 
 
 @pytest.mark.slow
@@ -245,6 +244,32 @@ def test_fetched_register_writes_match_gambatte(name):
     assert not compare(ours, theirs, start=8)
     rows = [ly for ly in range(144) if ly in OBJ_LINES]
     assert (ours[9][rows] != ours[9][rows][:, ::-1]).any()
+
+
+# LCDC.2: gambatte's frame but for the objects whose rows the DMG reads with another height. The
+# DMG reads an object's low and high bytes on the 4th and 6th dots of its fetch with LCDC.2 as it
+# stands then (Mealybug m3_lcdc_obj_size_change and _scx: which height each bitplane read used, per
+# band, as decoded from the reference; tests/test_ppu_mealybug_replicas.py); gambatte reads them 3
+# dots earlier (the 2nd and 4th, a dot behind the write: our rule before that decode). Here that
+# changes 5 lines, and on each only pixels in the columns of the line's objects (ten at X = 0, 8,
+# 13, 40, 41, 80, 100, 120, 160, 167 on lines 40-47; five at X = 20, 52, 90, 91, 140 on 96-111).
+OBJSIZE_DIFFERS = {40, 42, 43, 47, 99}
+OBJSIZE_OBJECT_X = {40: (0, 8, 13, 40, 41, 80, 100, 120, 160, 167), 96: (20, 52, 90, 91, 140)}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+def test_lcdc_objsize_is_gambattes_frame_but_the_dmg_object_reads():
+    from tests.test_ppu_gambatte import OFFSET, run_both
+
+    ours, theirs, gb = run_both("ppu_m3_lcdc_objsize", frames=10)
+    for i in (8, 9):
+        diff = ours[i] != theirs[i + OFFSET]
+        assert {ly for ly in range(144) if diff[ly].any()} == OBJSIZE_DIFFERS, f"frame {i}"
+        for ly in OBJSIZE_DIFFERS:
+            xs = OBJSIZE_OBJECT_X[40 if ly < 96 else 96]
+            columns = set().union(*(range(x - 8, x) for x in xs))
+            assert set(np.flatnonzero(diff[ly]).tolist()) <= columns, (i, ly)
 
 
 # SCX's low 3 bits: the DMG reads them once, as the pipeline starts (Mealybug Tearoom

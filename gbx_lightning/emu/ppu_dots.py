@@ -36,8 +36,10 @@ scroll), 6..11 per object):
   fetcher runs on until it has finished a tile (step >= 5) and the BG FIFO is not empty,
   an object at X = 0 waits min(SCX mod 8, 5) more dots once (SameBoy issue 293: so
   it costs 11 whatever SCX), then 6 dots of object fetch (the fetcher steps twice more; the
-  row's low byte is read at its 2nd dot and its high byte at its 4th, each with LCDC.2 as the
-  fetcher sees it); its opaque pixels fill the object FIFO where it is transparent. LCDC.1
+  row's low byte is read at its 4th dot and its high byte at its 6th, each with LCDC.2 as it
+  stands on that dot, a write on it included - the DMG, Mealybug m3_lcdc_obj_size_change and
+  _scx: which height each bitplane read used, as decoded from the reference; gambatte reads
+  3 dots earlier); its opaque pixels fill the object FIFO where it is transparent. LCDC.1
   cleared while the object waits or before its fetch's last dot abandons it: it is not drawn
   and the pixels go on (SameBoy's object_fetch_aborted; gambatte rechecks LCDC.1 each dot of
   the wait). These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
@@ -75,7 +77,8 @@ makes its writes; docs/emulator.md); gambatte draws a clean edge there.
 What matches (tests/test_ppu_mode3_writes.py, the ppu_m3_* ROMs, one register written six
 times per line at every M-cycle phase): whole frames equal to gambatte (BGP and OBP0: but for
 each write's old | new pixel) for BGP, OBP0, LCDC.0,
-SCX (high bits), SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
+SCX (high bits), SCY, LCDC.3, LCDC.4 and LCDC.1, lines with objects included (LCDC.2: but for
+the objects whose rows the DMG's later reads take with another height); SCX's
 low bits as the DMG ignores them mid-line (gambatte's frame of the ROM with the low bits held
 at the fine scroll); LCDC.5 toggled around the window's start: gambatte's frame, lines with
 objects included, except where LCDC.5 is cleared before the window's first tile number is
@@ -540,10 +543,10 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             count = st[_COUNT]
             if count <= 1:
                 advance = 1
-            if count == 1:      # the row's low byte, then its high byte, LCDC.2 as the fetcher sees it
-                st[_OBJ_LO] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_F_LCDC])])
-            elif count == 3:
-                st[_OBJ_HI] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_F_LCDC]) + 1])
+            if count == 3:      # the row's low byte, then its high byte: LCDC.2 as it stands (DMG)
+                st[_OBJ_LO] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_LCDC])])
+            elif count == 5:
+                st[_OBJ_HI] = int(vr[_obj_row(ow, keys[st[_OI]] & 63, ly, st[_LCDC]) + 1])
             st[_COUNT] = count + 1
         if advance != 0 and st[_END] < 0:
             _fetcher_step(vr, st, ly)

@@ -1,15 +1,17 @@
-"""Our replicas of five Mealybug Tearoom DMG mode-3 ROMs, against what the DMG reference shows.
+"""Our replicas of eleven Mealybug Tearoom DMG mode-3 ROMs, against what the DMG reference shows.
 
 The Mealybug Tearoom ROMs (mattcurrie/mealybug-tearoom-tests, src/ppu/) are checked against
 screenshots of a DMG; we cannot run them here. tests/roms/mealy_*.asm are our own ROMs with the
 same timing structure (tests/roms/mealy_lib.inc: the mode-2 STAT interrupt taken from a field of
-NOPs, the handler's LINE0_FIX, the same counted writes, the same object ruler: object k at
-Y = $10 + 8k, X = k, one per 8-line band), so each write lands on the same dot as in the original.
-The scenes are simplified so that a frame reads as numbers (solid tiles, transparent objects).
+NOPs, the handler's LINE0_FIX where the original has it, the same counted writes, the same OAM:
+mostly the object ruler, object k at Y = $10 + 8k, X = k, one per 8-line band), so each write
+lands on the same dot as in the original. The scenes are simplified so that a frame reads as
+numbers (solid tiles; objects transparent, solid, or coloured by which tile each bitplane read).
 
 The expected frames come from what the DMG reference shows, as the ROMs' headers and a written
-analysis of the reference screenshots (the dingbat emulator's docs/gb-mealybug-sources.md) state
-it, never from our output:
+analysis of the reference screenshots (the dingbat emulator's docs/gb-mealybug-sources.md, its
+per-test summary of the same, its notes on the mid-mode-3 near-miss frames and the comment on
+LCDC.2's per-bitplane read in its object fetcher) state it, never from our output:
 
 * m3_window_timing: WX = LY on every line, BGP driven from white to black at a fixed dot; the
   first black pixel is 9 where the window is not in the way, and a 6-dot window start-up fetch
@@ -27,11 +29,23 @@ it, never from our output:
   on this ROM's reference (a model-level check, weaker than the others; see below).
 * m3_bgp_change: in tests/test_ppu_mode3_writes.py (tests/roms/ppu_bgp_or.asm: edges at
   x = dot - 95, each edge's first pixel `old or new`).
+* m3_lcdc_obj_size_change, _scx: LCDC.2 toggled around the objects' fetches; per band, which
+  height each of an object's two bitplane reads used (the analysis' decode of the reference for
+  the bands that decide it: the reads on the last dots of the fetch, 2 apart).
+* m3_lcdc_obj_en_change, _variant: LCDC.1 cleared on a fixed dot; per band, the object pixels
+  still drawn (the pixel that left the FIFO on the dot before the write is not), and for
+  _variant mode 3's length (a BGP pulse's position). Band 2's pixel x = 0 is not drawn on the
+  DMG and is here (a strict xfail: the analysis has no rule for it).
+* m3_obp0_change: OBP0 written on a fixed dot; per band, which object pixels take the new palette.
+* m3_scy_change: SCY written every 8 dots; per tile, the SCY that its tile-number read and each
+  bitplane read saw (the suite's notes: read at the B, 0 and 1 stages; the analysis' schedule).
 * line 0: the ROMs' line_0_fix spends 4 T fewer on line 0, so on the DMG line 0's mode-2
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
-We differ nowhere we have a documented answer (bg_en's bands 8-17 are measured, not asserted).
+We differ from a documented answer in one place, m3_lcdc_obj_en_change's band 2 pixel 0 (bg_en's
+bands 8-17 and obj_en_variant's cancelled fetches in bands 16-17 are measured, not asserted).
+Without LINE0_FIX in the originals (obj_size, obj_en, obp0), line 0's writes land 4 dots later.
 """
 from __future__ import annotations
 

@@ -43,8 +43,8 @@ LCDC.2's per-bitplane read in its object fetcher) state it, never from our outpu
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
-We differ from a documented answer in one place, m3_lcdc_obj_en_change's band 2 pixel 0 (bg_en's
-bands 8-17 and obj_en_variant's cancelled fetches in bands 16-17 are measured, not asserted).
+We differ from no documented answer (bg_en's bands 8-17 and obj_en_variant's cancelled fetches in
+bands 16-17 are measured, not asserted).
 Without LINE0_FIX in the originals (obj_size, obj_en, obp0), line 0's writes land 4 dots later.
 """
 from __future__ import annotations
@@ -322,13 +322,15 @@ def test_pixel_schedule_reproduces_bgp_and_bg_en():
 # for X = 6, 7 the pixel at dot 103 is KEPT"; every band but one is explained so. The exception is
 # band 2 (X = 2): its pixel x = 0 left on 103, the first dot after its object's fetch, and the DMG
 # does not draw it (the reference's LY 17 and 22, the rows of the original's (R) tile where that
-# column is opaque); the analysis has no rule for it. The line renders pixel 0..9 only here, and
+# column is opaque): the line's first pixel takes LCDC's priority bits a dot later than the others
+# (W - 2, as the palettes: dingbat's MIXER_HEAD_LINGER, from m3_lcdc_bg_en_change's bands 0-2, and
+# this band). The line renders pixel 0..9 only here, and
 # line 0 (no LINE0_FIX in the original: its writes land 4 dots later) is band 0, X = 0: nothing.
 
 
 def obj_en_expected(band: int) -> list[int]:
     w = 105 if band < 8 else 109
-    return [x for x in range(max(band - 8, 0), band) if leaves(x, band) < w - 1]
+    return [x for x in range(max(band - 8, 0), band) if leaves(x, band) < w - (2 if x == 0 else 1)]
 
 
 def test_obj_en_rule_is_the_analysis_reading():
@@ -347,25 +349,15 @@ def test_obj_en_object_pixels_per_band(variant):
     # _variant clears LCDC.1 on the same dots (and sets it again on 121 / 125, after pixel 9 left)
     frame = frame_of("mealy_obj_en", VARIANT=variant)
     for band in range(18):
-        if band == 2:
-            continue
         for ly in range(8 * band, 8 * band + 8):
             assert _object_pixels(frame, ly) == obj_en_expected(band), (band, ly)
 
 
-@pytest.mark.xfail(strict=True, reason="DMG: band 2's pixel x = 0, which left on the first dot after "
-                   "its object's fetch (103), is not drawn; ours (and the W - 1 rule) draws it")
 @pytest.mark.parametrize("variant", ["0", "1"])
 def test_obj_en_band2_draws_no_object_pixel(variant):
     frame = frame_of("mealy_obj_en", VARIANT=variant)
+    assert obj_en_expected(2) == []
     assert all(_object_pixels(frame, ly) == [] for ly in range(16, 24))
-
-
-def test_obj_en_band2_differs_by_exactly_its_pixel_0():
-    # what the xfail above is: ours draws x = 0 on every line of band 2, the W - 1 rule's answer
-    for variant in ("0", "1"):
-        frame = frame_of("mealy_obj_en", VARIANT=variant)
-        assert all(_object_pixels(frame, ly) == obj_en_expected(2) == [0] for ly in range(16, 24))
 
 
 def test_obj_en_variant_mode3_length_per_band():

@@ -29,8 +29,10 @@ scroll), 6..11 per object):
   is gambatte's (on lines without objects any lag of 1-4 dots draws the same: the writes land
   on one dot phase mod 4; the object stalls pin it to 1).
 * Mixing, per pixel: BGP, OBP0/1 and LCDC.0 as they are at that dot, LCDC.1 as the fetcher
-  sees it (a dot later; gambatte) (on the DMG LCDC.0 = 0 shows BG colour 0; an object pixel
-  shows if opaque and not behind BG colours 1-3).
+  sees it (a dot later; gambatte) but for the line's first pixel, which takes it as it is (the
+  DMG: Mealybug m3_lcdc_obj_en_change's band 2 hides its x = 0, as decoded from the reference;
+  the first pixel is held in the mixer a dot longer) (on the DMG LCDC.0 = 0 shows BG colour 0;
+  an object pixel shows if opaque and not behind BG colours 1-3).
 * Objects: OAM's selection for the line (the scan of mode 2), in order of X then OAM index.
   When the x counter reaches an object's X - 8 with LCDC.1 set, the pixels stop: the
   fetcher runs on until it has finished a tile (step >= 5) and the BG FIFO is not empty,
@@ -409,7 +411,10 @@ def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: 
                 pal_or = 0
             shade = ((s[_BGP] | pal_or) >> (2 * c)) & 3
             # LCDC.1 as the fetcher sees it (a write shows 1 dot later than in BGP, LCDC.0: gambatte)
-            if (o & 3) != 0 and (s[_F_LCDC] & 0x02) != 0 and ((o & 8) == 0 or c == 0):
+            obj_on = s[_F_LCDC] & 0x02
+            if pos == 0:                # the line's first pixel: LCDC.1 as it is (DMG)
+                obj_on = lcdc & 0x02
+            if (o & 3) != 0 and obj_on != 0 and ((o & 8) == 0 or c == 0):
                 pal = s[_OBP0] | (pal_or >> 8)
                 if (o & 4) != 0:
                     pal = s[_OBP1] | (pal_or >> 16)

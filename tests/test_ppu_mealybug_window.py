@@ -291,3 +291,19 @@ def test_line_0_mode2_interrupt_comes_4_t_later_than_other_lines():
     first = [int(np.argmax(shown[ly] == 1)) for ly in range(4)]
     assert first == [97, 93, 93, 93], first
     assert (shown[1][93:] == 1).all() and (shown[1][:93] == 0).all()
+
+
+@pytest.mark.parametrize("bit", ["$40", "$10"])
+def test_line_0_draws_the_8_t_lcdc_pulse_as_the_rest_of_its_band(bit):
+    """m3_lcdc_win_map_change / m3_lcdc_tile_sel_win_change: LCDC.6 (window map) or LCDC.4 (tile
+    data) set for 8 T at 104 T while the window covers every line, an object per 8-line band as a
+    ruler (band 0's off screen at X = 0). With line_0_fix the pulse lands on the same dot of line
+    0 as of lines 1-7 (their DMG references show line 0 as the rest of band 0: another emulator's
+    only line-0 residuals there came from its line-0 interrupt not being 4 T later), so line 0
+    must be drawn as lines 1-7 - and the pulse 4 T later draws band 0 differently (the check can
+    see a 4-T error)."""
+    shown, _ = _run(build_rom("mealy_win_lcdc.asm", MW_BIT=bit))
+    later, _ = _run(build_rom("mealy_win_lcdc.asm", MW_BIT=bit, MW_LATE=1))
+    for ly in range(1, 8):
+        np.testing.assert_array_equal(shown[0], shown[ly], err_msg=f"line {ly}")
+    assert (later[0] != shown[0]).any()

@@ -4,17 +4,18 @@
 ; scene; the timing and the object ruler are theirs). The CPU idles in a field of NOPs; the
 ; mode-2 STAT interrupt's handler starts 32 T after it, spends 28 T reading LY (24 on line 0:
 ; the DMG's line-0 interrupt comes 4 T later), 9 NOPs, sets the bit at 104 T and clears it
-; at 112.
+; at 112 (MW_LATE NOPs later: a control).
 ; Scene: LCDC $A3 (window map $9800, window on, tiles $8800, BG map $9800, objects 8x8 on),
 ; WY = 0, WX = 7: the window from x = 0 on every line. Map $9800 all tile 0, white (colour 0,
 ; at $9000); MW_BIT = $40: map $9C00 all tile 1, black (at $9010); MW_BIT = $10: map $9C00
 ; all tile 0 and tile 0 at $8000 black. Objects: 18, the k-th at Y = 16 + 8k, X = k (lines
 ; 8k..8k+7, screen x = k - 8), tile 28 (solid border square), OBP0 $FF. BGP $E4.
-; Checked in tests/test_ppu_mealybug_window.py.
+; Checked in tests/test_ppu_mealybug_window.py (line 0 only: no documented fact pins the rest).
     title "MEALY WIN LCDC"
     include "ppu_lib.inc"
 
 MW_BIT EQU $40
+MW_LATE EQU 0               ; NOPs more before the pulse (4 T each)
 
 Start:
     call Init
@@ -100,7 +101,7 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     and a
     jr nz, .same
 .same:
-    rept 9
+    rept 9 + MW_LATE
     nop
     endr
     ld [hl], c                  ; the bit set at 104

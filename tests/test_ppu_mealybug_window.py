@@ -23,6 +23,8 @@ references pixel for pixel), and asks for it exactly, line by line:
 * LCDC.5 cleared in mode 3 takes effect at the next tile fetch: the window shows whole tiles
   (multiples of 8 pixels) and the BG resumes on the window's tile boundary, except where the
   window began off the left edge (WX < 7): on the WX = 6 line the BG resumes at x = 7.
+* Line 0's mode-2 interrupt comes 4 T later than the other lines' (the sources' line_0_fix
+  spends 4 T less there so that the writes land on the same dot of every line).
 
 Where our frame differs from such a fact, the test is a strict xfail that says how.
 """

@@ -2,8 +2,8 @@
 
 Mealybug Tearoom's m3_wx_4/5/6_change, m3_wx_4_change_sprites, m2_win_en_toggle and
 m3_lcdc_win_en_change_multiple(_wx) take a mode-2 STAT interrupt out of a field of NOPs (no
-jitter) and write WX or LCDC at counted cycles; their DMG references are photographs we cannot
-run here. tests/roms/mealy_*.asm make the same writes at the same cycles (the handler starts 32 T
+jitter) and write WX or LCDC at counted cycles; we cannot run them here against their DMG
+reference screenshots. tests/roms/mealy_*.asm make the same writes at the same cycles (the handler starts 32 T
 after the interrupt, 20 T dispatch + the vector's jp as the sources count it) over our own scenes,
 and each test below draws, in Python, the frame that the facts documented about those references
 give (the ROM headers; the per-test account of another emulator's authors, who match the
@@ -26,7 +26,8 @@ references pixel for pixel), and asks for it exactly, line by line:
 * Line 0's mode-2 interrupt comes 4 T later than the other lines' (the sources' line_0_fix
   spends 4 T less there so that the writes land on the same dot of every line).
 
-Where our frame differs from such a fact, the test is a strict xfail that says how.
+Our frames show every such fact checked here (the last one, WX < 7 written as line 0-1 start,
+since ppu_dots takes a WX write landing before the pipeline's first dot for x = -7).
 """
 from __future__ import annotations
 
@@ -250,7 +251,7 @@ def test_window_toggled_with_wx_ly_shows_whole_tiles_except_off_the_left_edge():
     that begins off the left edge (WX < 7: its first tile covers LY - 7 .. LY) is cut at that
     tile's end: on the reference's WX = 6 line the BG resumes at x = 7; WX = 2..5 are asked the
     same (x = 0 .. LY black, the BG from LY + 1: the window's start-up fetch takes 6 dots whatever
-    WX, so LCDC.5 is cleared before the second tile's fetch on each). LY 0 and 1: see below."""
+    WX, so LCDC.5 is cleared before the second tile's fetch on each). LY 0-7: see below."""
     shown, _ = _run(build_rom("mealy_win_multi.asm", MW_WXLY=1))
     for ly in range(2, 7):
         assert _runs(shown[ly], 3) == [(0, ly + 1)], (ly, _runs(shown[ly], 3))
@@ -267,18 +268,14 @@ def test_window_toggled_with_wx_ly_shows_whole_tiles_except_off_the_left_edge():
     assert started > 100 and cut >= 8, (started, cut)
 
 
-@pytest.mark.xfail(strict=True, reason="a WX write landing before the pipeline's first dot is not seen by the "
-                                       "comparison for x = -7 (ppu_dots: WX as before dot 0's writes): on "
-                                       "line 0 (WX 143 -> 0) our window never starts; gambatte's shows x = 0..8")
-def test_window_with_wx_0_written_as_the_line_starts_shows_its_first_tile_only():
-    """m3_lcdc_win_en_change_multiple_wx, LY 0: WX = 0 written at 80 T (the line-0 handler is 4 T
-    shorter and line 0's interrupt comes 4 T later: the write lands where WX = LY does on the other
-    lines, before the line's WX read for its start - on the DMG a write there is seen:
-    m3_window_timing's LY 0 starts its window from the write). The reference's WX = 0 line shows
-    the window's first tile at x = -7 .. 0 and the BG resuming on its boundary, as every WX < 7
-    line does (the WX = 6 line from x = 7): x = 0 black, x = 1.. light grey."""
+def test_window_with_wx_below_7_written_as_the_line_starts():
+    """m3_lcdc_win_en_change_multiple_wx, LY 0-7 (WX = LY, written 3 dots before the pipeline's first
+    dot: the comparison for x = -7 sees it, as m3_window_timing's LY 0 shows). The reference's black
+    run at the head of each line (dingbat's docs/gb-mealybug-sources.md, its table of the DMG
+    frame): 9, 10, 3, 4, 5, 6, 7, 8 for WX 0..7. WX = 0 and 1 show one tile more than their first
+    (the LCDC.5 clear at 96 T finds the fetch of the tile after it under way)."""
     shown, _ = _run(build_rom("mealy_win_multi.asm", MW_WXLY=1))
-    assert _runs(shown[0], 3) == [(0, 1)] and set(shown[0][1:].tolist()) == {1}
+    assert [_runs(shown[ly], 3)[0] for ly in range(8)] == [(0, n) for n in (9, 10, 3, 4, 5, 6, 7, 8)]
 
 
 # ---------------------------------------------------------------- line 0's interrupt

@@ -306,3 +306,24 @@ def test_line_0_draws_the_8_t_lcdc_pulse_as_the_rest_of_its_band(bit):
     for ly in range(1, 8):
         np.testing.assert_array_equal(shown[0], shown[ly], err_msg=f"line {ly}")
     assert (later[0] != shown[0]).any()
+
+
+def test_window_map_pulse_per_band_is_the_documented_table():
+    """m3_lcdc_win_map_change: LCDC.6 set for 8 T while the window (WX = 7) covers every line; map
+    $9C00 is all black tiles, $9800 all white, so each window tile shows which map its tile-number
+    read used. The DMG reference, band by band (dingbat's docs/gb-mealybug-sources.md, its table of
+    the DMG frame): window tile 0 black for OAM X = 0, 1, 2; tile 1 black for X = 1..7 (and
+    neither otherwise). Read off the pixels the band's object (solid, OBP0 $FF: black too) does not
+    cover."""
+    shown, _ = _run(build_rom("mealy_win_lcdc.asm", MW_BIT="$40"))
+    checked = 0
+    for band in range(18):
+        covered = set(range(max(band - 8, 0), band))          # the object at X = band: x = band - 8 ..
+        for tile, blacks in ((0, {0, 1, 2}), (1, set(range(1, 8)))):
+            xs = [x for x in range(8 * tile, 8 * tile + 8) if x not in covered]
+            for ly in range(8 * band, 8 * band + 8):
+                if xs:
+                    want = 3 if band in blacks else 0
+                    assert set(shown[ly][xs].tolist()) == {want}, (band, tile, ly)
+                    checked += 1
+    assert checked > 250

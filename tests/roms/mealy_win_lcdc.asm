@@ -10,7 +10,8 @@
 ; at $9000); MW_BIT = $40: map $9C00 all tile 1, black (at $9010); MW_BIT = $10: map $9C00
 ; all tile 0 and tile 0 at $8000 black. Objects: 18, the k-th at Y = 16 + 8k, X = k (lines
 ; 8k..8k+7, screen x = k - 8), tile 28 (solid border square), OBP0 $FF. BGP $E4.
-; Checked in tests/test_ppu_mealybug_window.py (line 0 only: no documented fact pins the rest).
+; Checked in tests/test_ppu_mealybug_window.py (the window map: per band, the documented table;
+; the tile data: line 0 only, no documented fact pins the rest).
     title "MEALY WIN LCDC"
     include "ppu_lib.inc"
 

@@ -393,7 +393,8 @@ GAMBATTE_DIFFERS = ["wx"]
 
 @pytest.mark.slow
 @pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
-@pytest.mark.xfail(strict=True, reason="fetch timing of these mid-line writes not matched to gambatte / the DMG")
+@pytest.mark.xfail(strict=True, reason="the DMG's window reactivation colour-0 pixel, which gambatte lacks (checked "
+                   "line by line above)")
 @pytest.mark.parametrize("name", GAMBATTE_DIFFERS)
 def test_fetcher_register_writes_against_gambatte(name):
     from tests.test_ppu_gambatte import compare, run_both

@@ -1,10 +1,12 @@
 ; mealy_bg_map: our replica of Mealybug Tearoom m3_lcdc_bg_map_change (DMG).
 ; Every line: 9 NOPs after LINE0_FIX, then LCDC.3 set for 8 T (the same pulse
-; as mealy_tile_sel). Map $9800 is all tile 0 (colour 0), map $9C00 all tile 1
-; (colour 3), $8800 data: a black tile is one whose tile number was read from
-; the map while LCDC.3 was 1. The ruler's objects use tile $19, blank here.
+; as mealy_tile_sel: mealy_lcdc_pulse.inc). Map $9800 is all tile 0 (colour 0),
+; map $9C00 all tile 1 (colour 3), $8800 data: a black tile is one whose tile
+; number was read from the map while LCDC.3 was 1.
     title "MEALY BG MAP"
     include "mealy_lib.inc"
+
+PULSE_BIT EQU $08
 
 Start:
     call MealyInit
@@ -16,29 +18,4 @@ Start:
     ld bc, 16
     ld d, $FF
     call MemFill
-    ld a, $19
-    call MealyRuler
-    call ReportPass
-    call MealyIrqSetup
-    xor a
-    ldh [rSCX], a
-    ldh [rSCY], a
-    ld a, $FF
-    ldh [rOBP0], a
-    ld a, $E4
-    ldh [rBGP], a
-    ld b, $83                   ; LCD on, $8800 data, map $9800, objects on, BG on
-    ld c, $8B                   ; the same with LCDC.3 = 1
-    ld hl, rLCDC
-    ld [hl], b
-    ei
-    jp NopField
-
-StatHandler:
-    LINE0_FIX
-    rept 9
-    nop
-    endr
-    ld [hl], c
-    ld [hl], b
-    BACK_TO_NOPS
+    include "mealy_lcdc_pulse.inc"

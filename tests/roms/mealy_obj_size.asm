@@ -12,45 +12,7 @@
     title "MEALY OBJ SIZE"
     include "mealy_lib.inc"
 
-Start:
-    call MealyInit
-    ld hl, $8000 + 16 * $4C
-    ld b, 8
-.tiles:
-    ld a, $FF                   ; tile $4C: lo $FF, hi $00
-    ld [hl+], a
-    xor a
-    ld [hl+], a
-    dec b
-    jr nz, .tiles
-    ld b, 8
-.tiles2:
-    xor a                       ; tile $4D: lo $00, hi $FF
-    ld [hl+], a
-    dec a
-    ld [hl+], a
-    dec b
-    jr nz, .tiles2
-    ld hl, ObjTable
-    ld de, wShadowOam
-    ld bc, ObjTableEnd - ObjTable
-    call MemCopy
-    call RunDma
-    call ReportPass
-    call MealyIrqSetup
-    xor a
-    ldh [rSCX], a
-    ldh [rSCY], a
-    ldh [rBGP], a
-    ld a, $E4
-    ldh [rOBP0], a
-    ld a, $87                   ; LCD on, $8800 data, map $9800, 8x16 objects on, BG on
-    ld b, a
-    ldh [rLCDC], a
-    ld c, low(rLCDC)
-    ld d, $83                   ; the same with 8x8 objects
-    ei
-    jp NopField
+    include "mealy_obj_size.inc"
 
 StatHandler:
     rept 14

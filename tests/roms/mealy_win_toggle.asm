@@ -15,23 +15,8 @@ wCounter EQU $C0F0
 
 Start:
     call Init
-    ld hl, WinTiles
-    ld de, $8230
-    ld bc, WinTilesEnd - WinTiles
-    call MemCopy
     ld hl, $9800                ; window map: rows of tile 35 and 36 in turn
-    ld bc, $0400
-.wrow:
-    ld a, l
-    and $20
-    swap a
-    rrca
-    add a, 35
-    ld [hl+], a
-    dec bc
-    ld a, b
-    or c
-    jr nz, .wrow
+    call MealyWindowTiles
     ld hl, $9C00                ; BG map: blank
     ld bc, $0400
     ld d, 34
@@ -83,9 +68,4 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     push de
     reti
 
-; tile 35: row r has colour 3 at column 0, colour 1 at column 1 + (r & 3), colour 2 at
-; column 5 + (r >> 2); tile 36 the same plus colour 3 at column 7
-WinTiles:
-    db $C0, $84, $A0, $84, $90, $84, $88, $84, $C0, $82, $A0, $82, $90, $82, $88, $82
-    db $C1, $85, $A1, $85, $91, $85, $89, $85, $C1, $83, $A1, $83, $91, $83, $89, $83
-WinTilesEnd:
+    include "mealy_win.inc"

@@ -27,23 +27,8 @@ Start:
     ld bc, $0400
     ld d, 11
     call MemFill
-    ld hl, WinTiles             ; tiles 35 and 36 at $8230
-    ld de, $8230
-    ld bc, WinTilesEnd - WinTiles
-    call MemCopy
-    ld hl, $9C00                ; window map: rows of tile 35 and 36 in turn
-    ld bc, $0400
-.wrow:
-    ld a, l
-    and $20
-    swap a
-    rrca
-    add a, 35
-    ld [hl+], a
-    dec bc
-    ld a, b
-    or c
-    jr nz, .wrow
+    ld hl, $9C00                ; window map: rows of tile 35 and 36 in turn (tiles at $8230)
+    call MealyWindowTiles
     if MW_SPRITES
     ld hl, $8000
     ld bc, $1000
@@ -135,9 +120,4 @@ ObjTable:
     db $30, $50, 0, $80
 ObjTableEnd:
 
-; tile 35: row r has colour 3 at column 0, colour 1 at column 1 + (r & 3), colour 2 at
-; column 5 + (r >> 2); tile 36 the same plus colour 3 at column 7
-WinTiles:
-    db $C0, $84, $A0, $84, $90, $84, $88, $84, $C0, $82, $A0, $82, $90, $82, $88, $82
-    db $C1, $85, $A1, $85, $91, $85, $89, $85, $C1, $83, $A1, $83, $91, $83, $89, $83
-WinTilesEnd:
+    include "mealy_win.inc"

@@ -6,14 +6,10 @@
 ; B, B + 1, B, B + 2, B, B - 1, B. On the DMG each edge shows at x = dot - 95, its first pixel
 ; drawn with old | new (tests/test_ppu_mode3_writes.py).
     title "BGP OR"
-    include "ppu_lib.inc"
+    include "mealy_lib.inc"
 
 Start:
-    call Init
-    ld hl, $8000                ; all tiles and both maps zero: colour 0 everywhere
-    ld bc, $2000
-    ld d, 0
-    call MemFill
+    call MealyInit              ; all tiles and both maps zero: colour 0 everywhere
     ld hl, $FE00                ; no objects (the LCD is off: OAM is writable)
     ld bc, 160
     ld d, $FF
@@ -22,23 +18,12 @@ Start:
     ldh [rSCX], a
     ldh [rSCY], a
     call ReportPass
-    ld a, STAT_OAM
-    ldh [rSTAT], a
-    ld a, IE_VBLANK | IE_STAT
-    ldh [rIE], a
-    xor a
-    ldh [rIF], a
+    call MealyIrqSetup
     ld a, $83                   ; LCD on, BG on, objects on
     ldh [rLCDC], a
     ld c, low(rBGP)
     ei
-NopField:
-    rept 1200
-    nop
-    endr
-
-VBlankHandler:
-    reti
+    jp NopField
 
 StatHandler:                    ; dot 32 after the request is taken
     ldh a, [rLY]
@@ -70,7 +55,4 @@ StatHandler:                    ; dot 32 after the request is taken
     ldh [c], a                  ; dot 240: B - 1
     ld a, b
     ldh [c], a                  ; dot 252: B
-    pop hl                      ; back to the top of the NOP field
-    ld hl, NopField
-    push hl
-    reti
+    BACK_TO_NOPS

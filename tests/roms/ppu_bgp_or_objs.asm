@@ -4,14 +4,10 @@
 ; measurement of Mealybug Tearoom's m3_bgp_change_sprites, our code. Objects use OBP0 = 0.
 ; Checked against gambatte and the DMG's transition pixel (tests/test_ppu_mode3_writes.py).
     title "BGP OR OBJ"
-    include "ppu_lib.inc"
+    include "mealy_lib.inc"
 
 Start:
-    call Init
-    ld hl, $8000                ; all tiles and both maps zero but tile $19
-    ld bc, $2000
-    ld d, 0
-    call MemFill
+    call MealyInit              ; all tiles and both maps zero but tile $19
     ld hl, RingTile
     ld de, $8190
     ld bc, 16
@@ -54,23 +50,12 @@ Start:
     ld a, $E4
     ldh [rBGP], a
     call ReportPass
-    ld a, STAT_OAM
-    ldh [rSTAT], a
-    ld a, IE_VBLANK | IE_STAT
-    ldh [rIE], a
-    xor a
-    ldh [rIF], a
+    call MealyIrqSetup
     ld a, $93                   ; LCD on, tiles at $8000, objects on, BG on
     ldh [rLCDC], a
     ld c, low(rBGP)
     ei
-NopField:
-    rept 1200
-    nop
-    endr
-
-VBlankHandler:
-    reti
+    jp NopField
 
 StatHandler:                    ; dot 32 after the request is taken
     ld a, 1
@@ -102,10 +87,7 @@ StatHandler:                    ; dot 32 after the request is taken
     ldh [c], a                  ; dot 196: 0
     ld a, b
     ldh [c], a                  ; dot 208: 1
-    pop hl
-    ld hl, NopField
-    push hl
-    reti
+    BACK_TO_NOPS
 
 RingTile:                       ; a ring, colours 1-3
     db $3C, $3C, $42, $7E, $81, $FF, $81, $C3, $81, $C3, $81, $FF, $42, $7E, $3C, $3C

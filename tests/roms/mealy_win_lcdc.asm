@@ -13,7 +13,7 @@
 ; Checked in tests/test_ppu_mealybug_window.py (the window map: per band, the documented table;
 ; the tile data: line 0 only, no documented fact pins the rest).
     title "MEALY WIN LCDC"
-    include "ppu_lib.inc"
+    include "mealy_lib.inc"
 
 MW_BIT EQU $40
 MW_LATE EQU 0               ; NOPs more before the pulse (4 T each)
@@ -76,26 +76,14 @@ Start:
     ldh [rOBP0], a
     ld a, $E4
     ldh [rBGP], a
-    ld a, STAT_OAM
-    ldh [rSTAT], a
-    ld a, IE_VBLANK | IE_STAT
-    ldh [rIE], a
     call ReportPass
-    xor a
-    ldh [rIF], a
+    call MealyIrqSetup
     ld b, $A3
     ld c, $A3 | MW_BIT
     ld hl, rLCDC
     ld [hl], b
     ei
-NopField:
-    rept 1200
-    nop
-    endr
     jp NopField
-
-VBlankHandler:
-    reti
 
 StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 as counted)
     ldh a, [rLY]                ; 28 T, 24 on line 0
@@ -107,7 +95,4 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     endr
     ld [hl], c                  ; the bit set at 104
     ld [hl], b                  ; cleared at 112
-    pop de
-    ld de, NopField
-    push de
-    reti
+    BACK_TO_NOPS

@@ -14,7 +14,7 @@
 ; all tile 0, a light grey tile (colour 1), window map all tile 1, black (colour 3). BGP $E4.
 ; Checked in tests/test_ppu_mealybug_window.py.
     title "MEALY WIN MULTI"
-    include "ppu_lib.inc"
+    include "mealy_lib.inc"
 
 MW_WXLY EQU 0
 
@@ -57,26 +57,14 @@ Start:
     ld a, $E4
     ldh [rBGP], a
     ldh [rOBP0], a
-    ld a, STAT_OAM
-    ldh [rSTAT], a
-    ld a, IE_VBLANK | IE_STAT
-    ldh [rIE], a
     call ReportPass
-    xor a
-    ldh [rIF], a
+    call MealyIrqSetup
     ld b, MW_ON
     ld c, MW_OFF
     ld hl, rLCDC
     ld [hl], b
     ei
-NopField:
-    rept 1200
-    nop
-    endr
     jp NopField
-
-VBlankHandler:
-    reti
 
 StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 as counted)
     ldh a, [rLY]                ; 28 T, 24 on line 0
@@ -112,10 +100,7 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     nop
     ld [hl], b                  ; on at 164
     endc
-    pop de
-    ld de, NopField
-    push de
-    reti
+    BACK_TO_NOPS
 
 GreyBlack:
     rept 8

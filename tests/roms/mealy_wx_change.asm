@@ -13,7 +13,7 @@
 ; lines 16-23 at X = 8..80 step 8 and ten with the BG-over-OBJ bit on lines 32-39.
 ; Checked in tests/test_ppu_mealybug_window.py.
     title "MEALY WX"
-    include "ppu_lib.inc"
+    include "mealy_lib.inc"
 
 MW_WX0     EQU 4        ; the value written in mode 2
 MW_LDB     EQU 1        ; 1: a 4-T `ld b, a` after loading it (the _4 ROMs), 0: none (_5, _6)
@@ -56,25 +56,13 @@ Start:
     ldh [rWY], a
     ld a, 80
     ldh [rWX], a
-    ld a, STAT_OAM
-    ldh [rSTAT], a
-    ld a, IE_VBLANK | IE_STAT
-    ldh [rIE], a
     call ReportPass
-    xor a
-    ldh [rIF], a
+    call MealyIrqSetup
     ld a, $F3
     ldh [rLCDC], a
     ld c, MW_C
     ei
-NopField:
-    rept 1200
-    nop
-    endr
     jp NopField
-
-VBlankHandler:
-    reti
 
 StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 as counted)
     ld a, MW_WX0
@@ -92,10 +80,7 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     endr
     ld a, 80
     ldh [c], a                  ; WX = 80 at 188
-    pop hl
-    ld hl, NopField
-    push hl
-    reti
+    BACK_TO_NOPS
 
 ObjTable:
     db $20, $08, 0, $00

@@ -85,6 +85,25 @@ def test_each_device_gets_its_shape():
     assert [a.label for a in cpu.machine_kernel.adj.args] == [a.label for a in cpu.machine_kernel_staged.adj.args]
 
 
+def test_staged_knob_picks_each_targets_module():
+    """GBX_EMU_STAGED (read at import) picks the shape per target: unset, CUDA builds the CUDA shape and
+    the CPU its own; 0, CUDA builds the CPU shape (the device check's baseline); 1, the CPU builds the
+    CUDA shape; anything else is refused by name."""
+    probe = ("from gbx_lightning.emu import cpu; import json; "
+             "print(json.dumps([cpu.WARP_MODULES, cpu.uses_staged('cpu')]))")
+    want = {"": ({"cuda": ["gbx_lightning.emu.cpu_staged"], "cpu": ["gbx_lightning.emu.cpu"]}, False),
+            "0": ({"cuda": ["gbx_lightning.emu.cpu"], "cpu": ["gbx_lightning.emu.cpu"]}, False),
+            "1": ({"cuda": ["gbx_lightning.emu.cpu_staged"], "cpu": ["gbx_lightning.emu.cpu_staged"]}, True)}
+    for value, (modules, on_cpu) in want.items():
+        env = dict(os.environ, GBX_EMU_STAGED=value, PYTHONPATH=str(REPO))
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+        assert json.loads(out.stdout.strip().splitlines()[-1]) == [modules, on_cpu], value
+    env = dict(os.environ, GBX_EMU_STAGED="yes", PYTHONPATH=str(REPO))
+    bad = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "GBX_EMU_STAGED: expected 0, 1 or unset, got 'yes'" in bad.stderr
+
+
 def test_operand_bytes_table():
     """The operand bytes the CUDA shape reads right after each fetch: the opcode's length - 1
     (Pan Docs, CPU instruction set), none for STOP (its second byte is skipped unread) and for the

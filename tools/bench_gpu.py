@@ -81,8 +81,10 @@ def parity(args) -> int:
     import numpy as np
 
     from gbx_lightning.emu import VecGameBoy
+    from gbx_lightning.emu.cpu import kernel_for
     from gbx_lightning.emu.ppu_dots import CUDA_DOTS
 
+    kernel = kernel_for(args.device).key      # which shape the device ran (GBX_EMU_STAGED)
     bad = 0
     for name in args.roms or _test_roms():
         try:
@@ -112,7 +114,8 @@ def parity(args) -> int:
         # dot on the CPU only (ppu_dots.dots_compiled; docs/gpu.md), so CUDA draws them the whole-line way
         known = name.startswith(CPU_ONLY_PREFIX) and not CUDA_DOTS
         bad += first_diff is not None and not known
-        _emit(args.out, {"part": "parity", "rom": name, "envs": n, "frames": args.frames, "equal": first_diff is None,
+        _emit(args.out, {"part": "parity", "rom": name, "kernel": kernel, "envs": n, "frames": args.frames,
+                         "equal": first_diff is None,
                          "first_diff": first_diff, "seconds": round(time.perf_counter() - t0, 2),
                          **({"known_difference": "per-dot PPU path CPU-only (docs/gpu.md)"} if known else {})})
     return 1 if bad else 0

@@ -8,6 +8,7 @@
 #   GBX_EMU_MAX_REGISTERS=128 python tools/gpu_prebuild.py --no-cpu   # the capped kernel's cubin (part emu_maxreg128)
 #   GBX_EMU_CUDA_DOTS=0 python tools/gpu_prebuild.py --no-cpu         # the kernel without the per-dot path (emu_nodots)
 #   GBX_EMU_LAYOUT=soa python tools/gpu_prebuild.py --no-cpu          # the soa layout's kernels (parity_soa, emu_soa)
+#   GBX_EMU_STAGED=0 python tools/gpu_prebuild.py --no-cpu            # the CPU shape for CUDA (emu_cpushape, parity_cpushape)
 # Device call 1, carry [".gpu1"]:
 #   mkdir -p /root/gpu && cp .gpu1/* /root/gpu/
 # Device call 2 at once (within 30 s), carry [".gpu2", ".gpu_kcache"]:
@@ -59,11 +60,14 @@ if [ "$DEV" = cuda ]; then
     part config 120 python3 -m gbx_lightning fit --config configs/ppo_gpu.yaml --runs_dir "$OUT/runs" \
         --trainer.max_time 00:00:01:30
     # the knobs only a device can judge, each against part emu (docs/gpu.md), their cubins prebuilt too:
-    # the register cap, the per-dot PPU path compiled out, the register file env-fastest (soa)
+    # the CPU shape on CUDA (the kernel the first lent GPU ran: what the footprint work bought), the
+    # register cap, the per-dot PPU path compiled out, the register file env-fastest (soa)
+    part emu_cpushape 45 env GBX_EMU_STAGED=0 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
     part emu_maxreg128 45 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
     part emu_nodots 45 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
     part parity_soa 90 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py parity --frames 48 --roms workload orchard ppu_m3_lcdc_win --out "$JSON"
     part emu_soa 45 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py emu --seconds 2 --envs 16384 65536 --out "$JSON"
+    part parity_cpushape 60 env GBX_EMU_STAGED=0 python3 tools/bench_gpu.py parity --frames 48 --roms workload orchard ppu_m3_lcdc_win --out "$JSON"
 else   # rehearsal: the same parts, small, on the CPU device
     part tests 600 python3 -m pytest -q -p no:cacheprovider tests/test_bridge.py tests/test_cuda_codegen.py tests/test_gpu_shape.py
     part parity 120 python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload orchard --out "$JSON"
@@ -71,10 +75,12 @@ else   # rehearsal: the same parts, small, on the CPU device
     part fit_gpu 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cpu:16 --rollout_steps 4 --out "$JSON"
     part fit_hybrid 120 python3 tools/bench_gpu.py fit --accelerator cpu --runs cpu:16:1 cpu:16:2 --rollout_steps 4 --out "$JSON"
     part cpu_cores 120 python3 tools/bench_env.py --envs 32 --shards 1 2 --steps 10 --repeats 1
+    part emu_cpushape 300 env GBX_EMU_STAGED=0 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
     part emu_maxreg128 300 env GBX_EMU_MAX_REGISTERS=128 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
     part emu_nodots 300 env GBX_EMU_CUDA_DOTS=0 python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
     part parity_soa 300 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload ppu_m3_lcdc_win --out "$JSON"
     part emu_soa 300 env GBX_EMU_LAYOUT=soa python3 tools/bench_gpu.py emu --device cpu --envs 16 --seconds 0.5 --out "$JSON"
+    part parity_cpushape 300 env GBX_EMU_STAGED=0 python3 tools/bench_gpu.py parity --device cpu --frames 48 --parity_envs 4 --roms workload ppu_m3_lcdc_win --out "$JSON"
     part config 300 python3 -m gbx_lightning fit --config configs/ppo_gpu.yaml --runs_dir "$OUT/runs" \
         --model.init_args.num_envs 64 --trainer.max_steps 32 --trainer.max_time 00:00:02:00
 fi

@@ -103,8 +103,14 @@ _KERNEL_OPTIONS = {"cuda_max_registers": MAX_REGISTERS} if MAX_REGISTERS > 0 els
 # returns once per case from rot/alu: on sm_90 it spills far less (docs/gpu.md, Kernel footprint),
 # but on the CPU the same shape cost 10-26% of the instruction loop's speed, so the CPU keeps its
 # own. GBX_EMU_STAGED=1 when this module is imported runs the CUDA shape on the CPU device too:
-# how it is tested without a GPU (tests/test_gpu_shape.py).
-STAGED_ON_CPU = os.environ.get("GBX_EMU_STAGED", "") == "1"
+# how it is tested without a GPU (tests/test_gpu_shape.py). GBX_EMU_STAGED=0 runs the CPU shape on
+# CUDA too: the shape the first lent GPU measured, as the device check's baseline for the CUDA shape
+# (tools/gpu_check.sh, part emu_cpushape) and a fallback should the CUDA shape misbehave on a device.
+STAGED_CHOICE = os.environ.get("GBX_EMU_STAGED", "")
+if STAGED_CHOICE not in ("", "0", "1"):
+    raise ValueError(f"GBX_EMU_STAGED: expected 0, 1 or unset, got {STAGED_CHOICE!r}")
+STAGED_ON_CPU = STAGED_CHOICE == "1"
+STAGED_ON_CUDA = STAGED_CHOICE != "0"
 STAGED_MODULE = __name__ + "_staged"
 
 
@@ -1394,12 +1400,14 @@ def _make_machine_kernel(staged: bool, name: str, module):
 machine_kernel = _make_machine_kernel(False, "machine_kernel", None)
 machine_kernel_staged = _make_machine_kernel(True, "machine_kernel_staged", STAGED_MODULE)
 # The Warp modules each target compiles from this module (tools/kernel_report.py, gpu_prebuild.py).
-WARP_MODULES = {"cuda": [STAGED_MODULE], "cpu": [STAGED_MODULE if STAGED_ON_CPU else __name__]}
+WARP_MODULES = {"cuda": [STAGED_MODULE if STAGED_ON_CUDA else __name__],
+                "cpu": [STAGED_MODULE if STAGED_ON_CPU else __name__]}
 
 
 def uses_staged(device) -> bool:
-    """Whether `device` runs the CUDA shape (CUDA devices; the CPU too with GBX_EMU_STAGED=1)."""
-    return STAGED_ON_CPU or wp.get_device(device).is_cuda
+    """Whether `device` runs the CUDA shape: CUDA devices unless GBX_EMU_STAGED=0, the CPU only with
+    GBX_EMU_STAGED=1."""
+    return STAGED_ON_CUDA if wp.get_device(device).is_cuda else STAGED_ON_CPU
 
 
 def kernel_for(device):

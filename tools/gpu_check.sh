@@ -4,7 +4,7 @@
 # (GPU_CHECK_DEVICE=cpu bash tools/gpu_check.sh runs the same parts small on Warp's CPU device).
 #
 # Here, before the device calls (docs/gpu.md):
-#   bash ../shared/gpu/pack.sh && python tools/gpu_prebuild.py       # .gpu1/ .gpu2/ and .gpu_kcache/ (cubins)
+#   bash ../shared/gpu/pack.sh && python tools/gpu_prebuild.py --fresh   # .gpu1/ .gpu2/ and .gpu_kcache/ (cubins)
 #   GBX_EMU_MAX_REGISTERS=128 python tools/gpu_prebuild.py --no-cpu   # the capped kernel's cubin (part emu_maxreg128)
 #   GBX_EMU_CUDA_DOTS=0 python tools/gpu_prebuild.py --no-cpu         # the kernel without the per-dot path (emu_nodots)
 #   GBX_EMU_LAYOUT=soa python tools/gpu_prebuild.py --no-cpu          # the soa layout's kernels (parity_soa, emu_soa)

@@ -64,6 +64,7 @@ ROMS = {
     "ppu_lyc_onoff": dict(frames=40),
     "irq_timing": dict(frames=40),
     "oam_dma_start": dict(frames=30),
+    "boot_div": dict(frames=30),
     "serial_boot_align": dict(frames=30, serial=b"\x00PASS\n"),  # its own transfer first
     "serial_div": dict(frames=30, serial=b"\x00\xffPASS\n"),
 }

@@ -23,8 +23,9 @@ can read back is modelled (Pan Docs: Audio, Audio Registers, Audio Details).
   reloads the timer, sets the enabled flag if the pace or step is non-zero, and with a step runs
   the overflow check; an iteration (pace non-zero) computes shadow +- shadow >> step, turns the
   channel off above $7FF, else writes it back to NR13/NR14 and checks once more. Clearing NR10's
-  direction bit after a subtraction was computed since the trigger turns CH1 off. Iterations stop
-  once CH1 is off.
+  direction bit after a subtraction was computed since the trigger turns CH1 off. Iterations go
+  on while CH1 is off (only the enabled flag gates them: gbdev wiki; SameBoy, gambatte), so a
+  later trigger starts from the period they wrote back; powering the APU off resets the sweep.
 - CH3 wave RAM while the channel is on (DMG): an access only reaches wave RAM in the M-cycle in
   which the channel reads it, and then the byte being read; otherwise reads give $FF and writes
   are lost. The channel's first read after a trigger (sample 1) is 6 + 2 * (2048 - period)
@@ -94,8 +95,9 @@ def sweep_calc(ms: MachinePtr, env: int) -> int:
 @wp.func
 def sweep_iterations(ms: MachinePtr, env: int, clocks: wp.int64):
     """`clocks` sweep clocks (frame sequencer steps 2 and 6): the timer counts down and reloads with
-    the pace (0 counts as 8); each time it reaches 0 with a non-zero pace an iteration runs. The
-    iterations stop early at a fixed point (the same period again) or when CH1 is off."""
+    the pace (0 counts as 8); each time it reaches 0 with a non-zero pace an iteration runs, CH1
+    on or not. The iterations stop early at a fixed point (the same period again: an overflow
+    writes nothing back)."""
     m = machine(ms)
     pace = (int(m.io[env, 0x10]) >> 4) & 7
     reload = wp.int64(pace)
@@ -114,7 +116,7 @@ def sweep_iterations(ms: MachinePtr, env: int, clocks: wp.int64):
     if pace != 0 and m.apu[env, A_SWEEP_ON] != wp.int64(0):
         n = int(wp.min(iters, wp.int64(4096)))     # (a fixed point or an overflow comes far sooner)
         i = int(0)
-        while i < n and channel_is_on(ms, env, 0):
+        while i < n:
             before = m.apu[env, A_SHADOW]
             new = sweep_calc(ms, env)
             if new > 2047:
@@ -409,6 +411,8 @@ def apu_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64):
             if powered:
                 for r in range(0x10, 0x26):
                     m.io[env, r] = wp.uint8(0)
+                m.apu[env, A_SWEEP_ON] = wp.int64(0)    # (the sweep unit is reset too: no iteration
+                m.apu[env, A_NEG_USED] = wp.int64(0)    #  writes a period back before a trigger)
             m.io[env, NR52] = wp.uint8(0)
         elif not powered:
             m.io[env, NR52] = wp.uint8(0x80)

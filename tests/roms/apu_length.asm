@@ -58,12 +58,7 @@ main:
     ldh a, [rDIV]
     cp $10
     jr nz, .wait10
-    xor a
-    ldh [rNR52], a
-    ld a, $80
-    ldh [rNR52], a
-    ld a, $F0
-    ldh [rNR12], a
+    call apu_power_cycle_ch1
     ld a, $3E
     ldh [rNR11], a
     ld a, $C0

@@ -88,32 +88,13 @@ main:
     ; written $700 + $E = $70E back ($70E + $E fits): on again.
     sweep_trigger $11, $700
     expect_nr52 $F0, s_off_over
-    ld a, $17
-    ldh [rNR10], a
-    ld a, $FF
-    ldh [rNR13], a
-    ld b, 3
-    call div_events
-    ld a, $87
-    ldh [rNR14], a
+    call step7_retrigger
     expect_nr52 $F1, s_off_iter
     ; ... but powering the APU off resets the sweep: the same with a power cycle before
     ; NR10 is written, and nothing is written back: $7FF + $F overflows, off at once
     sweep_trigger $11, $700
-    xor a
-    ldh [rNR52], a
-    ld a, $80
-    ldh [rNR52], a
-    ld a, $F0
-    ldh [rNR12], a
-    ld a, $17
-    ldh [rNR10], a
-    ld a, $FF
-    ldh [rNR13], a
-    ld b, 3
-    call div_events
-    ld a, $87
-    ldh [rNR14], a
+    call apu_power_cycle_ch1
+    call step7_retrigger
     expect_nr52 $F0, s_power_sweep
 
     xor a
@@ -131,6 +112,19 @@ s_p2_three:  db "NR52 sweep pace 2 after 22 events", 0
 s_p2_four:   db "NR52 sweep pace 2 after 23 events", 0
 s_sub:       db "NR52 sweep subtracting", 0
 s_sub_clear: db "NR52 sweep direction cleared", 0
+; step7_retrigger: NR10 = pace 1 step 7, NR13 = $FF, three DIV-APU events (steps 0-2: one
+; sweep clock), then trigger CH1 with NR14 = $87.  Clobbers A, B.
+step7_retrigger:
+    ld a, $17
+    ldh [rNR10], a
+    ld a, $FF
+    ldh [rNR13], a
+    ld b, 3
+    call div_events
+    ld a, $87
+    ldh [rNR14], a
+    ret
+
 s_sub_none:  db "NR52 sweep direction cleared unused", 0
 s_off_over:  db "NR52 sweep $700 step 1 at trigger", 0
 s_off_iter:  db "NR52 retrigger after the sweep of CH1 off wrote $70E", 0

@@ -19,37 +19,22 @@
     org $0150
     include "testlib_body.inc"
 
+; div_read_after N: N NOPs, then DIV read and pushed (N + 7 M-cycles in all)
+MACRO div_read_after
+    rept \1
+    nop
+    endr
+    ldh a, [rDIV]
+    push af
+ENDM
+
 main:
-    rept 6
-    nop
-    endr
-    ldh a, [rDIV]               ; 13 M-cycles after $0100
-    push af
-    rept 57
-    nop
-    endr
-    ldh a, [rDIV]               ; + 64
-    push af
-    rept 56
-    nop
-    endr
-    ldh a, [rDIV]               ; + 63
-    push af
-    rept 57
-    nop
-    endr
-    ldh a, [rDIV]               ; + 64
-    push af
-    rept 57
-    nop
-    endr
-    ldh a, [rDIV]               ; + 64
-    push af
-    rept 58
-    nop
-    endr
-    ldh a, [rDIV]               ; + 65
-    push af
+    div_read_after 6            ; 13 M-cycles after $0100
+    div_read_after 57           ; + 64
+    div_read_after 56           ; + 63
+    div_read_after 57           ; + 64
+    div_read_after 57           ; + 64
+    div_read_after 58           ; + 65
     ld hl, SCRATCH + 5          ; the six readings, last first
     ld b, 6
 .save:
@@ -59,31 +44,14 @@ main:
     jr nz, .save
     ld sp, STACK_TOP
     call lib_init
-    ld de, 0
-.check:
     ld hl, SCRATCH
-    add hl, de
-    ld a, [hl]
-    ld hl, expected
-    add hl, de
-    ld b, [hl]
-    ld hl, names
-    add hl, de
-    add hl, de
-    push af
-    ld a, [hl+]
-    ld h, [hl]
-    ld l, a
-    pop af
-    call expect
-    inc e
-    ld a, e
-    cp 6
-    jr nz, .check
+    ld de, expected
+    ld bc, names
+    call expect_table
     jp finish
 
 expected: db $AC, $AD, $AD, $AE, $AF, $B1
-names:    dw s_1, s_2, s_3, s_4, s_5, s_6
+names:    dw s_1, s_2, s_3, s_4, s_5, s_6, 0
 
 s_1: db "DIV 13 M after $0100", 0
 s_2: db "DIV +64 M", 0

@@ -290,30 +290,12 @@ halt_fail:
     jp finish
 
 check:
-    ld de, 0                    ; check k: wRes[k] against expected[k], named names[k]
-.next:
-    ld hl, wRes
-    add hl, de
-    ld a, [hl]
-    ld [wGot], a
-    ld hl, expected
-    add hl, de
-    ld b, [hl]
-    ld hl, names
-    add hl, de
-    add hl, de
-    ld a, [hl+]
-    ld h, [hl]
-    ld l, a
-    ld a, [wGot]
-    call expect                 ; (keeps D, E)
-    inc e
-    ld a, e
-    cp expected_end - expected
-    jr nz, .next
+    ld hl, wRes                 ; wRes[k] against expected[k], named names[k]
+    ld de, expected
+    ld bc, names
+    call expect_table
     jp finish
 
-wGot EQU SCRATCH + $F0
 
 expected:
     db $07, $08                 ; mode 2 -> mode 0 request, 4 / 3 NOPs first
@@ -324,7 +306,6 @@ expected:
     rept 9                      ; SCX 0..8: LY before/after the change, lines $42, $43
     db $41, $42, $42, $43
     endr
-expected_end:
 
 names:
     dw s_m0irq, s_m0irq, s_m0, s_m0, s_m3, s_m3, s_oam, s_oam, s_m1m2, s_m1m2
@@ -332,7 +313,7 @@ names:
     dw s_scx2, s_scx2, s_scx2, s_scx2, s_scx3, s_scx3, s_scx3, s_scx3
     dw s_scx4, s_scx4, s_scx4, s_scx4, s_scx5, s_scx5, s_scx5, s_scx5
     dw s_scx6, s_scx6, s_scx6, s_scx6, s_scx7, s_scx7, s_scx7, s_scx7
-    dw s_scx8, s_scx8, s_scx8, s_scx8
+    dw s_scx8, s_scx8, s_scx8, s_scx8, 0
 
 s_halt:  db "halt woke no handler", 0
 s_m0irq: db "mode2 irq to mode0 irq", 0

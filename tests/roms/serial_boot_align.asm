@@ -78,31 +78,14 @@ serial_irq:
     ld a, e
     ld [hl+], a
     call lib_init               ; (clears the log; the registers are saved)
-    ld de, 0
-.check:
     ld hl, wRegs
-    add hl, de
-    ld a, [hl]
-    ld hl, expected
-    add hl, de
-    ld b, [hl]
-    ld hl, names
-    add hl, de
-    add hl, de
-    push af
-    ld a, [hl+]
-    ld h, [hl]
-    ld l, a
-    pop af
-    call expect
-    inc e
-    ld a, e
-    cp 7
-    jr nz, .check
+    ld de, expected
+    ld bc, names
+    call expect_table
     jp finish
 
 expected: db $12, $91, $90, $90, $90, $90, $90
-names:    dw s_a, s_b, s_c, s_d, s_e, s_h, s_l
+names:    dw s_a, s_b, s_c, s_d, s_e, s_h, s_l, 0
 
 s_none: db "no serial interrupt", 0
 s_a: db "serial irq after incs: a", 0

@@ -61,6 +61,7 @@ ROMS = {
     "ppu_vblank_timing": dict(frames=60),
     "ppu_sprite_timing": dict(frames=400),
     "ppu_lcd_on_timing": dict(frames=150),
+    "ppu_lcd_on_objects": dict(frames=30),
     "ppu_lyc_onoff": dict(frames=40),
     "irq_timing": dict(frames=40),
     "oam_dma_start": dict(frames=30),

@@ -254,7 +254,9 @@ def _mode3_length(ms: MachinePtr, env: int, io: IO, r32: R32, ly: int, t: wp.int
         length += WINDOW_PENALTY
         win_start = wx - 7
     dma_sync(ms, env, t)
-    selected = objects_on_line(m.oam, env, ly, lcdc)
+    # the LCD-on line (line 0 of the warm-up frame) has no OAM scan: no objects (SameBoy, gambatte);
+    # as a line no object reaches, branchless (a branch grew the CUDA kernel's frame by 40 B)
+    selected = objects_on_line(m.oam, env, ly + wp.where(ly == 0, r32[R_LCD_WARMUP], 0) * 256, lcdc)
     r32[R_OBJ_SEL_LO] = int(selected & wp.uint64(0xFFFFF)) | (1 << 20) | ((lcdc & 0x06) << 20)
     r32[R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
     r32[R_OBJ_SEL_T] = int(t & wp.int64(0x7FFFFFFF))

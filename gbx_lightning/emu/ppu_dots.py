@@ -104,7 +104,7 @@ import warp as wp
 
 from .dma import dma_sync
 from .render import LINE_BUF_WORDS, RENDER_FULL, RENDER_OBS, objects_on_line, store_line, window_visible
-from .state import PPU_LOG_WORDS, R_WIN_LINE, R_WY_TRIGGERED, T_LINE_START, MachinePtr, machine
+from .state import PPU_LOG_WORDS, R_LCD_WARMUP, R_WIN_LINE, R_WY_TRIGGERED, T_LINE_START, MachinePtr, machine
 
 PIPE_START_T = wp.constant(87)    # line start -> the pipeline's dot 0 (mode 3 shows from 82)
 WRITE_PHASE = wp.constant(wp.int64(0))     # a write in the M-cycle at t lands at t + WRITE_PHASE
@@ -592,7 +592,9 @@ def _line_objects(ms: MachinePtr, env: int, ly: int, log: wp.array(dtype=wp.int3
     plays no part in the scan (it gates the fetches and the mixing, which may see it change)."""
     m = machine(ms)
     dma_sync(ms, env, t)
-    return objects_on_line(m.oam, env, ly, (log[LOG_REGS_A] & 0xFF) | 0x02)
+    # (the LCD-on line has no OAM scan: as a line no object reaches, ppu._mode3_length; LOG_WINDOW
+    # bit 16, set when the log starts)
+    return objects_on_line(m.oam, env, ly + ((log[LOG_WINDOW] >> 8) & 0x100), (log[LOG_REGS_A] & 0xFF) | 0x02)
 
 
 @wp.func
@@ -619,7 +621,8 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
                            | (int(m.io[env, 0x47]) << 24))
         log[LOG_REGS_B] = (int(m.io[env, 0x48]) | (int(m.io[env, 0x49]) << 8) | (int(m.io[env, 0x4A]) << 16)
                            | (int(m.io[env, 0x4B]) << 24))
-        log[LOG_WINDOW] = m.r32[env, R_WY_TRIGGERED] | (m.r32[env, R_WIN_LINE] << 8)
+        log[LOG_WINDOW] = (m.r32[env, R_WY_TRIGGERED] | (m.r32[env, R_WIN_LINE] << 8)
+                           | (wp.where(ly == 0, m.r32[env, R_LCD_WARMUP], 0) << 16))
         log[LOG_TIMING] = 0
     dot = int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
     if n < PPU_LOG_WORDS - LOG_FIRST:

@@ -39,4 +39,4 @@ StatHandler:
     ld [hl], b
     ld [hl], c
     ld [hl], b
-    BACK_TO_NOPS
+    BACK_TO_NOPS de

@@ -10,15 +10,7 @@
 
 Start:
     call MealyInit
-    ld hl, $8000 + 16 * $19     ; tile $19: lo $FF, hi $00
-    ld b, 8
-.tile:
-    ld a, $FF
-    ld [hl+], a
-    xor a
-    ld [hl+], a
-    dec b
-    jr nz, .tile
+    call MealyTile19            ; tile $19: colour 1 everywhere
     ld a, $19
     call MealyRuler
     call ReportPass
@@ -64,7 +56,4 @@ VARIANT EQU 0
     xor a
     ldh [rBGP], a               ; dot 264 / 268: BGP white
     endc
-    pop hl
-    ld hl, NopField
-    push hl
-    reti
+    BACK_TO_NOPS hl

@@ -29,10 +29,7 @@ StatHandler:
     ldh [c], a                  ; dot 136: 8x8
     ld a, b
     ldh [c], a                  ; dot 148: 8x16
-    pop hl
-    ld hl, NopField
-    push hl
-    reti
+    BACK_TO_NOPS hl
 
 ObjTable:
     db $10, $00, $4C, 0

@@ -10,15 +10,7 @@
 
 Start:
     call MealyInit
-    ld hl, $8000 + 16 * $19     ; tile $19: lo $FF, hi $00
-    ld b, 8
-.tile:
-    ld a, $FF
-    ld [hl+], a
-    xor a
-    ld [hl+], a
-    dec b
-    jr nz, .tile
+    call MealyTile19            ; tile $19: colour 1 everywhere
     ld hl, wShadowOam           ; object k: Y = 8 + 8k, X = k, tile $19
     ld b, 8
     ld c, 0
@@ -63,7 +55,4 @@ StatHandler:
     nop
     endr
     ldh [c], a                  ; dot 108: OBP0 = $0C
-    pop hl
-    ld hl, NopField
-    push hl
-    reti
+    BACK_TO_NOPS hl

@@ -11,15 +11,7 @@
 
 Start:
     call MealyInit
-    ld hl, $8000 + 16 * $19     ; tile $19: colour 1 everywhere
-    ld b, 8
-.tile:
-    ld a, $FF
-    ld [hl+], a
-    xor a
-    ld [hl+], a
-    dec b
-    jr nz, .tile
+    call MealyTile19            ; tile $19: colour 1 everywhere
     ld hl, $9800 + 19           ; map column 19: tile $19 (the rest tile 0, blank)
     ld de, 32
     ld b, 32
@@ -56,4 +48,4 @@ StatHandler:                    ; 12 T later than the original's (its `jp hl` ta
     endr
     xor a
     ldh [c], a                  ; SCX = 0 again, in HBlank (the original writes it in mode 2,
-    BACK_TO_NOPS                ; which our longer vector leaves no time for)
+    BACK_TO_NOPS de             ; which our longer vector leaves no time for)

@@ -95,4 +95,4 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     endr
     ld [hl], c                  ; the bit set at 104
     ld [hl], b                  ; cleared at 112
-    BACK_TO_NOPS
+    BACK_TO_NOPS de

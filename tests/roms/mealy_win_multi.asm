@@ -100,7 +100,7 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     nop
     ld [hl], b                  ; on at 164
     endc
-    BACK_TO_NOPS
+    BACK_TO_NOPS de
 
 GreyBlack:
     rept 8

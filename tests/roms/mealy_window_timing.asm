@@ -54,4 +54,4 @@ StatHandler:
     ld [hl], b
     nop
     ld [hl], c
-    BACK_TO_NOPS
+    BACK_TO_NOPS de

@@ -52,4 +52,4 @@ StatHandler:
     nop
     nop
     ld [hl], c
-    BACK_TO_NOPS
+    BACK_TO_NOPS de

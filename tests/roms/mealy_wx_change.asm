@@ -80,7 +80,7 @@ StatHandler:                    ; 32 T after the interrupt (dispatch 20, jp 12 a
     endr
     ld a, 80
     ldh [c], a                  ; WX = 80 at 188
-    BACK_TO_NOPS
+    BACK_TO_NOPS de
 
 ObjTable:
     db $20, $08, 0, $00

@@ -55,4 +55,4 @@ StatHandler:                    ; dot 32 after the request is taken
     ldh [c], a                  ; dot 240: B - 1
     ld a, b
     ldh [c], a                  ; dot 252: B
-    BACK_TO_NOPS
+    BACK_TO_NOPS de

@@ -87,7 +87,7 @@ StatHandler:                    ; dot 32 after the request is taken
     ldh [c], a                  ; dot 196: 0
     ld a, b
     ldh [c], a                  ; dot 208: 1
-    BACK_TO_NOPS
+    BACK_TO_NOPS de
 
 RingTile:                       ; a ring, colours 1-3
     db $3C, $3C, $42, $7E, $81, $FF, $81, $C3, $81, $C3, $81, $FF, $42, $7E, $3C, $3C

@@ -45,4 +45,4 @@ StatHandler:
     endr
     ld a, 200
     ldh [rWX], a
-    BACK_TO_NOPS
+    BACK_TO_NOPS de

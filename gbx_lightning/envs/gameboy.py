@@ -722,7 +722,7 @@ class GameBoyEnv(VecEnvBase):
         final_vector = self._observer.vector(self, mark_current=True) if self._observer is not None else None
         # the reward, from this step's screens and RAM (before the ended envs are reset): trained on, and the game's
         reward, game_reward = self.reward_pipeline(RewardContext(self, terminated, truncated, success, failed, dist,
-                                                                 self._prev_dist))
+                                                                 self._prev_dist, self._newest_frames()))
         if self.counters:
             now = self._read_counters()
             for i, c in enumerate(self.counters):

@@ -108,7 +108,9 @@ class RewardSpecError(ValueError):
 @dataclass
 class RewardContext:
     """What a step's reward items may read: the env and the step's outcome, all [N] tensors on the env's device.
-    ``dist``/``prev_dist``: the goal-template distance after / before this step (0 without a goal)."""
+    ``dist``/``prev_dist``: the goal-template distance after / before this step (0 without a goal). ``screen``: the
+    step's last screen as the observation sees it (uint8 [N, 72, 80], shades 0..3, before any reset), for terms over
+    pixels; None where a caller has none."""
     env: Any
     terminated: torch.Tensor
     truncated: torch.Tensor
@@ -116,6 +118,7 @@ class RewardContext:
     failed: torch.Tensor
     dist: torch.Tensor
     prev_dist: torch.Tensor
+    screen: torch.Tensor | None = None
 
     @property
     def done(self) -> torch.Tensor:

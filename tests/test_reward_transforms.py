@@ -105,6 +105,34 @@ def test_the_presets_sum_their_terms_as_the_env_did_before_lists_bit_for_bit():
     assert torch.equal(seeds(ctx)[0].view(torch.int32), want.view(torch.int32))
 
 
+def test_goal_distance_potential_form_by_hand_and_its_telescoping_sum():
+    """gamma set: alpha * (prev - gamma * dist), alpha * prev on the terminating step (phi = 0 there). Over an
+    episode of distances d0..d3 ending in termination the discounted sum is -phi(s0) = alpha * d0 whatever the
+    path: the shaping cannot change the optimal policy (Ng et al. 1999). The seed's form (no gamma) is unchanged."""
+    alpha, gamma = 2.0, 0.5
+    pipe = _pipeline([{"name": "goal_distance", "gamma": gamma}], 2, alpha=alpha)
+    prev, dist = torch.tensor([0.8, 0.4]), torch.tensor([0.6, 0.1])
+    ctx = RewardContext(None, torch.tensor([False, True]), torch.zeros(2, dtype=torch.bool),
+                        torch.tensor([False, True]), torch.zeros(2, dtype=torch.bool), dist, prev)
+    assert pipe(ctx)[0].tolist() == pytest.approx([2.0 * (0.8 - 0.5 * 0.6), 2.0 * 0.4])
+    seed_form = _pipeline([{"name": "goal_distance"}], 2, alpha=alpha)
+    assert seed_form(ctx)[0].tolist() == pytest.approx([2.0 * (0.8 - 0.6), 2.0 * (0.4 - 0.1)])
+    for path in ([0.9, 0.7, 0.95, 0.0], [0.9, 0.2, 0.2, 0.6]):     # d0..d3, the last step terminates
+        total = 0.0
+        for t in range(3):
+            end = t == 2
+            ctx = RewardContext(None, torch.tensor([end]), torch.tensor([False]), torch.tensor([end]),
+                                torch.tensor([False]), torch.tensor([path[t + 1]]), torch.tensor([path[t]]))
+            total += gamma ** t * _pipeline([{"name": "goal_distance", "gamma": gamma}], 1, alpha=alpha)(ctx)[0].item()
+        assert total == pytest.approx(alpha * path[0])
+
+
+@pytest.mark.parametrize("gamma", [0.0, 1.5, "x", True])
+def test_goal_distance_gamma_must_be_in_zero_one(gamma):
+    with pytest.raises(RewardSpecError, match=r"reward\[0\]\.gamma must be a number in \(0.0, 1.0\]"):
+        check_reward_spec([{"name": "goal_distance", "gamma": gamma}], has_goal=True, has_fail=False)
+
+
 # ---------------------------------------------------------------------------------------------- per episode
 def test_success_bonus_and_fail_penalty_land_on_the_step_the_episode_ends():
     """3 envs, 4 steps: env 0 succeeds at step 1, env 1 fails at step 2, env 2 is truncated at step 3 (no bonus:
@@ -486,7 +514,7 @@ def _hp(reward=None, **kw):
      "env.task.reward[2].factor must be a number, got 'x'"),
     ([{"name": "sclae", "factor": 2}],
      "env.task.reward[0].name must be one of ['clip', 'explore', 'fail_penalty', 'goal_distance', 'ram', "
-     "'ram_bits', 'ram_max', 'ram_sum', 'return_norm', 'scale', 'step_cost', 'success_bonus'] or an import path "
+     "'ram_bits', 'ram_max', 'ram_sum', 'return_norm', 'scale', 'screen_novelty', 'step_cost', 'success_bonus'] or an import path "
      "package.module.Name, got 'sclae'"),
     ([{"name": "scale", "facter": 2}],
      "env.task.reward[0].facter is not a parameter of scale; parameters: factor"),
@@ -521,7 +549,7 @@ def _hp(reward=None, **kw):
     ([], "env.task.reward must list at least one item (an empty list would train on 0)"),
     (["scale"], "env.task.reward[0] must be a mapping with a name (one of ['clip', 'explore', "
                 "'fail_penalty', 'goal_distance', 'ram', 'ram_bits', 'ram_max', 'ram_sum', 'return_norm', 'scale', "
-                "'step_cost', 'success_bonus'] or an import path package.module.Name), got 'scale'"),
+                "'screen_novelty', 'step_cost', 'success_bonus'] or an import path package.module.Name), got 'scale'"),
     ("shaped", "env.task.reward must be one of ('goal',) or a list of reward items, got 'shaped'"),
 ])
 def test_bad_reward_items_are_one_line_config_errors(reward, message):

@@ -773,8 +773,8 @@ class GameBoyEnv(VecEnvBase):
             self._from_pool = torch.where(done, slots >= self.num_start_states, self._from_pool)
             if swarm is not None:
                 self.state_pool.swarmed += swarm[1].sum()
-        self.reward_pipeline.sync(self)
         self._stack = obs
+        self.reward_pipeline.sync(self)   # after the new stacks: items may read the start screens (observe())
         if self._observer is not None:
             final_obs = self._with_data(final_vector, final_obs)
             obs = self._with_data(self._observer.vector(self), obs)

@@ -8,6 +8,7 @@ at every step of every env:
     reward:                                         # model.init_args.env.init_args.task.reward
       - {name: step_cost, cost: -0.01}
       - {name: goal_distance}                      # alpha: the goal's JSON (or the task's alpha)
+      - {name: goal_distance, gamma: 0.997}        # the same as potential-based shaping for a learner's gamma
       - {name: ram, address: 0xC0A4, weight: 0.1}  # +0.1 per step the byte at $C0A4 counts up
       - {name: success_bonus, bonus: 1.0}
       - {name: clip, low: -1.0, high: 1.0}
@@ -25,7 +26,8 @@ Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula):
 * a **term** computes a value per env and adds it to the reward: ``step_cost``,
   ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, the RAM map's ``explore``,
   ``ram_bits``, ``ram_sum``, ``ram_max`` (``envs/ram_rewards.py``: fields by name from the task's
-  ``ram_map``), and yours (the default kind);
+  ``ram_map``), ``screen_novelty`` (``envs/screen_novelty.py``: new screens, from the pixels alone, for a game
+  without a RAM map), and yours (the default kind);
 * a **transform** maps the reward summed so far: ``scale``, ``clip``, ``return_norm``, and
   yours with ``kind: transform``. A term listed after a transform is added untransformed.
 
@@ -87,8 +89,8 @@ from gbx_lightning.checks import number_problem
 
 from .base import OptionError
 from .ram_map import RamMap, resolve_field
-from .rewards import (clip_reward, discounted_return, normalize_by_return_std, progress_reward, ram_delta, ram_level,
-                      ram_value, scale_reward, update_moments)
+from .rewards import (clip_reward, discounted_return, normalize_by_return_std, potential_shaping, progress_reward,
+                      ram_delta, ram_level, ram_value, scale_reward, update_moments)
 
 __all__ = ["BUILTINS", "PRESETS", "RewardContext", "RewardItem", "RewardPipeline", "RewardSpecError",
            "build_reward_pipeline", "check_reward_spec", "preset_spec"]
@@ -201,15 +203,22 @@ class StepCost(RewardItem):
 
 
 class GoalDistance(RewardItem):
-    """term, per step: value = alpha * (prev_dist - dist), the goal-template progress term (``rewards.py``)."""
+    """term, per step, the goal-template progress term (``rewards.py``): with ``gamma`` null (the default) the seed's
+    form alpha * (prev_dist - dist); with ``gamma`` (set it to the learner's gamma) potential-based shaping,
+    gamma * phi(s') - phi(s) with phi = -alpha * dist and phi = 0 at termination (``rewards.potential_shaping``),
+    which cannot change the optimal policy of a learner that discounts by gamma."""
     needs = ("goal",)
-    PARAMS = {"alpha": Param(env="alpha", bounds={})}
+    PARAMS = {"alpha": Param(env="alpha", bounds={}),
+              "gamma": Param(None, problem=lambda v: number_problem(v, low=0.0, high=1.0, low_open=True, none="null"))}
 
-    def __init__(self, alpha: float, num_envs: int, device: torch.device):
+    def __init__(self, alpha: float, gamma: float | None, num_envs: int, device: torch.device):
         self.alpha = float(alpha)
+        self.gamma = None if gamma is None else float(gamma)
 
     def __call__(self, ctx: RewardContext) -> torch.Tensor:
-        return progress_reward(ctx.dist, ctx.prev_dist, self.alpha)
+        if self.gamma is None:
+            return progress_reward(ctx.dist, ctx.prev_dist, self.alpha)
+        return potential_shaping(ctx.dist, ctx.prev_dist, self.alpha, self.gamma, ctx.terminated)
 
 
 def _wram_address_problem(value) -> str | None:
@@ -703,5 +712,7 @@ class RewardPipeline:
 # the RAM map's items (envs/ram_rewards.py: explore, ram_bits, ram_sum, ram_max), one table with the others; imported
 # here, after RewardItem and Param, which they build on
 from .ram_rewards import RAM_ITEMS  # noqa: E402
+from .screen_novelty import NOVELTY_ITEMS  # noqa: E402
 
 BUILTINS.update(RAM_ITEMS)
+BUILTINS.update(NOVELTY_ITEMS)

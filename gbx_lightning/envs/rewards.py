@@ -57,6 +57,16 @@ def progress_reward(dist: torch.Tensor, prev_dist: torch.Tensor, alpha: float) -
     return alpha * (prev_dist - dist)
 
 
+def potential_shaping(dist: torch.Tensor, prev_dist: torch.Tensor, alpha: float, gamma: float,
+                      terminated: torch.Tensor) -> torch.Tensor:
+    """F = gamma * phi(s') - phi(s) with phi(s) = -alpha * dist(s) and phi = 0 at a terminal state (Ng, Harada and
+    Russell 1999): alpha * (prev_dist - gamma * dist), and alpha * prev_dist on a step that terminates. Its
+    discounted sum over an episode telescopes to -phi(s_0) (plus gamma^T phi(s_T) on truncation, which the
+    bootstrap carries), so it cannot change which policy is optimal. ``progress_reward`` is the gamma = 1 form:
+    with a learner that discounts (gamma < 1) it is not potential-based and can change the optimal policy."""
+    return alpha * (prev_dist - torch.where(terminated, torch.zeros_like(dist), gamma * dist))
+
+
 def ram_counter_delta(now: torch.Tensor, before: torch.Tensor, bits: int = 8) -> torch.Tensor:
     """How far a wrapping RAM counter advanced: (now - before) mod 2**bits, as float32.
 

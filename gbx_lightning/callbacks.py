@@ -10,7 +10,9 @@ Training log (one JSON object per line, appended; schema stable):
   numpy, gbx_lightning), ``rom_sha256`` (when the env has a ROM, else null), ``started_at``
   (UTC ISO time), ``log_every``, ``env_state`` (on resume: what the checkpoint held of the envs,
   ``{"saved", "bytes", "num_envs", "max_bytes"}``; ``saved: false`` = the state was over the size
-  cap and the envs restarted from their reset states). On resume, records of the previous
+  cap and the envs restarted from their reset states), ``random_baseline`` (a uniformly random policy's
+  ``eval/random_*`` figures on the evaluation episodes, measured once per run: ``baseline.py``; null when
+  ``--random_baseline false``). On resume, records of the previous
   segment with ``env_steps`` beyond the resume point (written after its last checkpoint) are
   superseded; a torn last line (a write cut short by kill -9) is dropped.
 * One record each time ``opt_steps`` reaches a multiple of ``log_every`` (PPO takes
@@ -162,6 +164,7 @@ class TrainingLog(Callback):
         self.config = config
         self.log_every = log_every
         self.run_name = run_name
+        self.baseline = None   # a baseline.RandomBaseline that runs before this: its figures go in the meta line
         self.run_id = uuid.uuid4().hex[:12]
         self.wall_time_base = 0.0  # training seconds of earlier segments (restored from the checkpoint)
         self.last_record: dict[str, Any] = {}
@@ -228,6 +231,7 @@ class TrainingLog(Callback):
             "log_every": self.log_every,
             "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "env_state": getattr(pl_module, "restored_env_state", None) if resumed else None,
+            "random_baseline": self.baseline.metrics if self.baseline is not None else None,
         }})
         self._t_start = time.perf_counter()
         self._interval_start = self._t_start

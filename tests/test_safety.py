@@ -71,7 +71,8 @@ progress_refresh: 0
 
 def _config(tmp_path, text, name="tiny"):
     path = tmp_path / f"{name}.yaml"
-    path.write_text(text)
+    # no random-policy baseline: these tests count the env steps of training (a patched ForagingEnv.step)
+    path.write_text(text + "\nrandom_baseline: false\n")
     return path
 
 

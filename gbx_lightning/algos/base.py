@@ -452,6 +452,19 @@ class RLModule(LightningModule):
         return EvalEpisodes(self._get_eval_env(), self.policy, seed + rank,
                             greedy=self.hparams.eval_greedy, record_clip=rank == 0)
 
+    def eval_env_built(self):
+        """The evaluation env (built on first use): this process's share of ``eval_episodes``."""
+        return self._get_eval_env()
+
+    @torch.no_grad()
+    def evaluate_policy(self, policy, prefix: str = "eval") -> dict[str, torch.Tensor]:
+        """``policy`` (e.g. ``baseline.UniformPolicy``) on the evaluation episodes validation plays (same env, same
+        seed, sampled actions): the ``{prefix}/*`` means, summed over the DDP ranks (a collective)."""
+        rank, _ = self.ranks()
+        seed = self.hparams.eval_seed if self.eval_episode_seed is None else self.eval_episode_seed
+        batch = next(iter(EvalEpisodes(self._get_eval_env(), policy, seed + rank)))
+        return episode_means(batch, prefix, self.sum_over_ranks)
+
     def val_dataloader(self):
         return self._eval_loader()
 

@@ -23,6 +23,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from gbx_lightning.algos import RLModule, world_size_problem
+from gbx_lightning.baseline import RandomBaseline
 from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import ConfigError, number_problem
 from gbx_lightning.cli.errors import first_line, old_layout_error
@@ -160,6 +161,10 @@ class GbxCLI(LightningCLI):
                             help="Env state (every env's machine, frame stacks, counters) larger than this is left "
                                  "out of checkpoints: a resume restarts the envs from their reset states, and the "
                                  "JSONL meta line says so (a Game Boy env with stack_k 4 is ~73 KB).")
+        parser.add_argument("--random_baseline", type=bool, default=True,
+                            help="At the start of a fit, a uniformly random policy plays the evaluation episodes: "
+                                 "its success rate is logged once (eval/random_success_rate) and each evaluation "
+                                 "below it is warned about (gbx_lightning/baseline.py).")
         parser.add_argument("--image_every", type=int, default=500,
                             help="Optimizer steps between TensorBoard images of what the agent sees (pixel envs; "
                                  "0: none). Each evaluation also writes a clip to <run>/clips/.")
@@ -320,6 +325,9 @@ class GbxCLI(LightningCLI):
                 self.checkpoint_registry = CheckpointRegistry(run_dir, cfg.best_metric, cfg.best_keep,
                                                               self.training_log)
                 callbacks.append(self.checkpoint_registry)
+        if self.subcommand == "fit" and cfg.get("random_baseline", True):
+            self.training_log.baseline = RandomBaseline()   # before the log: its figures go in the meta line
+            callbacks.append(self.training_log.baseline)
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())
         # max_time is ours to act on (safety.py: a stop between updates, no evaluation after), not Lightning's Timer

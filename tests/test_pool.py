@@ -142,6 +142,29 @@ def test_a_swarm_restarts_the_envs_behind_from_the_best_one():
     assert not truncated.any()
 
 
+def test_with_one_start_state_a_reset_not_drawn_from_the_pool_starts_at_the_task_start():
+    """A task with one start state never draws among start states, so each reset's slot must be set anyway: an env
+    whose previous episode started from a pooled state, ended again with no pool draw (sample 0 now), restarts from
+    the level's start (4 seeds left), and env.reset() puts every env at the start (before the fix both kept the
+    pooled slot: 3 seeds left)."""
+    env = _env(2, _task(sample=1.0), max_steps=12)
+    for action in [U, D, D, U, L, L, R, R, R]:          # env 0: level 1 cleared at step 9, restarted from the pool
+        _, _, terminated, _, _ = _step(env, [action, NOOP])
+    assert terminated.tolist() == [True, False] and env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [3, 4]
+    assert env.slots.tolist()[0] >= env.num_start_states
+    env.feature("pool").config.sample = 0.0
+    for _ in range(3):                                  # env 1 ends by the time limit (12 steps) with no pool draw
+        _, _, _, truncated, _ = _step(env, [NOOP, NOOP])
+    assert truncated.tolist() == [False, True] and env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [3, 4]
+    for _ in range(9):                                  # env 0's pooled episode ends by the time limit too
+        _, _, _, truncated, _ = _step(env, [NOOP, NOOP])
+    assert truncated.tolist() == [True, False] and env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [4, 4]
+    env.feature("pool").config.sample = 1.0
+    _step(env, [U, NOOP])                               # env 0 harvested again; then a full reset
+    env.reset()
+    assert env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [4, 4] and env.slots.tolist() == [0, 0]
+
+
 def test_an_evaluation_env_harvests_nothing_and_never_swarms():
     env = _env(4, _task(sample=1.0, swarm={"every": 1, "fraction": 1.0}), cpu_threads=2).eval()
     _, _, _, truncated, _ = _step(env, [U, NOOP, NOOP, NOOP])

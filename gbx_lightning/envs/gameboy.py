@@ -464,10 +464,13 @@ class GameBoyEnv(VecEnvBase):
 
     # ------------------------------------------------------------------ internals
     def _draw_starts(self) -> torch.Tensor:
-        """Each env's next start: a start state drawn uniformly from the env's generator; int64 [N]."""
+        """Each env's next start: a start state drawn uniformly from the env's generator; int64 [N]. (With one start
+        state, row 0 without a draw: the slots may hold a pooled row from the last step's draw.)"""
         if self.num_start_states > 1:
             torch.randint(0, self.num_start_states, (self.num_envs,), generator=self.generator,
                           device=self.device, out=self._slots)
+        else:
+            self._slots.zero_()
         return self._slots.long()
 
     def _restore_machines(self) -> None:

@@ -20,7 +20,8 @@ from gbx_lightning.roms import available_roms
 from .base import OptionError
 from .goal import GoalError, load_goal
 from .ram_map import RamField, RamMap, resolve_field
-from .reward_transforms import PRESETS, WRAM, RewardSpecError, check_reward_spec
+from .reward_item import WRAM, RewardSpecError
+from .reward_transforms import PRESETS, check_reward_spec
 from .task_types import (MILESTONE_KINDS, Counter, Heatmap, Milestone, Pool, Start, Swarm, Task, Template,
                          start_states)
 

@@ -9,7 +9,8 @@ this feature's in the env's checkpoints; ``sync`` lets them read the restarted e
 from __future__ import annotations
 
 from ..base import EpisodeStats
-from ..reward_transforms import RewardContext, build_reward_pipeline
+from ..reward_item import RewardContext
+from ..reward_transforms import build_reward_pipeline
 from .base import Feature, Step
 from .templates import reward_settings
 

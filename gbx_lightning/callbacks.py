@@ -338,7 +338,7 @@ class AgentView(Callback):
 
     * Every ``image_every`` optimizer steps: ``agent/observations``, a grid of the first ``envs``
       envs' current observation stacks (``observation_grid``), at the run's env_steps.
-    * At the same steps, for a task with a ``heatmap`` (``envs/heatmap.py``): ``agent/visit_heatmap``, where the
+    * At the same steps, for a task with a ``heatmap`` (``envs/features/heatmap.py``): ``agent/visit_heatmap``, where the
       training envs have stood so far (``media.heatmap_grey``).
     * After every evaluation: ``eval/clip``, env 0's evaluation episode as an animated GIF (the
       screens it saw, ``delay_cs`` hundredths of a second each), also written to
@@ -404,7 +404,8 @@ class AgentView(Callback):
         grid = observation_grid(obs, self.envs)
         self._write(trainer, "agent/observations", encode_png(grid, self.scale), grid.shape[0] * self.scale,
                     grid.shape[1] * self.scale, pl_module.env_steps)
-        heatmap = getattr(pl_module.env, "visit_heatmap", None)
+        feature = getattr(pl_module.env, "feature", None)   # GameBoyEnv's features (envs/features/)
+        heatmap = feature("heatmap") if callable(feature) else None
         image = None if heatmap is None else heatmap_grey(heatmap.counts.cpu().numpy())
         if image is not None:
 

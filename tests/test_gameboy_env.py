@@ -79,7 +79,7 @@ def test_actions_are_checked(rom_path):
 def test_truncation_resets_from_the_cache_and_final_obs_is_the_true_next_screen(rom_path):
     env = _env(rom_path, n=3, max_steps=3, start=dict(variants=3, variant_frames=7))
     obs = env.reset(seed=4)
-    starts = env._cache_stack
+    starts = env.cache.stack
     for t, a in enumerate(_actions(1, 3, 3)):
         obs_prev = obs
         obs, reward, term, trunc, info = env.step(a)
@@ -173,18 +173,18 @@ def test_goal_template_ends_the_episode_with_its_bonus(rom_path, tmp_path):
                                             "reward": {"tau": 0.001, "step_cost": -0.02, "alpha": 2.0,
                                                        "goal_bonus": 5.0}})
     env = _env(rom_path, n=2, max_steps=100, start=dict(variants=1), task=dict(goal=str(goal_png)))
-    assert (env.tau, env.step_cost, env.alpha, env.goal_bonus) == (0.001, -0.02, 2.0, 5.0)
+    assert (env.feature("templates").tau, *(env.feature("templates").reward_settings[k] for k in ("step_cost", "alpha", "goal_bonus"))) == (0.001, -0.02, 2.0, 5.0)
     env.reset(seed=0)
-    prev = env._prev_dist.clone()
+    prev = env.feature("templates").prev_dist.clone()
     for t, a in enumerate(actions):
-        before = env._prev_dist.clone()
+        before = env.feature("templates").prev_dist.clone()
         obs, reward, term, trunc, info = env.step(a)
     assert term[0] and info["success"][0] and not trunc[0]
     assert reward[0].item() == pytest.approx(-0.02 + 2.0 * before[0].item() + 5.0, abs=1e-5)
     assert info["episode_length"][0] == 3 and not info["failed"][0]
     assert env._steps[0] == 0 and prev.shape == (2,)
     # overrides beat the meta file; a template for another ROM is refused
-    assert _env(rom_path, n=1, task=dict(goal=dict(path=str(goal_png), tau=0.2))).tau == 0.2
+    assert _env(rom_path, n=1, task=dict(goal=dict(path=str(goal_png), tau=0.2))).feature("templates").tau == 0.2
     other = tmp_path / "other.png"
     save_goal(other, obs[0, -1].numpy(), {"rom_sha256": "0" * 64})
     with pytest.raises(OptionError, match="task.goal was captured from another ROM"):

@@ -1,4 +1,4 @@
-"""The map-visit heatmap (envs/heatmap.py, media.heatmap_grey, AgentView's agent/visit_heatmap): visits counted
+"""The map-visit heatmap (envs/features/heatmap.py, media.heatmap_grey, AgentView's agent/visit_heatmap): visits counted
 against the player's coordinates read back from RAM at every step, the map filter, exact resume, one-line
 refusals, and the image's grey levels by hand."""
 
@@ -42,16 +42,16 @@ def test_visits_are_the_coordinates_read_from_ram_after_each_step():
     and restart) put 120 visits where RAM says the players stood (at an episode's last step: where it ended, which
     RAM no longer shows); an evaluation env counts nothing."""
     env = _env()
-    assert env.visit_heatmap.counts.shape == (32, 32) and int(env.visit_heatmap.counts.sum()) == 0
+    assert env.feature("heatmap").counts.shape == (32, 32) and int(env.feature("heatmap").counts.sum()) == 0
     expected = torch.zeros(32, 32, dtype=torch.int64)
     ends = _walk(env, 30, expected=expected)
-    counts = env.visit_heatmap.counts
+    counts = env.feature("heatmap").counts
     assert ends >= 8 and int(counts.sum()) == 120 and int((counts > 0).sum()) > 4     # the players moved
     assert bool((counts >= expected).all()) and int((counts - expected).sum()) == ends
     before = counts.clone()
     env.eval()
     _walk(env, 5)
-    assert torch.equal(env.visit_heatmap.counts, before)
+    assert torch.equal(env.feature("heatmap").counts, before)
 
 
 def test_the_map_filter_counts_only_that_map():
@@ -62,13 +62,13 @@ def test_the_map_filter_counts_only_that_map():
     off = _env(2, heatmap={"y": "player_y", "x": "player_x", "map": "level", "map_value": 0})
     _walk(on, 6)
     _walk(off, 6)
-    assert int(on.visit_heatmap.counts.sum()) == 12 and int(off.visit_heatmap.counts.sum()) == 0
-    assert on.visit_heatmap.counts.shape == (256, 256)
+    assert int(on.feature("heatmap").counts.sum()) == 12 and int(off.feature("heatmap").counts.sum()) == 0
+    assert on.feature("heatmap").counts.shape == (256, 256)
 
 
 def test_a_task_without_a_heatmap_has_none():
     env = _env(2, heatmap=None)
-    assert env.visit_heatmap is None and "heatmap" not in env.state_dict()
+    assert env.feature("heatmap") is None and "heatmap" not in env.state_dict()["features"]
 
 
 def test_the_counts_resume_exactly():
@@ -77,15 +77,15 @@ def test_the_counts_resume_exactly():
     first = _env()
     _walk(first, 10)
     state = first.state_dict()
-    assert state["heatmap"]["counts"].shape == (32, 32)
+    assert state["features"]["heatmap"]["counts"].shape == (32, 32)
     _walk(first, 10, seed=1)
     second = _env()
     second.load_state_dict(state)
     _walk(second, 10, seed=1)
-    assert torch.equal(first.visit_heatmap.counts, second.visit_heatmap.counts)
-    del state["heatmap"]
+    assert torch.equal(first.feature("heatmap").counts, second.feature("heatmap").counts)
+    del state["features"]["heatmap"]
     second.load_state_dict(state)
-    assert int(second.visit_heatmap.counts.sum()) == 0
+    assert int(second.feature("heatmap").counts.sum()) == 0
 
 
 @pytest.mark.parametrize("heatmap, field, words", [

@@ -1,4 +1,4 @@
-"""Milestones (envs/milestones.py): per-episode progress from the RAM map, against hand-computed numbers on orchard's
+"""Milestones (envs/features/milestones.py): per-episode progress from the RAM map, against hand-computed numbers on orchard's
 scripted level-1 route and on hand-written RAM (each kind, a wrapping counter, a flag), reported only where an
 episode ends, and resumed exactly from a checkpoint."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gbx_lightning.envs import GameBoyEnv, Milestone
-from gbx_lightning.envs.milestones import MilestoneTracker
+from gbx_lightning.envs.features.milestones import MilestoneTracker
 from gbx_lightning.envs.ram_map import load_ram_map
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -37,7 +37,7 @@ def test_the_scripted_route_reports_its_known_milestones_when_it_ends():
     assert terminated.tolist() == [True, True]
     assert env.read_ram(0xC110, 2).tolist() == [[0, 0], [0, 0]]     # reset: no fruit (wBonusX, wBonusY)
     env.step(torch.full((2,), U, dtype=torch.int32))       # the next episode counts from its own start
-    assert env.milestones.progress.tolist() == [[1, 1], [2, 2], [1, 1], [0, 0], [1, 1]]
+    assert env.feature("milestones").progress.tolist() == [[1, 1], [2, 2], [1, 1], [0, 0], [1, 1]]
 
 
 def test_each_kind_by_hand():
@@ -73,7 +73,7 @@ def test_each_kind_by_hand():
     poke(0xC030, [0, 6])
     assert tracker.update(env).tolist() == [[9, 1], [7, 0], [2, 2], [2, 3]]
     done = torch.tensor([False, True])
-    assert tracker.report(done)["rooms"].tolist() == [0, 3]
+    assert tracker.episode_values(done)["rooms"].tolist() == [0, 3]
     tracker.begin(env, done)      # env 1's next episode starts here
     assert tracker.progress.tolist() == [[9, 0], [7, 0], [2, 0], [2, 1]]
     poke(0xC030, [0, 0])

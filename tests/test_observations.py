@@ -1,4 +1,4 @@
-"""Structured observations (envs/observations.py, GameBoyEnv's obs; models.PixelVectorPolicy) with known answers
+"""Structured observations (envs/features/observations.py, GameBoyEnv's obs; models.PixelVectorPolicy) with known answers
 on orchard: the RAM fields in the data plane are the bytes read_ram reads; the visited grid on level 1's scripted
 route marks exactly the tiles the route has stood on (positions from the game's rules), the final observation of
 the step that clears the level included; the frames are the pixels-only env's; exact resume; one-line refusals."""

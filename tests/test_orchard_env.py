@@ -73,7 +73,7 @@ def test_scripted_clear_of_level_1_has_its_known_return():
     (the progress term telescopes: it sums to alpha * (dist_0 - dist_9) and dist_9 = 0)."""
     env = _route_env()
     env.reset(seed=0)
-    d0 = float(env._prev_dist[0])
+    d0 = float(env.feature("templates").prev_dist[0])
     assert 0.3 < d0 < 0.8                           # the room vs the banner
     route = [U, D, D, U, L, L, R, R, R]
     total = 0.0
@@ -84,10 +84,10 @@ def test_scripted_clear_of_level_1_has_its_known_return():
             assert not term[0]
     assert term[0] and info["success"][0] and not info["failed"][0] and not trunc[0]
     assert int(info["episode_length"][0]) == 9 and int(info["seeds_eaten"][0]) == 4
-    want = 9 * env.step_cost + env.alpha * d0 + env.goal_bonus
+    want = 9 * env.feature("templates").reward_settings["step_cost"] + env.feature("templates").reward_settings["alpha"] * d0 + env.feature("templates").reward_settings["goal_bonus"]
     assert total == pytest.approx(want, abs=1e-5) and float(info["episode_return"][0]) == pytest.approx(want, abs=1e-5)
     assert not term[1] and int(info["episode_length"][1]) == 0            # env 1 idled on
-    assert torch.equal(obs[0], env._cache_stack[0])                       # env 0 starts over
+    assert torch.equal(obs[0], env.cache.stack[0])                       # env 0 starts over
     # a game-RAM term on the seeds-eaten byte adds its weight per seed on top
     seeds = [{"name": "step_cost"}, {"name": "goal_distance"}, {"name": "success_bonus"}, {"name": "fail_penalty"},
              {"name": "ram", "address": orchard.SEEDS_EATEN, "weight": 0.25}]
@@ -110,13 +110,13 @@ def test_touching_the_beetle_fails_the_episode():
                      release_after_frames=8, max_steps=100)
     env.reset(seed=0)
     for t, a in enumerate(moves + [NOOP] * 12):
-        prev = float(env._prev_dist[0])
+        prev = float(env.feature("templates").prev_dist[0])
         obs, reward, term, trunc, info = env.step(torch.tensor([a, NOOP], dtype=torch.int32))
         if term[0]:
             break
     assert term[0], "the beetle was not reached"
     assert info["failed"][0] and not info["success"][0] and int(info["seeds_eaten"][0]) >= 0
-    want = env.step_cost + env.alpha * (prev - float(env._dist[0, 0])) - 2.0
+    want = env.feature("templates").reward_settings["step_cost"] + env.feature("templates").reward_settings["alpha"] * (prev - float(env.feature("templates").dist[0, 0])) - 2.0
     assert float(reward[0]) == pytest.approx(want, abs=1e-5)
     assert not term[1]
 

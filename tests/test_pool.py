@@ -1,4 +1,4 @@
-"""State pools (envs/pool.py): the harvest / draw / swarm plans against hand-made cases, then on orchard: states
+"""State pools (envs/features/pool.py): the harvest / draw / swarm plans against hand-made cases, then on orchard: states
 harvested when a seed is eaten are exact copies of the envs' machines, resets drawn from the pool start where the
 harvested states were (score carried over), a swarm restarts the others from the best env (truncated, not
 terminated), an evaluation env does none of it, a resumed run equals the uninterrupted one, and one-line refusals
@@ -12,7 +12,7 @@ import torch
 
 from gbx_lightning.envs import GameBoyEnv, load_task
 from gbx_lightning.envs.base import OptionError
-from gbx_lightning.envs.pool import draw_pool_slots, harvest_plan, swarm_plan
+from gbx_lightning.envs.features.pool import draw_pool_slots, harvest_plan, swarm_plan
 from gbx_lightning.roms import orchard
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -36,8 +36,8 @@ def _step(env, actions):
 
 def _entry_rows(env, name):
     """The pool's entries in use: their `name` state arrays, by entry."""
-    used = torch.nonzero(env.state_pool.entry_serial >= 0).flatten().tolist()
-    arr = env._cache.arrays[name].numpy()
+    used = torch.nonzero(env.feature("pool").book.entry_serial >= 0).flatten().tolist()
+    arr = env.cache.snapshot.arrays[name].numpy()
     return {j: arr[env.num_start_states + j] for j in used}
 
 
@@ -89,7 +89,7 @@ def test_harvested_states_are_the_envs_machines_and_resets_start_there():
     env = _env(2, _task(sample=1.0), max_steps=40)
     _step(env, [U, D])
     pooled = _entry_rows(env, "wram")
-    assert len(pooled) == 2 and env.state_pool.entry_score[list(pooled)].tolist() == [1.0, 1.0]
+    assert len(pooled) == 2 and env.feature("pool").book.entry_score[list(pooled)].tolist() == [1.0, 1.0]
     for name in env.machines[0].state_names:
         entries = list(_entry_rows(env, name).values())
         live = env.machines[0].state_array(name).numpy()
@@ -101,9 +101,9 @@ def test_harvested_states_are_the_envs_machines_and_resets_start_there():
     _, _, terminated, truncated, info = _step(env, [R, NOOP])
     assert terminated.tolist() == [True, False] and info["from_pool"].tolist() == [0, 0]
     # its new episode: a pooled state (3 seeds left, one seed eaten since the level's start: base score 1)
-    assert env.read_ram(orchard.SEEDS_LEFT)[0, 0].item() == 3 and env._from_pool.tolist() == [True, False]
-    assert env._base_score.tolist() == [1.0, 0.0]
-    stats = env.pool_stats()
+    assert env.read_ram(orchard.SEEDS_LEFT)[0, 0].item() == 3 and env.feature("pool").from_pool.tolist() == [True, False]
+    assert env.feature("pool").base_score.tolist() == [1.0, 0.0]
+    stats = env.feature("pool").stats()
     # harvested: both envs at step 1, env 0 again at its 2nd and 3rd seed (not the 4th: terminated on LEVEL CLEAR)
     assert stats["pool_states"] == stats["pool_harvested"] == 4 and stats["pool_best_score"] == 3.0
     env.eval()
@@ -122,8 +122,8 @@ def test_record_harvests_only_states_beyond_every_pooled_one():
         env = _env(2, _task(when=when))
         _step(env, [U, NOOP])
         _step(env, [NOOP, D])
-        counts[when] = env.pool_stats()["pool_harvested"]
-        assert env.state_pool.record.item() == 1.0
+        counts[when] = env.feature("pool").stats()["pool_harvested"]
+        assert env.feature("pool").book.record.item() == 1.0
     assert counts == {"rise": 2, "record": 1}
 
 
@@ -136,16 +136,39 @@ def test_a_swarm_restarts_the_envs_behind_from_the_best_one():
     wram = np.concatenate([gb.state_array("wram").numpy() for gb in env.machines])
     assert all(np.array_equal(wram[k], wram[0]) for k in (1, 2, 3))
     assert env.read_ram(orchard.PLAYER_X, 2).tolist() == [[80, 40]] * 4
-    assert env._base_score.tolist() == [0.0, 1.0, 1.0, 1.0] and env.pool_stats()["pool_swarmed"] == 3
+    assert env.feature("pool").base_score.tolist() == [0.0, 1.0, 1.0, 1.0] and env.feature("pool").stats()["pool_swarmed"] == 3
     # now all score 1: the next swarm moves nobody
     _, _, _, truncated, _ = _step(env, [NOOP] * 4)
     assert not truncated.any()
 
 
+def test_with_one_start_state_a_reset_not_drawn_from_the_pool_starts_at_the_task_start():
+    """A task with one start state never draws among start states, so each reset's slot must be set anyway: an env
+    whose previous episode started from a pooled state, ended again with no pool draw (sample 0 now), restarts from
+    the level's start (4 seeds left), and env.reset() puts every env at the start (before the fix both kept the
+    pooled slot: 3 seeds left)."""
+    env = _env(2, _task(sample=1.0), max_steps=12)
+    for action in [U, D, D, U, L, L, R, R, R]:          # env 0: level 1 cleared at step 9, restarted from the pool
+        _, _, terminated, _, _ = _step(env, [action, NOOP])
+    assert terminated.tolist() == [True, False] and env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [3, 4]
+    assert env.slots.tolist()[0] >= env.num_start_states
+    env.feature("pool").config.sample = 0.0
+    for _ in range(3):                                  # env 1 ends by the time limit (12 steps) with no pool draw
+        _, _, _, truncated, _ = _step(env, [NOOP, NOOP])
+    assert truncated.tolist() == [False, True] and env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [3, 4]
+    for _ in range(9):                                  # env 0's pooled episode ends by the time limit too
+        _, _, _, truncated, _ = _step(env, [NOOP, NOOP])
+    assert truncated.tolist() == [True, False] and env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [4, 4]
+    env.feature("pool").config.sample = 1.0
+    _step(env, [U, NOOP])                               # env 0 harvested again; then a full reset
+    env.reset()
+    assert env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [4, 4] and env.slots.tolist() == [0, 0]
+
+
 def test_an_evaluation_env_harvests_nothing_and_never_swarms():
     env = _env(4, _task(sample=1.0, swarm={"every": 1, "fraction": 1.0}), cpu_threads=2).eval()
     _, _, _, truncated, _ = _step(env, [U, NOOP, NOOP, NOOP])
-    assert not truncated.any() and env.pool_stats()["pool_harvested"] == 0
+    assert not truncated.any() and env.feature("pool").stats()["pool_harvested"] == 0
 
 
 def test_a_pooled_run_resumes_exactly():
@@ -166,7 +189,7 @@ def test_a_pooled_run_resumes_exactly():
         for a in actions[25:]:
             obs, reward, terminated, truncated, info = env.step(a)
             out.append((obs, reward, terminated, truncated, info["from_pool"], info["seeds"]))
-        return out, env.pool_stats()
+        return out, env.feature("pool").stats()
 
     after, stats = run(first)
     assert stats["pool_harvested"] > 0 and stats["pool_swarmed"] > 0
@@ -183,14 +206,14 @@ def test_a_pool_from_another_rom_or_that_does_not_fit_is_refused_in_one_line():
     env = _env(2, _task())
     _step(env, [U, D])
     state = env.state_dict()
-    state["pool"]["rom_sha256"] = "0" * 64
+    state["features"]["pool"]["rom_sha256"] = "0" * 64
     fresh = _env(2, _task())
     with pytest.raises(ValueError) as err:
         fresh.load_state_dict(state)
     assert str(err.value) == ("GameBoyEnv.load_state_dict: the state pool was harvested from another ROM (sha256 "
                               f"000000000000...), this env runs {fresh.rom_sha256[:12]}...")
     state = env.state_dict()
-    state["pool"]["entries"] = torch.tensor([0, 400])
+    state["features"]["pool"]["entries"] = torch.tensor([0, 400])
     with pytest.raises(ValueError, match=r"^GameBoyEnv.load_state_dict: the state pool holds entries up to 400, "
                                          r"this task's pool has 14 \(pool.max_mb as saved, and the same stack_k\)$"):
         fresh.load_state_dict(state)

@@ -310,8 +310,8 @@ def test_game_boy_env_state_round_trip_continues_the_normalised_rewards():
     for act in actions[:9]:
         a.step(act)
     state = a.state_dict()
-    assert state["reward_pipeline"]["4:return_norm"]["count"].item() == pytest.approx(9 * 3 + 1e-4)
-    assert state["trained_stats"]["running_return"].shape == (3,)
+    assert state["features"]["reward"]["pipeline"]["4:return_norm"]["count"].item() == pytest.approx(9 * 3 + 1e-4)
+    assert state["features"]["reward"]["trained_stats"]["running_return"].shape == (3,)
     b = _env(seed=5)
     b.load_state_dict(state)
     def nbytes(obj):
@@ -461,7 +461,7 @@ def test_a_resumed_fit_with_return_norm_equals_the_uninterrupted_one(tmp_path):
     assert main(fit + ["--ckpt_path", "last", "--trainer.max_steps", "12"]) == 0
     assert main(fit + ["--run_name", "straight", "--trainer.max_steps", "12"]) == 0
     ckpt = torch.load(runs / "gb" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
-    norm = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]["reward_pipeline"]["4:return_norm"]
+    norm = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["env"]["features"]["reward"]["pipeline"]["4:return_norm"]
     assert float(norm["count"]) == pytest.approx(12 * 2 * 3 + 1e-4)    # every env step of the run, resumed or not
     resumed, resumed_evals = _records(runs / "gb" / "version_0" / "train.jsonl")
     straight, straight_evals = _records(runs / "straight" / "version_0" / "train.jsonl")

@@ -65,10 +65,11 @@ def test_a_level_starts_where_the_select_trace_leaves_the_game():
         gb.run_frames(count, buttons=np.full(1, mask, np.uint8), render="obs")
     env = GameBoyEnv(2, task=f"orchard/level{level}", stack_k=2, cpu_threads=1)
     assert env.rom_name == "orchard" and env.num_start_states == 4
-    assert np.array_equal(env._cache_stack[0, -1].numpy(), gb.obs().numpy()[0])
+    assert np.array_equal(env.cache.stack[0, -1].numpy(), gb.obs().numpy()[0])
     assert env.read_ram(orchard.LADDER_LEVEL)[:, 0].tolist() == [level] * 2
     assert env.read_ram(orchard.SEEDS_LEFT)[:, 0].tolist() == [orchard.LEVELS[level].seeds] * 2
-    assert env.tau == pytest.approx(0.1321) and env.fail_tau > 0 and env.k_consecutive == env.fail_k == 1
+    assert env.feature("templates").tau == pytest.approx(0.1321) and env.feature("templates").fail_tau > 0
+    assert env.feature("templates").k_consecutive == env.feature("templates").fail_k == 1
 
 
 # ---------------------------------------------------------------------------------------------- a user's task file
@@ -98,8 +99,8 @@ counters: [{name: eaten, address: 0xC10F}]
     assert task == inline
     envs = [GameBoyEnv(3, rom=str(rom_path), task=t, action_codec="dpad_noop", max_steps=4, cpu_threads=1)
             for t in (folder / "task.yaml", inline)]
-    assert envs[0].tau == 0.2 and envs[0].k_consecutive == 2 and envs[0].num_start_states == 2
-    assert np.array_equal(envs[0]._cache_stack[0, -1].numpy(), gb.obs().numpy()[0])
+    assert envs[0].feature("templates").tau == 0.2 and envs[0].feature("templates").k_consecutive == 2 and envs[0].num_start_states == 2
+    assert np.array_equal(envs[0].cache.stack[0, -1].numpy(), gb.obs().numpy()[0])
     actions = torch.Generator().manual_seed(0)
     for _ in range(6):
         a = torch.randint(0, 5, (3,), generator=actions, dtype=torch.int32)
@@ -125,15 +126,15 @@ def test_counters_ride_only_with_the_task_that_defines_them(rom_path):
         for env in (counted, plain, mine):
             env.step(a)
     saved = counted.state_dict()
-    assert sorted(saved["counters"]) == ["seeds_eaten"]
-    assert saved["counters"]["seeds_eaten"]["episode"].tolist() == [3, 0]     # the last seed comes at step 9
-    assert "counters" not in plain.state_dict() and not any(k.startswith("seeds") for k in plain.state_dict())
+    assert sorted(saved["features"]["counters"]) == ["seeds_eaten"]
+    assert saved["features"]["counters"]["seeds_eaten"]["episode"].tolist() == [3, 0]     # the last seed comes at step 9
+    assert "counters" not in plain.state_dict()["features"]
     infos = [env.step(route[-1])[4] for env in (counted, plain, mine)]
     assert infos[0]["success"].tolist() == [True, False] and infos[0]["seeds_eaten"].tolist() == [4, 0]
     assert "seeds_eaten" not in infos[1] and infos[1]["success"].tolist() == [True, False]
     # mine has no goal: the episode goes on and its counters report nothing yet (0 where no episode ended); they
     # count increases mod 256 step by step, so the seeds-left byte going 4 -> 0 counts 4 x 255
-    assert infos[2]["eaten"].tolist() == [0, 0] and mine._counter_episode.tolist() == [[4, 0], [4 * 255, 0]]
+    assert infos[2]["eaten"].tolist() == [0, 0] and mine.feature("counters").episode.tolist() == [[4, 0], [4 * 255, 0]]
     assert counted.state_nbytes - plain.state_nbytes == 2 * 2 * 4      # before + episode, int32, 2 envs
     with pytest.raises(ValueError, match=r"counters must be \[\] \(this env's task\), got \['seeds_eaten'\]"):
         plain.load_state_dict(saved)
@@ -147,11 +148,19 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
     state = env.state_dict()
     state.update(version=1, seeds_before=torch.zeros(1, dtype=torch.int32),
                  seeds_episode=torch.zeros(1, dtype=torch.int32))
-    del state["counters"]
+    del state["features"]
     with pytest.raises(ValueError) as err:
         env.load_state_dict(state)
     assert "\n" not in str(err.value) and str(err.value).startswith(
         "GameBoyEnv.load_state_dict: this env state was saved by the old GameBoyEnv layout (version 1, before tasks")
+    # version 2 kept each feature's state at the top level (prev_dist, counters, pool, ...): refused the same way
+    state = {**env.state_dict(), "version": 2, "prev_dist": torch.zeros(1)}
+    with pytest.raises(ValueError) as err:
+        env.load_state_dict(state)
+    assert str(err.value) == (
+        "GameBoyEnv.load_state_dict: this env state was saved by the old GameBoyEnv layout (version 2, before "
+        "features: each feature's state at the top level); version 3 keeps each feature's state under 'features'. "
+        "Start a fresh run, or resume with the code that saved it")
 
 
 # ---------------------------------------------------------------------------------------------- errors
@@ -187,11 +196,11 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
     ({"counters": [{"name": "x", "address": 0xC000, "bits": 9}]}, "task.counters[0].bits must be an int in [1, 8] "
                                                                   "or null, got 9"),
     ({"counters": [{"name": "success", "address": 0xC000}]}, "task.counters[0].name must be a new identifier (not "
-     "one of ['final_obs', 'episode_return', 'episode_length', 'success', 'failed', 'trained_return'] nor another "
-     "counter's), got 'success'"),
+     "one of ['final_obs', 'episode_return', 'episode_length', 'success', 'failed', 'trained_return', 'from_pool'] nor "
+     "another counter's), got 'success'"),
     ({"counters": [{"name": "a", "address": 0xC000}, {"name": "a", "address": 0xC001}]},
      "task.counters[1].name must be a new identifier (not one of ['final_obs', 'episode_return', 'episode_length', "
-     "'success', 'failed', 'trained_return'] nor another counter's), got 'a'"),
+     "'success', 'failed', 'trained_return', 'from_pool'] nor another counter's), got 'a'"),
     ({"reward": "orchard_seeds"}, "task.reward must be one of ('goal',) or a list of reward items, got "
                                   "'orchard_seeds'"),
     ({"reward": [{"name": "success_bonus"}]}, "task.reward[0] (success_bonus) needs a goal template: set the task's "
@@ -226,4 +235,4 @@ def test_the_rom_comes_from_the_env_or_the_task(rom_path):
         GameBoyEnv.check_options(task={"rom": "/no/such.gb"})
     # the env's rom wins over the task's: the ROM file's own bytes, with orchard's templates (same ROM: accepted)
     env = GameBoyEnv(1, rom=str(rom_path), task="orchard/level1", cpu_threads=1)
-    assert env.rom_name == str(rom_path) and env.goal is not None
+    assert env.rom_name == str(rom_path) and env.feature("templates").goal is not None

@@ -34,10 +34,10 @@ import torch
 
 from .base import StateError
 from .ram_map import FieldReader, RamField
-from .reward_transforms import Param, RewardContext, RewardItem
+from .reward_item import Param, RewardContext, RewardItem
 from .rewards import cell_index, popcount_bytes, progress_gain, visit_cells
 
-__all__ = ["Explore", "RAM_ITEMS", "RamBits", "RamMax", "RamSum"]
+__all__ = ["Explore", "RamBits", "RamMax", "RamSum"]
 
 
 def _clip_problem(value) -> str | None:
@@ -262,4 +262,3 @@ class RamMax(_Fields):
         return self._values(env).max(1).values.clamp(min=0)
 
 
-RAM_ITEMS = {"explore": Explore, "ram_bits": RamBits, "ram_sum": RamSum, "ram_max": RamMax}

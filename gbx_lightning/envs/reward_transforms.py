@@ -21,10 +21,10 @@ default to the goal's JSON). In a list, an item that leaves out one of those val
 task's. (A game's own terms are items too: orchard's task files show ``goal`` plus a ``ram``
 term on its seeds-eaten byte.)
 
-Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula):
+Two kinds of item (``BUILTINS`` lists the built-in ones, each with its formula in its file):
 
 * a **term** computes a value per env and adds it to the reward: ``step_cost``,
-  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty``, the RAM map's ``explore``,
+  ``goal_distance``, ``ram``, ``success_bonus``, ``fail_penalty`` (``reward_items.py``), the RAM map's ``explore``,
   ``ram_bits``, ``ram_sum``, ``ram_max`` (``envs/ram_rewards.py``: fields by name from the task's
   ``ram_map``), ``screen_novelty`` (``envs/screen_novelty.py``: new screens, from the pixels alone, for a game
   without a RAM map), and yours (the default kind);
@@ -74,14 +74,17 @@ gives none) and the pipeline multiplies by 1. ``ctx`` is a ``RewardContext``: th
 ``torch.where(ctx.done, value, 0.0)``. Every item is checked (names, values, imports, signatures)
 by ``check_reward_spec`` before any env is built, each problem in one line naming the list
 index and field (``reward[2].factor must be a number, got 'x'``).
+
+The protocol every item follows is ``envs/reward_item.py``'s. A new built-in item is one file (importing the
+protocol from ``reward_item.py``, never this file, which imports the items) and one line in ``BUILTINS`` below.
 """
+
 from __future__ import annotations
 
 import importlib
 import inspect
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
@@ -89,331 +92,31 @@ from gbx_lightning.checks import number_problem
 
 from .base import OptionError
 from .ram_map import RamMap, resolve_field
-from .rewards import (clip_reward, discounted_return, normalize_by_return_std, potential_shaping, progress_reward,
-                      ram_delta, ram_level, ram_value, scale_reward, update_moments)
+from .ram_rewards import Explore, RamBits, RamMax, RamSum
+from .reward_item import REQUIRED, WRAM, Param, RewardContext, RewardItem, RewardSpecError, param_problem
+from .reward_items import Clip, FailPenalty, GoalDistance, RamTerm, ReturnNorm, Scale, StepCost, SuccessBonus
+from .screen_novelty import ScreenNovelty
 
-__all__ = ["BUILTINS", "PRESETS", "RewardContext", "RewardItem", "RewardPipeline", "RewardSpecError",
+__all__ = ["BUILTINS", "PRESETS", "Param", "RewardContext", "RewardItem", "RewardPipeline", "RewardSpecError", "WRAM",
            "build_reward_pipeline", "check_reward_spec", "preset_spec"]
 
 PRESETS = ("goal",)
-WRAM = (0xC000, 0xDFFF)
 
-
-class RewardSpecError(ValueError):
-    """A bad reward item; ``field`` is e.g. "reward[2].factor", the message reads after it."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field} {message}")
-        self.field, self.message = field, message
-
-
-@dataclass
-class RewardContext:
-    """What a step's reward items may read: the env and the step's outcome, all [N] tensors on the env's device.
-    ``dist``/``prev_dist``: the goal-template distance after / before this step (0 without a goal). ``screen``: the
-    step's last screen as the observation sees it (uint8 [N, 72, 80], shades 0..3, before any reset), for terms over
-    pixels; None where a caller has none."""
-    env: Any
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    success: torch.Tensor
-    failed: torch.Tensor
-    dist: torch.Tensor
-    prev_dist: torch.Tensor
-    screen: torch.Tensor | None = None
-
-    @property
-    def done(self) -> torch.Tensor:
-        return self.terminated | self.truncated
-
-
-# ---------------------------------------------------------------------------------------------- parameters
-REQUIRED = object()
-
-
-@dataclass(frozen=True)
-class Param:
-    """A built-in item's parameter: its default (REQUIRED, a value, or ``env``: the task's value of that name,
-    filled in when the env builds the pipeline) and its check (``number_problem`` bounds, ``choices``, or a
-    ``problem`` function returning the complaint)."""
-    default: Any = REQUIRED
-    env: str | None = None
-    bounds: dict | None = None
-    choices: tuple | None = None
-    problem: Callable[[Any], str | None] | None = None
-
-
-def _param_problem(spec: Param, value) -> str | None:
-    if spec.problem is not None:
-        return spec.problem(value)
-    if spec.choices is not None:
-        if not any(type(value) is type(c) and value == c for c in spec.choices):
-            return f"must be one of {list(spec.choices)}, got {value!r}"
-        return None
-    return number_problem(value, **(spec.bounds or {}))
-
-
-# ---------------------------------------------------------------------------------------------- items
-class RewardItem:
-    """A pipeline piece. Terms: ``item(ctx) -> float32 [N]``, added. Transforms: ``item(reward, ctx) -> reward``.
-
-    Built-ins are constructed as ``Item(num_envs=, device=, **params)``. ``needs`` names the templates an item
-    reads ("goal", "fail"). Stateless by default; a stateful item overrides ``state_dict``/``load_state_dict``
-    (``per_env=False``: only what does not belong to particular envs, e.g. a running statistic).
-    """
-    kind = "term"
-    needs: tuple[str, ...] = ()
-    PARAMS: dict[str, Param] = {}
-    # parameters that name fields of the task's RAM map (envs/ram_map.py): True = a list of them, False = one;
-    # resolved to RamFields before the item is built
-    FIELD_PARAMS: dict[str, bool] = {}
-
-    @classmethod
-    def check(cls, params: dict) -> tuple[str, str] | None:
-        """(parameter, problem) for a problem between parameters (e.g. clip's low > high), else None."""
-        return None
-
-    @classmethod
-    def check_fields(cls, params: dict) -> tuple[str, str] | None:
-        """(parameter, problem) for a problem with the resolved RAM map fields, else None."""
-        return None
-
-    def sync(self, env) -> None:
-        """After a reset or a load: read what the item remembers from the env as it is now."""
-
-    def reset(self) -> None:
-        """env.reset(): forget per-episode state (not learned statistics)."""
-
-    def state_dict(self, per_env: bool = True) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
-
-
-class StepCost(RewardItem):
-    """term, per step: value = cost (usually < 0: a price per step, be quick)."""
-    PARAMS = {"cost": Param(env="step_cost", bounds={})}
-
-    def __init__(self, cost: float, num_envs: int, device: torch.device):
-        self.cost, self.shape, self.device = float(cost), (num_envs,), device
-
-    def __call__(self, ctx: RewardContext) -> torch.Tensor:
-        return torch.full(self.shape, self.cost, dtype=torch.float32, device=self.device)
-
-
-class GoalDistance(RewardItem):
-    """term, per step, the goal-template progress term (``rewards.py``): with ``gamma`` null (the default) the seed's
-    form alpha * (prev_dist - dist); with ``gamma`` (set it to the learner's gamma) potential-based shaping,
-    gamma * phi(s') - phi(s) with phi = -alpha * dist and phi = 0 at termination (``rewards.potential_shaping``),
-    which cannot change the optimal policy of a learner that discounts by gamma."""
-    needs = ("goal",)
-    PARAMS = {"alpha": Param(env="alpha", bounds={}),
-              "gamma": Param(None, problem=lambda v: number_problem(v, low=0.0, high=1.0, low_open=True, none="null"))}
-
-    def __init__(self, alpha: float, gamma: float | None, num_envs: int, device: torch.device):
-        self.alpha = float(alpha)
-        self.gamma = None if gamma is None else float(gamma)
-
-    def __call__(self, ctx: RewardContext) -> torch.Tensor:
-        if self.gamma is None:
-            return progress_reward(ctx.dist, ctx.prev_dist, self.alpha)
-        return potential_shaping(ctx.dist, ctx.prev_dist, self.alpha, self.gamma, ctx.terminated)
-
-
-def _wram_address_problem(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not WRAM[0] <= value <= WRAM[1]:
-        return f"must be a WRAM address, an int in 0x{WRAM[0]:X}..0x{WRAM[1]:X}, got {value!r}"
-    return None
-
-
-def _field_ref_problem(value) -> str | None:
-    if value is None or isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool):
-        return None
-    return f"must be a RAM map field name (or a WRAM address), got {value!r}"
-
-
-class RamTerm(RewardItem):
-    """term, per step: value = weight * x, x read from the game's WRAM at the step's end (``rewards.py``):
-
-        mode delta: x = ram_delta(now, before, bits, signed)   before = the value at the previous step's end
-                                                               (or the episode's start)
-        mode level: x = ram_level(now, bits, signed)
-
-    ``now`` is the little-endian number in ``size`` bytes (1 or 2) from ``address``, or the task's RAM map
-    ``field`` (a name; its size, byte order and BCD, one number of 1 or 2 bytes); ``bits`` (default
-    8 * size) is the counter's width, where it wraps.
-    """
-    PARAMS = {"address": Param(None, problem=_wram_address_problem), "field": Param(None, problem=_field_ref_problem),
-              "weight": Param(1.0, bounds={}), "mode": Param("delta", choices=("delta", "level")),
-              "size": Param(1, choices=(1, 2)),
-              "bits": Param(None, bounds=dict(low=1, high=16, integer=True, none="null")),
-              "signed": Param(False, choices=(False, True))}
-    FIELD_PARAMS = {"field": False}
-
-    @classmethod
-    def check(cls, params: dict) -> tuple[str, str] | None:
-        if (params["address"] is None) == (params["field"] is None):
-            return "address", "or field (a RAM map name): give exactly one of them"
-        if params["field"] is not None:
-            return None
-        if params["address"] + params["size"] - 1 > WRAM[1]:
-            return "address", (f"+ size - 1 must be <= 0x{WRAM[1]:X} (WRAM), got 0x{params['address']:X} + "
-                               f"{params['size']}")
-        if params["bits"] is not None and params["bits"] > 8 * params["size"]:
-            return "bits", f"must be <= 8 * size = {8 * params['size']}, got {params['bits']}"
-        return None
-
-    @classmethod
-    def check_fields(cls, params: dict) -> tuple[str, str] | None:
-        f = params["field"]
-        if f is not None and (f.count != 1 or f.size > 2):
-            return "field", (f"must be one number of 1 or 2 bytes, got {f.describe()}; ram_sum reads arrays and "
-                             f"wider numbers")
-        if f is not None and params["bits"] is not None and params["bits"] > f.bits:
-            return "bits", f"must be <= the field's {f.bits} bits, got {params['bits']}"
-        return None
-
-    def __init__(self, address: int | None, field, weight: float, mode: str, size: int, bits: int | None, signed: bool,
-                 num_envs: int, device: torch.device):
-        from .ram_map import FieldReader
-        if field is not None:
-            address, size = field.address, field.size
-        self.reader = FieldReader(field, device) if field is not None else None
-        self.address, self.weight, self.mode, self.size = address, float(weight), mode, size
-        self.bits, self.signed = 8 * size if bits is None else bits, bool(signed)
-        self.before = torch.zeros(num_envs, dtype=torch.int32, device=device)
-
-    def _read(self, env) -> torch.Tensor:
-        if self.reader is not None:
-            return self.reader(env)[:, 0].to(torch.int32)
-        return ram_value(env.read_ram(self.address, self.size))
-
-    def sync(self, env) -> None:
-        if self.mode == "delta":   # the value every env shows now (after resets): the next step's "before"
-            self.before = self._read(env)
-
-    def __call__(self, ctx: RewardContext) -> torch.Tensor:
-        now = self._read(ctx.env)
-        x = ram_delta(now, self.before, self.bits, self.signed) if self.mode == "delta" else \
-            ram_level(now, self.bits, self.signed)
-        return self.weight * x
-
-
-class SuccessBonus(RewardItem):
-    """term, per episode: value = bonus on the step an episode ends by success (the goal template matched for
-    k_consecutive steps: terminated), else 0."""
-    needs = ("goal",)
-    PARAMS = {"bonus": Param(env="goal_bonus", bounds={})}
-
-    def __init__(self, bonus: float, num_envs: int, device: torch.device):
-        self.bonus = float(bonus)
-
-    def __call__(self, ctx: RewardContext) -> torch.Tensor:
-        return self.bonus * ctx.success.to(torch.float32)
-
-
-class FailPenalty(RewardItem):
-    """term, per episode: value = penalty (<= 0) on the step an episode ends by failure (the fail template
-    matched: terminated), else 0."""
-    needs = ("fail",)
-    PARAMS = {"penalty": Param(env="fail_penalty", bounds=dict(high=0.0))}
-
-    def __init__(self, penalty: float, num_envs: int, device: torch.device):
-        self.penalty = float(penalty)
-
-    def __call__(self, ctx: RewardContext) -> torch.Tensor:
-        return self.penalty * ctx.failed.to(torch.float32)
-
-
-class Scale(RewardItem):
-    """transform: reward' = factor * reward."""
-    kind = "transform"
-    PARAMS = {"factor": Param(bounds={})}
-
-    def __init__(self, factor: float, num_envs: int, device: torch.device):
-        self.factor = float(factor)
-
-    def __call__(self, reward: torch.Tensor, ctx: RewardContext) -> torch.Tensor:
-        return scale_reward(reward, self.factor)
-
-
-class Clip(RewardItem):
-    """transform: reward' = min(max(reward, low), high) (default [-1, 1], as DQN's Atari rewards)."""
-    kind = "transform"
-    PARAMS = {"low": Param(-1.0, bounds={}), "high": Param(1.0, bounds={})}
-
-    @classmethod
-    def check(cls, params: dict) -> tuple[str, str] | None:
-        if params["low"] > params["high"]:
-            return "high", f"must be >= low = {params['low']!r}, got {params['high']!r}"
-        return None
-
-    def __init__(self, low: float, high: float, num_envs: int, device: torch.device):
-        self.low, self.high = float(low), float(high)
-
-    def __call__(self, reward: torch.Tensor, ctx: RewardContext) -> torch.Tensor:
-        return clip_reward(reward, self.low, self.high)
-
-
-class ReturnNorm(RewardItem):
-    """transform, per step with an episode-aware accumulator: reward divided by the running standard deviation
-    of the discounted return (gymnasium's NormalizeReward, SB3's VecNormalize), per env n at each step:
-
-        acc[n]  = gamma * acc[n] + reward[n]                     (rewards.discounted_return)
-        (mean, var, count) updated with the N values acc[:]      (rewards.update_moments; starts at (0, 1, 1e-4))
-        reward' = reward / sqrt(var + eps)                       (rewards.normalize_by_return_std)
-        acc[n]  = 0 where the episode ended at this step (terminated or truncated)
-
-    As SB3 orders it: the ending step's reward is still part of the return it ends. (gymnasium 1.x's vector
-    wrapper instead multiplies acc by (1 - terminated) before adding the reward, so at a terminal step acc is
-    that step's reward alone; with truncations only the two agree.) ``gamma`` should be the learner's.
-    The statistic keeps learning in every env that has the pipeline (also an evaluation env, whose
-    rewards no reported number uses: evaluation reports game returns).
-    """
-    kind = "transform"
-    PARAMS = {"gamma": Param(0.99, bounds=dict(low=0, high=1)), "eps": Param(1e-8, bounds=dict(low=0, low_open=True))}
-    COUNT_PRIOR = 1e-4   # the statistic's starting weight (mean 0, variance 1), as gymnasium's and SB3's
-
-    def __init__(self, gamma: float, eps: float, num_envs: int, device: torch.device):
-        self.gamma, self.eps = float(gamma), float(eps)
-        f64 = dict(dtype=torch.float64, device=device)
-        self.acc = torch.zeros(num_envs, **f64)
-        self.mean, self.var = torch.zeros((), **f64), torch.ones((), **f64)
-        self.count = torch.full((), self.COUNT_PRIOR, **f64)
-
-    def __call__(self, reward: torch.Tensor, ctx: RewardContext) -> torch.Tensor:
-        self.acc = discounted_return(self.acc, reward, self.gamma)
-        self.mean, self.var, self.count = update_moments(self.mean, self.var, self.count, self.acc)
-        out = normalize_by_return_std(reward, self.var, self.eps)
-        self.acc = self.acc.masked_fill(ctx.done, 0.0)
-        return out
-
-    def reset(self) -> None:
-        self.acc = torch.zeros_like(self.acc)
-
-    def state_dict(self, per_env: bool = True) -> dict:
-        keys = ("mean", "var", "count", "acc") if per_env else ("mean", "var", "count")
-        return {k: getattr(self, k).cpu().clone() for k in keys}
-
-    def load_state_dict(self, state: dict) -> None:
-        for key in ("mean", "var", "count", "acc"):
-            mine = getattr(self, key)
-            if key not in state:   # a statistic saved without the envs' accumulators: episodes start afresh
-                setattr(self, key, torch.zeros_like(mine))
-                continue
-            src = torch.as_tensor(state[key])
-            if src.shape != mine.shape:
-                raise ValueError(f"return_norm.load_state_dict: {key} must have shape {list(mine.shape)}, got "
-                                 f"{list(src.shape)}")
-            setattr(self, key, src.to(mine.device, mine.dtype).clone())
-
-
+# the built-in items by name: one line each (the class in its own file, on the protocol of reward_item.py)
 BUILTINS: dict[str, type[RewardItem]] = {
-    "step_cost": StepCost, "goal_distance": GoalDistance, "ram": RamTerm, "success_bonus": SuccessBonus,
-    "fail_penalty": FailPenalty, "scale": Scale, "clip": Clip, "return_norm": ReturnNorm,
+    "step_cost": StepCost,
+    "goal_distance": GoalDistance,
+    "ram": RamTerm,
+    "success_bonus": SuccessBonus,
+    "fail_penalty": FailPenalty,
+    "scale": Scale,
+    "clip": Clip,
+    "return_norm": ReturnNorm,
+    "explore": Explore,                 # ram_rewards.py: over the task's RAM map
+    "ram_bits": RamBits,
+    "ram_sum": RamSum,
+    "ram_max": RamMax,
+    "screen_novelty": ScreenNovelty,    # screen_novelty.py: new screens, from the pixels alone
 }
 
 
@@ -549,7 +252,7 @@ def _builtin_params(i: int, item: dict, ram_map: RamMap | None = None) -> tuple[
     params = {}
     for key, spec in cls.PARAMS.items():
         if key in item:
-            problem = _param_problem(spec, item[key])
+            problem = param_problem(spec, item[key])
             if problem is not None:
                 raise RewardSpecError(f"{where}.{key}", problem)
             params[key] = item[key]
@@ -707,12 +410,3 @@ class RewardPipeline:
     def state_nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for state in self.state_dict().values() for t in state.values()
                    if isinstance(t, torch.Tensor))
-
-
-# the RAM map's items (envs/ram_rewards.py: explore, ram_bits, ram_sum, ram_max), one table with the others; imported
-# here, after RewardItem and Param, which they build on
-from .ram_rewards import RAM_ITEMS  # noqa: E402
-from .screen_novelty import NOVELTY_ITEMS  # noqa: E402
-
-BUILTINS.update(RAM_ITEMS)
-BUILTINS.update(NOVELTY_ITEMS)

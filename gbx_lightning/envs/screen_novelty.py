@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import StateError
-from .reward_transforms import Param, RewardContext, RewardItem
+from .reward_item import Param, RewardContext, RewardItem
 from .rewards import popcount_bytes, visit_cells
 
 __all__ = ["ScreenNovelty", "hash_cells", "screen_cells"]
@@ -164,5 +164,3 @@ class ScreenNovelty(RewardItem):
                                  f"(bits, count_bits and num_envs as saved), got {src.dtype} {list(src.shape)}")
             setattr(self, key, src.to(mine.device).clone())
 
-
-NOVELTY_ITEMS = {"screen_novelty": ScreenNovelty}

@@ -1,4 +1,4 @@
-"""Structured observations: named RAM fields and a visited-cells grid beside the pixels (``GameBoyEnv``'s ``obs``).
+"""Structured observations (a feature): named RAM fields and a visited-cells grid beside the pixels (``GameBoyEnv``'s ``obs``).
 
     obs:
       ram: [player_y, player_x, seeds_left]    # fields of the task's RAM map (or WRAM addresses: one byte each)
@@ -32,11 +32,12 @@ from typing import TypedDict
 
 import torch
 
-from .base import OptionError
-from .ram_map import FieldReader, RamField, RamMap, resolve_field
-from .rewards import cell_index
+from ..base import OptionError
+from ..ram_map import FieldReader, RamField, RamMap, resolve_field
+from ..rewards import cell_index
+from .base import Feature, Step
 
-__all__ = ["DATA_PLANE_BYTES", "ObsFields", "ObsLayout", "StructuredObs", "VisitedFields", "check_obs"]
+__all__ = ["DATA_PLANE_BYTES", "DataPlane", "ObsFields", "ObsLayout", "StructuredObs", "VisitedFields", "check_obs"]
 
 DATA_PLANE_BYTES = 72 * 80   # one frame plane
 MAX_RADIUS = 15              # a 31 x 31 grid at most
@@ -188,3 +189,44 @@ class StructuredObs:
         out = torch.zeros((n, DATA_PLANE_BYTES), dtype=torch.uint8, device=vector.device)
         out[:, :vector.shape[1]] = vector
         return out.view(n, 1, 72, 80)
+
+
+class DataPlane(Feature):
+    """The env's ``obs`` option as a feature: one plane in front of the frames (``obs_vector`` bytes of it). The
+    step's final observation reads the RAM and the explore item's cells as they are at the step's end (``after_step``,
+    before the reward items run: the explore item then marks the cells and forgets the episodes that ended); the
+    next observation reads them after the resets."""
+    name = "obs"
+    obs_planes = 1
+
+    @classmethod
+    def check(cls, task, options: dict, cart) -> None:
+        check_obs(options.get("obs"), task.reward, task.ram_map)
+
+    @classmethod
+    def build(cls, task, env) -> "DataPlane | None":
+        layout = check_obs(env.options.get("obs"), task.reward, task.ram_map)
+        return cls(layout, env) if layout is not None else None
+
+    def __init__(self, layout: ObsLayout, env):
+        self.layout, self.env = layout, env
+        self.obs_vector = layout.length
+        self._data = None
+        self._final = None
+
+    @property
+    def data(self) -> StructuredObs:
+        """The plane's reader, made at first use: the explore item it reads is the reward feature's, built after
+        this one's place in the order."""
+        if self._data is None:
+            index = self.layout.explore_index
+            explore = None if index is None else self.env.reward_pipeline.items[index][1]
+            self._data = StructuredObs(self.layout, explore, self.env.device)
+        return self._data
+
+    def after_step(self, step: Step) -> None:
+        # this step's RAM, the cells as the explore item is about to mark them
+        self._final = self.data.vector(self.env, mark_current=True)
+
+    def observation(self, final: bool) -> torch.Tensor:
+        return StructuredObs.plane(self._final if final else self.data.vector(self.env))

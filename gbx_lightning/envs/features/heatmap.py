@@ -1,4 +1,4 @@
-"""Where the envs go: a map-visit heatmap for the dashboards, counted on the device from the task's RAM map.
+"""Where the envs go (a feature): a map-visit heatmap for the dashboards, counted on the device from the task's RAM map.
 
 A task with ``heatmap: {y: FIELD, x: FIELD}`` (optionally ``map: FIELD, map_value: V`` to count one map of a
 game with many, e.g. Pokemon Red's wCurMap; ``cell: C`` to count C x C coordinates as one cell) gets a counts grid
@@ -12,34 +12,25 @@ from __future__ import annotations
 
 import torch
 
-from .base import OptionError, StateError
-from .ram_map import FieldReader, RamField, RamMap, resolve_field
+from ..base import StateError
+from ..ram_map import FieldReader, RamMap
+from ..task_checks import check_heatmap
+from .base import Feature, Step
 
-__all__ = ["VisitHeatmap", "check_heatmap", "MAX_AXIS_BITS"]
+__all__ = ["VisitHeatmap"]
 
-MAX_AXIS_BITS = 10     # a field of up to 10 bits per axis: at most a 1024 x 1024 grid (8 MB of int64 counts)
+class VisitHeatmap(Feature):
+    """The counts grid of a task's ``heatmap`` (module docstring) for the envs of one env object; as a feature,
+    ``after_step`` counts the training envs' visits (an env in ``eval()`` counts none)."""
+    name = "heatmap"
 
-
-def check_heatmap(spec, ram_map: RamMap | None, where: str = "task.heatmap") -> dict[str, RamField | None]:
-    """The heatmap's fields (y, x, map) from the RAM map; OptionError naming the first bad one."""
-    fields = {}
-    for axis in ("y", "x"):
-        f = fields[axis] = resolve_field(ram_map, getattr(spec, axis), f"{where}.{axis}")
-        if f.count != 1 or f.bits > MAX_AXIS_BITS:
-            raise OptionError(f"{where}.{axis}", f"must be one number of at most {MAX_AXIS_BITS} bits per env (a grid "
-                                                 f"coordinate), got {f.describe()}")
-    fields["map"] = None if spec.map is None else resolve_field(ram_map, spec.map, f"{where}.map")
-    if fields["map"] is not None and fields["map"].count != 1:
-        raise OptionError(f"{where}.map", f"must be one number per env, got {fields['map'].describe()}")
-    for name in ("map_value", "cell"):
-        value, low = getattr(spec, name), 0 if name == "map_value" else 1
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise OptionError(f"{where}.{name}", f"must be an int >= {low}, got {value!r}")
-    return fields
-
-
-class VisitHeatmap:
-    """The counts grid of a task's ``heatmap`` (module docstring) for the envs of one env object."""
+    @classmethod
+    def build(cls, task, env) -> "VisitHeatmap | None":
+        if task.heatmap is None:
+            return None
+        heatmap = cls(task.heatmap, task.ram_map, env.device)
+        heatmap.env = env
+        return heatmap
 
     def __init__(self, spec, ram_map: RamMap | None, device: torch.device):
         fields = check_heatmap(spec, ram_map)
@@ -58,10 +49,17 @@ class VisitHeatmap:
             ones = (self.map_reader(env)[:, 0] == self.map_value).to(torch.int64)
         self.counts.view(-1).index_add_(0, y * self.width + x, ones)
 
+    def after_step(self, step: Step) -> None:
+        if self.env.training:
+            self.update(self.env)
+
     def state_dict(self) -> dict:
         return {"counts": self.counts.cpu().clone()}
 
-    def load_state_dict(self, state: dict, where: str) -> None:
+    def load_state_dict(self, state: dict | None, where: str) -> None:
+        if state is None:   # saved before the task had a heatmap: counting starts here
+            self.counts.zero_()
+            return
         counts = state.get("counts")
         if not isinstance(counts, torch.Tensor) or counts.shape != self.counts.shape:
             shape = None if not isinstance(counts, torch.Tensor) else tuple(counts.shape)

@@ -1,4 +1,4 @@
-"""Milestones: what a long episode achieved, counted per env on the device from the task's RAM map.
+"""Milestones (a feature): what a long episode achieved, counted per env on the device from the task's RAM map.
 
 One success flag says little about a Pokemon episode of 20,000 steps; the maps it visited, the badges and events
 it got and the levels it gained say how far it came. Each milestone of the task (``envs/task.py`` Milestone) is
@@ -26,15 +26,27 @@ from __future__ import annotations
 
 import torch
 
-from .base import StateError
-from .ram_map import FieldReader, RamMap, resolve_field
-from .rewards import cell_index, popcount_bytes, visit_cells
+from ..base import StateError
+from ..ram_map import FieldReader, RamMap, resolve_field
+from ..rewards import cell_index, popcount_bytes, visit_cells
+from .base import Feature, Step
 
 __all__ = ["MilestoneTracker"]
 
 
-class MilestoneTracker:
-    """The task's milestones for N envs (module docstring)."""
+class MilestoneTracker(Feature):
+    """The task's milestones for N envs (module docstring). As a feature: ``after_step`` reads the step's end
+    (``update``), ``report`` puts the ended episodes' values in ``info``, ``reset`` starts the restarted ones
+    (``begin``); ``progress`` is what the state pool scores."""
+    name = "milestones"
+
+    @classmethod
+    def build(cls, task, env) -> "MilestoneTracker | None":
+        if not task.milestones:
+            return None
+        tracker = cls(task.milestones, task.ram_map, env.num_envs, env.device)
+        tracker.env = env
+        return tracker
 
     def __init__(self, milestones: list, ram_map: RamMap | None, num_envs: int, device: torch.device):
         self.milestones = list(milestones)
@@ -100,13 +112,23 @@ class MilestoneTracker:
                 self.progress[i] = torch.maximum(self.progress[i], v - self.start[i])
         return self.progress
 
-    def report(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
+    def episode_values(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
         """{name: int32 [N]}: each milestone of the episodes that ended (0 elsewhere); ``at_least`` as 0/1."""
         out = {}
         for i, m in enumerate(self.milestones):
             value = self.progress[i] if m.at_least is None else (self.progress[i] >= m.at_least).to(torch.int64)
             out[m.name] = torch.where(done, value, 0).to(torch.int32)
         return out
+
+    # ---- the feature's hooks
+    def after_step(self, step: Step) -> None:
+        self.update(step.env)
+
+    def report(self, step: Step) -> None:
+        step.info.update(self.episode_values(step.done))
+
+    def reset(self, step: Step | None) -> None:
+        self.begin(self.env, None if step is None else step.done)
 
     # ---- checkpoints
     @property
@@ -118,7 +140,8 @@ class MilestoneTracker:
         return {"names": list(self.names), "start": self.start.cpu().clone(), "progress": self.progress.cpu().clone(),
                 "cells": {self.names[i]: c.cpu().clone() for i, c in self.cells.items()}}
 
-    def load_state_dict(self, state: dict, where: str = "milestones") -> None:
+    def load_state_dict(self, state: dict | None, where: str = "milestones") -> None:
+        state = state if state is not None else {}
         if list(state.get("names", [])) != self.names:
             raise StateError(f"{where}: milestones must be {self.names} (this env's task), got {state.get('names')}")
         for key in ("start", "progress"):

@@ -1,0 +1,175 @@
+"""The task's dataclasses (what ``envs/task.py`` documents and ``load_task`` returns) and their config types.
+
+Each dataclass is one part of a task (``Start``, ``Template``, ``Counter``, ``Milestone``, ``Swarm``, ``Pool``,
+``Heatmap``, ``Task``); ``TaskFields`` and friends are TypedDicts made from them, so the config parser checks every
+key and value type of a task mapping against the dataclasses themselves. The values' ranges and the files are
+``task_checks.py``'s.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal, Required, TypedDict, Union, get_type_hints
+
+from .ram_map import RamMap
+
+__all__ = ["Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS", "Milestone", "MilestoneFields",
+           "Pool", "PoolFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
+           "TemplateFields", "start_states"]
+
+
+@dataclass
+class Start:
+    """How episodes start: run once per start state, at construction, on a one-env machine; the states
+    sit in a cache on the device and ended envs are restored from it."""
+    state: str | list[str] | None = None
+    inputs: str | list | None = None
+    frames: int = 0
+    variants: int = 4
+    variant_frames: int | None = None
+
+
+@dataclass
+class Template:
+    """A screen that ends an episode: the PNG of ``tools/capture_goal.py`` (its JSON beside it gives the
+    defaults); matched when mean |screen - template| / 3 over its region < ``tau`` for ``k_consecutive``
+    steps (``envs/rewards.py``)."""
+    path: str
+    tau: float | None = None
+    k_consecutive: int | None = None
+
+
+@dataclass
+class Counter:
+    """A WRAM number counted per episode: its increase (mod ``2**bits``, ``bits`` default ``8 * size``)
+    summed step by step, reported as ``info[name]`` on the step the episode ends. ``field`` (a RAM map name)
+    instead of ``address``: its address and size."""
+    name: str
+    address: int | None = None
+    size: Literal[1, 2] = 1
+    bits: int | None = None
+    field: str | None = None
+
+
+MILESTONE_KINDS = ("distinct", "peak", "bits", "increase")
+
+
+@dataclass
+class Milestone:
+    """Progress of an episode, reported as ``info[name]`` when it ends (``envs/features/milestones.py``):
+
+        distinct  ``fields``: how many different tuples of their values the episode showed at step ends (its start
+                  included; a bitset of ``bits`` cells, exact when the fields fit, else hashed): maps visited
+        peak      ``field``: the highest rise of its value (the sum of its numbers) over the episode's start
+        bits      ``field``: the highest rise of its number of 1 bits (badges, event flags)
+        increase  ``field``: the sum of its step-to-step increases (mod 2**bits: a counter that wraps)
+
+    ``at_least: k``: report 1 where the value reached k, else 0 (a flag: "got the first badge")."""
+    name: str
+    kind: str
+    field: str | int | None = None
+    fields: list | None = None
+    at_least: int | None = None
+    bits: int = 4096
+
+
+@dataclass
+class Swarm:
+    """Every ``every`` steps, the best env (highest score, not terminated) is copied to up to ``fraction`` of the
+    envs, drawn at random among those scoring less: their episodes end as truncated and restart from its state."""
+    every: int = 1000
+    fraction: float = 0.25
+
+
+@dataclass
+class Pool:
+    """A pool of states harvested from training envs (``envs/features/pool.py``). ``score``: milestone name -> weight, a
+    state's progress (the milestones' sum, carried over from the state an episode started from). A state is
+    harvested on a step its score rose (``when: rise``) or rose above every state harvested so far (``record``), at
+    most ``per_step`` a step (the best), into ``max_mb`` MB on the device (the lowest-scored, then oldest, state is
+    replaced when full). A reset starts from a pooled state with probability ``sample`` (weight
+    ``(1 + score) ** priority``), else from the task's start states. ``swarm``: see Swarm (null: off)."""
+    score: dict = field(default_factory=dict)
+    max_mb: float = 64.0
+    per_step: int = 4
+    when: str = "rise"
+    sample: float = 0.5
+    priority: float = 0.0
+    swarm: Swarm | None = None
+
+
+@dataclass
+class Heatmap:
+    """A map-visit heatmap for the dashboards (``envs/features/heatmap.py``): visits counted at each (``y``, ``x``) of
+    the RAM map's fields, over all training envs, drawn as the image ``agent/visit_heatmap``; with ``map``, only
+    where that field equals ``map_value`` (one map of a game with many). ``cell``: coordinates per grid cell (8 for
+    pixel coordinates on 8x8 tiles)."""
+    y: str | int
+    x: str | int
+    map: str | int | None = None
+    map_value: int = 0
+    cell: int = 1
+
+
+@dataclass
+class Task:
+    """A game's task (module docstring): start recipe, goal/fail templates, reward, counters."""
+    rom: str | None = None
+    start: Start = field(default_factory=Start)
+    goal: Template | None = None
+    fail: Template | None = None
+    reward: str | list[dict] = "goal"
+    step_cost: float | None = None
+    alpha: float | None = None
+    goal_bonus: float | None = None
+    fail_penalty: float = -1.0
+    counters: list[Counter] = field(default_factory=list)
+    ram_map: RamMap | None = None
+    milestones: list[Milestone] = field(default_factory=list)
+    pool: Pool | None = None
+    heatmap: Heatmap | None = None
+    requires: list[str] = field(default_factory=list)
+    name: str = ""        # a label for logs and repr (a built-in task's name, a file's path)
+
+
+# ---------------------------------------------------------------------------------------------- config types
+def _fields_of(cls, doc: str, replace: dict | None = None, required: tuple[str, ...] = (),
+               extra: dict | None = None) -> type:
+    """A TypedDict with ``cls``'s fields, each optional but ``required``: a mapping of some of the fields, as a
+    config spells a task. The parser checks every key and value type against it (an unknown field, a string for
+    an int), and keeps only the keys given, so a ``base`` task's fields stay where the mapping says nothing.
+    Built from the dataclass, so a new field is spelt in configs at once."""
+    hints = get_type_hints(cls)
+    fields = {}
+    for f in dataclasses.fields(cls):
+        kind = (replace or {}).get(f.name, hints[f.name])
+        fields[f.name] = Required[kind] if f.name in required else kind
+    spec = TypedDict(f"{cls.__name__}Fields", {**fields, **(extra or {})}, total=False)
+    spec.__doc__ = doc
+    return spec
+
+
+StartFields = _fields_of(Start, "Start's fields, as a config spells them (any of them; the rest: the base's, or "
+                                "Start's defaults).")
+TemplateFields = _fields_of(Template, "A template's fields (over the base's template, or path required).")
+CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
+                          required=("name",))
+MilestoneFields = _fields_of(Milestone, "A milestone's fields (name and kind required).", required=("name", "kind"))
+HeatmapFields = _fields_of(Heatmap, "A heatmap's fields (y and x required).", required=("y", "x"))
+SwarmFields = _fields_of(Swarm, "Swarm's fields (the rest: Swarm's defaults).")
+PoolFields = _fields_of(Pool, "A state pool's fields (score required).", required=("score",),
+                        replace={"score": dict[str, float], "swarm": Union[SwarmFields, None]})
+TaskFields = _fields_of(Task, "A task as a mapping of its fields (module docstring); ``base`` names the task they "
+                              "replace fields of.",
+                        replace={"start": Union[StartFields, None], "goal": Union[str, TemplateFields, None],
+                                 "fail": Union[str, TemplateFields, None], "counters": list[CounterFields],
+                                 # a built-in map's name, a RAM map file, or one inline (ram_map.py checks it)
+                                 "ram_map": Union[str, dict, None], "milestones": list[MilestoneFields],
+                                 "pool": Union[PoolFields, None], "heatmap": Union[HeatmapFields, None]},
+                        extra={"base": str})   # a built-in task name or a task file
+
+
+
+def start_states(task: Task) -> list:
+    """The start's state files (None: power-on), one cache group each."""
+    return list(task.start.state) if isinstance(task.start.state, list) else [task.start.state]

@@ -1,0 +1,69 @@
+"""Learning curves of finished runs as a markdown table: each evaluation's success rate by env steps, one column per
+run, the random policy's figure on the same episodes (the JSONL meta line's ``random_baseline``), the training wall
+time at each evaluation, and whether any evaluation fell below random.
+
+    python tools/curves.py lightning_logs/hamlet_house_ppo/version_0 lightning_logs/hamlet_house_ppo/version_1 ...
+    python tools/curves.py RUN... --metric eval/success_rate --minutes 15
+
+``--minutes M``: also print, per run, the best and the last success rate reached within M minutes of training.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def read_run(run_dir: Path, metric: str) -> dict:
+    """{"evals": [(env_steps, value, wall_time_s)], "random": value or None} of one run's train.jsonl."""
+    from gbx_lightning.callbacks import read_training_log
+
+    records = read_training_log(run_dir / "train.jsonl")
+    random, evals, wall = None, {}, 0.0
+    for rec in records:
+        if "meta" in rec:
+            base = rec["meta"].get("random_baseline") or {}
+            random = base.get(metric.replace("eval/", "eval/random_"), random)
+        elif "eval" in rec and rec["eval"].get("stage") == "validate":
+            e = rec["eval"]
+            evals[e["env_steps"]] = (e["env_steps"], e.get(metric), wall)   # a resumed segment supersedes
+        elif "wall_time_s" in rec and rec.get("wall_time_s") is not None:
+            wall = rec["wall_time_s"]
+    return {"evals": sorted(evals.values()), "random": random}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--metric", default="eval/success_rate")
+    ap.add_argument("--minutes", type=float, default=None)
+    args = ap.parse_args(argv)
+    runs = {str(r): read_run(r, args.metric) for r in args.runs}
+    steps = sorted({s for run in runs.values() for s, _, _ in run["evals"]})
+    names = [Path(r).parent.name + "/" + Path(r).name for r in runs]
+    print("| env steps | " + " | ".join(names) + " |")
+    print("|---:|" + "---:|" * len(names))
+    for s in steps:
+        cells = []
+        for run in runs.values():
+            hit = [(v, w) for t, v, w in run["evals"] if t == s]
+            cells.append("" if not hit or hit[0][0] is None else f"{hit[0][0]:.3f} ({hit[0][1] / 60:.1f} min)")
+        print(f"| {s:,} | " + " | ".join(cells) + " |")
+    print("| random policy | " + " | ".join("" if r["random"] is None else f"{r['random']:.3f}"
+                                            for r in runs.values()) + " |")
+    for name, run in zip(names, runs.values()):
+        below = [s for s, v, _ in run["evals"] if v is not None and run["random"] is not None and v < run["random"]]
+        line = f"{name}: {len(run['evals'])} evaluations, below random at {below or 'none'}"
+        if args.minutes is not None:
+            within = [v for _, v, w in run["evals"] if v is not None and w <= args.minutes * 60]
+            line += (f"; within {args.minutes:g} min: best {max(within):.3f}, last {within[-1]:.3f}" if within else
+                     f"; no evaluation within {args.minutes:g} min")
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,6 +3,7 @@ scripted level-1 route and on hand-written RAM (each kind, a wrapping counter, a
 episode ends, and resumed exactly from a checkpoint."""
 
 import io
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +18,7 @@ NOOP, R, L, U, D = range(5)
 LEVEL1_ROUTE = [U, D, D, U, L, L, R, R, R]   # tiles and seeds: tests/test_ram_rewards.py; LEVEL CLEAR ends step 9
 MILESTONES = [{"name": "seeds", "kind": "increase", "field": "seeds_eaten"},
               {"name": "tiles", "kind": "distinct", "fields": ["player_y", "player_x"]},
-              {"name": "seed_bits", "kind": "bits", "field": "maze"},
+              {"name": "seed_bits", "kind": "bits", "field": "maze", "count": "peak"},
               {"name": "cleared", "kind": "peak", "field": "level_clear", "at_least": 1},
               {"name": "half", "kind": "increase", "field": "seeds_eaten", "at_least": 2}]
 
@@ -55,7 +56,7 @@ def test_each_kind_by_hand():
     ram_map = load_ram_map({"fields": {"count": 0xC000, "pair": {"address": 0xC010, "count": 2}, "flags":
                                        {"address": 0xC020, "count": 2}, "room": 0xC030}})
     tracker = MilestoneTracker([Milestone("count", "increase", field="count"), Milestone("pair", "peak", field="pair"),
-                                Milestone("flags", "bits", field="flags"), Milestone("rooms", "distinct",
+                                Milestone("flags", "bits", field="flags", count="peak"), Milestone("rooms", "distinct",
                                                                                      fields=["room"], bits=256)],
                                ram_map, 2, torch.device("cpu"))
     env = Env()
@@ -126,6 +127,10 @@ def test_milestones_resume_exactly():
                                                                           "two in 64..16777216, got 100"),
     ({"name": "m", "kind": "peak", "field": "score", "at_least": 0}, "task.milestones[0].at_least must be an int >= 1 "
                                                                      "or null, got 0"),
+    ({"name": "m", "kind": "bits", "field": "score", "count": "most"}, "task.milestones[0].count must be one of "
+                                                                      "['now', 'peak'] (bits milestones only), got 'most'"),
+    ({"name": "m", "kind": "peak", "field": "score", "count": "peak"}, "task.milestones[0].count must be one of "
+     "['now', 'peak'] (bits milestones only), got 'peak' on a peak"),
 ])
 def test_bad_milestones_are_one_line_errors(milestone, message):
     from gbx_lightning.envs import load_task
@@ -133,3 +138,28 @@ def test_bad_milestones_are_one_line_errors(milestone, message):
     with pytest.raises(OptionError) as err:
         load_task({"base": "orchard/level1", "milestones": [milestone]})
     assert str(err.value) == message
+
+
+def test_bits_count_what_stays_on_a_rom_that_sets_and_clears_flags(tmp_path):
+    """tests/roms/flags_blink.asm sets four flags at VBlank 15, clears three at 45 and sets one more at 75 (as
+    Pokemon's starter screen sets the three starters' Pokedex flags and keeps one). Steps of 10 frames end at VBlanks
+    9, 19, ...: count now (the default) follows the flags still set, 0 4 4 4 1 1 1 2, and reports 2 when the
+    8-step episode ends; count peak reports the 4 of a moment. The next episode counts from its own start."""
+    from gbx_lightning.roms.asm import assemble
+
+    src = Path(__file__).parent / "roms" / "flags_blink.asm"
+    rom = tmp_path / "flags.gb"
+    rom.write_bytes(assemble(src.read_text(), origin_file=str(src)))
+    task = {"start": {"variants": 1}, "milestones": [{"name": "kept", "kind": "bits", "field": 0xC000},
+                           {"name": "ever", "kind": "bits", "field": 0xC000, "count": "peak"}]}
+    env = GameBoyEnv(2, rom=str(rom), task=task, frames_per_step=10, release_after_frames=0, max_steps=8,
+                     action_codec="dpad_noop", cpu_threads=1)
+    tracker = env.feature("milestones")
+    progress = []
+    for _ in range(8):
+        _, _, _, truncated, info = env.step(torch.zeros(2, dtype=torch.int32))
+        progress.append(tracker.progress[:, 0].tolist())   # [kept, ever] of env 0
+    assert progress[:7] == [[0, 0], [4, 4], [4, 4], [4, 4], [1, 4], [1, 4], [1, 4]]
+    assert truncated.tolist() == [True, True]
+    assert info["kept"].tolist() == [2, 2] and info["ever"].tolist() == [4, 4]
+    assert tracker.progress.tolist() == [[0, 0], [0, 0]]      # the next episode starts from power-on: nothing new

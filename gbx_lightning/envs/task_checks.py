@@ -153,6 +153,9 @@ def counter_location(c: Counter, ram_map: RamMap | None, where: str = "task.coun
     return f.address, f.size
 
 
+BITS_COUNTS = ("now", "peak")   # a bits milestone: the new bits set now, or the peak of their count
+
+
 def _check_milestones(milestones, at: str, ram_map: RamMap | None, counters: list[str]) -> None:
     if not isinstance(milestones, list):
         raise OptionError(at, f"must be a list of milestones, got {short(milestones)}")
@@ -188,6 +191,9 @@ def _check_milestones(milestones, at: str, ram_map: RamMap | None, counters: lis
             if m.kind == "increase" and f.count != 1:
                 raise OptionError(f"{where}.field", f"must be one number (a counter), got {f.describe()}")
         _number(f"{where}.at_least", m.at_least, low=1, integer=True, none="null")
+        if m.count not in BITS_COUNTS or m.count != "now" and m.kind != "bits":
+            raise OptionError(f"{where}.count", f"must be one of {list(BITS_COUNTS)} (bits milestones only), got "
+                                                f"{short(m.count)}" + ("" if m.kind == "bits" else f" on a {m.kind}"))
 
 
 def _check_pool(pool, at: str, milestones: list[str]) -> None:

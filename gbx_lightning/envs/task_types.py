@@ -61,7 +61,10 @@ class Milestone:
         distinct  ``fields``: how many different tuples of their values the episode showed at step ends (its start
                   included; a bitset of ``bits`` cells, exact when the fields fit, else hashed): maps visited
         peak      ``field``: the highest rise of its value (the sum of its numbers) over the episode's start
-        bits      ``field``: the highest rise of its number of 1 bits (badges, event flags)
+        bits      ``field``: its 1 bits that were 0 at the episode's start (badges, event flags); ``count: now``
+                  (the default): those set now, so the report is what the episode's end still holds (a flag a game
+                  sets for a moment and clears, as Pokemon's starter screen does with the Pokedex, is not counted);
+                  ``count: peak``: the highest rise of its number of 1 bits at any step
         increase  ``field``: the sum of its step-to-step increases (mod 2**bits: a counter that wraps)
 
     ``at_least: k``: report 1 where the value reached k, else 0 (a flag: "got the first badge")."""
@@ -71,6 +74,7 @@ class Milestone:
     fields: list | None = None
     at_least: int | None = None
     bits: int = 4096
+    count: str = "now"
 
 
 @dataclass

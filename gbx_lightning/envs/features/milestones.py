@@ -7,8 +7,9 @@ ends, so the training log shows ``episode_<name>_mean`` and evaluation ``<name>_
 
     milestones:
       - {name: maps_visited, kind: distinct, fields: [map]}     # different maps seen, the start's included
-      - {name: badges, kind: bits, field: badges}              # badge bits newly set
+      - {name: badges, kind: bits, field: badges}              # badge bits newly set (and still set)
       - {name: events, kind: bits, field: event_flags}
+      - {name: seen, kind: bits, field: dex_seen, count: peak}  # the most new bits at any step
       - {name: levels, kind: peak, field: party_levels}        # highest rise of the party's level sum
       - {name: first_badge, kind: bits, field: badges, at_least: 1}   # a flag
 
@@ -16,7 +17,10 @@ Per kind, with v the field's value at a step's end (the sum of its numbers; ``bi
 v0 the value at the episode's start:
 
     distinct   progress = number of different cells (tuples of the fields) seen, the start's included
-    peak, bits progress = max over the episode's steps of v - v0 (0 at the start)
+    peak       progress = max over the episode's steps of v - v0 (0 at the start)
+    bits       progress = popcount(b & ~b0): b the field's bytes now, b0 at the start (count: now, the default:
+               the new flags still set, so a flag set for a moment and cleared again counts only while set);
+               count: peak, max over the episode's steps of popcount(b) - popcount(b0)
     increase   progress = sum over steps of (v - v_before) mod 2**(8 * size)     (a wrapping counter)
 
 ``at_least: k`` reports 1 where progress >= k, else 0. ``progress`` ([M, N] int64) is what a state pool scores.
@@ -63,6 +67,10 @@ class MilestoneTracker(Feature):
         self.progress = torch.zeros((m_count, num_envs), **i64)
         self.cells = {i: torch.zeros((num_envs, m.bits // 64), **i64)
                       for i, m in enumerate(self.milestones) if m.kind == "distinct"}
+        # bits milestones counted "now": the field's bytes at the episode's start (b0)
+        self.start_bytes = {i: torch.zeros((num_envs, self.readers[i][0].field.span), dtype=torch.uint8,
+                                           device=device)
+                            for i, m in enumerate(self.milestones) if m.kind == "bits" and m.count == "now"}
 
     def __bool__(self) -> bool:
         return bool(self.milestones)
@@ -74,15 +82,26 @@ class MilestoneTracker(Feature):
             values = torch.stack([r(env)[:, 0] for r in readers], 1)
             return cell_index(values, [r.field.bits for r in readers], m.bits.bit_length() - 1)
         f = readers[0].field
+        if i in self.start_bytes:   # bits, count now: the bytes themselves (begin keeps them, update compares)
+            return env.read_ram(f.address, f.span)
         if m.kind == "bits":
             return popcount_bytes(env.read_ram(f.address, f.span))
         return readers[0](env).sum(1)
+
+    def _new_bits(self, i: int, now: torch.Tensor) -> torch.Tensor:
+        """int64 [N]: the 1 bits of ``now`` (uint8 [N, span]) that were 0 in the episode's start bytes."""
+        return popcount_bytes(now & ~self.start_bytes[i])
 
     def begin(self, env, mask: torch.Tensor | None = None) -> None:
         """Start the episodes of the envs in ``mask`` (bool [N]; None: all) from the machines as they are now."""
         for i, m in enumerate(self.milestones):
             v = self._value(i, env)
-            if m.kind == "distinct":   # the new episodes' cells: cleared, then the start's marked
+            if i in self.start_bytes:
+                self.start_bytes[i] = v.clone() if mask is None else torch.where(mask.unsqueeze(1), v,
+                                                                                 self.start_bytes[i])
+                v = torch.zeros(v.shape[0], dtype=torch.int64, device=v.device)   # start: nothing new
+                start_progress = torch.zeros_like(v)
+            elif m.kind == "distinct":   # the new episodes' cells: cleared, then the start's marked
                 cleared = torch.zeros_like(self.cells[i]) if mask is None else \
                     self.cells[i].masked_fill(mask.unsqueeze(1), 0)
                 _, marked = visit_cells(cleared, v)
@@ -104,6 +123,8 @@ class MilestoneTracker(Feature):
             if m.kind == "distinct":
                 first, self.cells[i] = visit_cells(self.cells[i], v)
                 self.progress[i] = self.progress[i] + first.to(torch.int64)
+            elif i in self.start_bytes:
+                self.progress[i] = self._new_bits(i, v)
             elif m.kind == "increase":
                 bits = self.readers[i][0].field.bits
                 self.progress[i] = self.progress[i] + torch.remainder(v - self.start[i], 1 << bits)
@@ -133,12 +154,13 @@ class MilestoneTracker(Feature):
     # ---- checkpoints
     @property
     def state_nbytes(self) -> int:
-        tensors = [self.start, self.progress, *self.cells.values()]
+        tensors = [self.start, self.progress, *self.cells.values(), *self.start_bytes.values()]
         return sum(t.numel() * t.element_size() for t in tensors)
 
     def state_dict(self) -> dict:
         return {"names": list(self.names), "start": self.start.cpu().clone(), "progress": self.progress.cpu().clone(),
-                "cells": {self.names[i]: c.cpu().clone() for i, c in self.cells.items()}}
+                "cells": {self.names[i]: c.cpu().clone() for i, c in self.cells.items()},
+                "start_bytes": {self.names[i]: b.cpu().clone() for i, b in self.start_bytes.items()}}
 
     def load_state_dict(self, state: dict | None, where: str = "milestones") -> None:
         state = state if state is not None else {}
@@ -156,3 +178,14 @@ class MilestoneTracker(Feature):
                 raise StateError(f"{where}: cells[{self.names[i]!r}] must have shape {list(self.cells[i].shape)} "
                                  f"(its bits as saved), got {list(src.shape)}")
             self.cells[i] = src.to(self.device, torch.int64).clone()
+        for i in self.start_bytes:
+            saved = state.get("start_bytes", {})
+            if self.names[i] not in saved:
+                raise StateError(f"{where}: start_bytes[{self.names[i]!r}] is missing: the state was saved before "
+                                 f"bits milestones counted the flags still set (count: now); resume with the code "
+                                 f"that saved it, or set count: peak on {self.names[i]!r}")
+            src = torch.as_tensor(saved[self.names[i]])
+            if src.shape != self.start_bytes[i].shape:
+                raise StateError(f"{where}: start_bytes[{self.names[i]!r}] must have shape "
+                                 f"{list(self.start_bytes[i].shape)}, got {list(src.shape)}")
+            self.start_bytes[i] = src.to(self.device, torch.uint8).clone()

@@ -7,8 +7,8 @@ which runs the same comparison at any size). On every ROM in tests/roms and orch
 programs aimed at what the shapes do differently (tests/_shape_programs.py: interrupts and HALT, EI/DI,
 MBC banks switched before calls, code in RAM, every addressing mode of the I/O registers).
 
-Before the fix in tests/test_warp_scope.py's docstring, 12 of the first 20 random programs and
-apu_lazy differed here and some crashed the process; tests/roms/far_call.asm failed on the CUDA shape."""
+Before the fix in tests/test_warp_scope.py's docstring, apu_lazy differed here and the random programs
+crashed the process (docs/gpu.md); tests/roms/far_call.asm failed on the CUDA shape."""
 from __future__ import annotations
 
 import sys

@@ -456,3 +456,26 @@ def program(seed: int, blocks: int = 60, mbc: str | None = None, keep=None) -> s
     keep(i) False leaves main's block i out (the rest of the program unchanged: for shrinking a
     program that shows a difference)."""
     return _Gen(seed, mbc).build(blocks, keep)
+
+
+_ILLEGAL = (0xD3, 0xDB, 0xDD, 0xE3, 0xE4, 0xEB, 0xEC, 0xED, 0xF4, 0xFC, 0xFD)
+
+
+def chaos_rom(seed: int) -> bytes:
+    """A ROM of random bytes (MBC1, MBC3 or MBC5, 8 banks) entered at $0150: every opcode, including
+    STOP, HALT, DI/EI and RETI, with whatever operands, writes to any register and jumps anywhere, also
+    into RAM and I/O; the illegal opcodes (which lock the CPU for good) are replaced by NOPs, and 9 in
+    10 HALTs and STOPs (which, with IE = 0, stop it for good), so a program keeps running longer. Not a program anyone would write: both shapes must still agree on it."""
+    r = random.Random(seed)
+    rom = bytearray(r.randbytes(8 * 0x4000))
+    for i, b in enumerate(rom):
+        if b in _ILLEGAL or b in (0x76, 0x10) and r.random() < 0.9:   # (HALT, STOP: rarer)
+            rom[i] = 0x00
+    from gbx_lightning.roms.asm import NINTENDO_LOGO, fix_checksums
+
+    rom[0x100:0x104] = bytes([0x00, 0xC3, 0x50, 0x01])            # nop; jp $0150
+    rom[0x104:0x134] = NINTENDO_LOGO
+    rom[0x134:0x150] = bytes(0x1C)
+    rom[0x147] = r.choice([0x03, 0x13, 0x1B])                     # MBC1 / MBC3 / MBC5, with RAM
+    rom[0x148], rom[0x149] = 0x02, 0x03                           # 128 KiB ROM, 32 KiB RAM
+    return fix_checksums(rom)

@@ -5,7 +5,8 @@ shape, and every state array (registers, clocks, WRAM, HRAM, VRAM, OAM, I/O, car
 PPU's, sound unit's and serial's words, the frame) is compared after each launch (tools/shape_diff.py,
 which runs the same comparison at any size). On every ROM in tests/roms and orchard, and on random
 programs aimed at what the shapes do differently (tests/_shape_programs.py: interrupts and HALT, EI/DI,
-MBC banks switched before calls, code in RAM, every addressing mode of the I/O registers).
+MBC banks switched before calls, code in RAM, every addressing mode of the I/O registers), and ROMs of
+random bytes.
 
 Before the fix in tests/test_warp_scope.py's docstring, apu_lazy differed here and the random programs
 crashed the process (docs/gpu.md); tests/roms/far_call.asm failed on the CUDA shape."""
@@ -23,6 +24,7 @@ import shape_diff  # noqa: E402
 
 FRAMES, ENVS, STEP = 40, 2, 4      # 10 launches a ROM, render none / obs / full in turn
 PROGRAMS, PROGRAM_FRAMES = range(6), 40
+CHAOS = range(3)
 
 
 def _differs(rom: bytes, frames: int, envs: int) -> str:
@@ -56,3 +58,12 @@ def test_random_program_runs_alike_in_both_shapes(seed):
 
     problem = _differs(assemble(program(seed)), PROGRAM_FRAMES, 4)
     assert not problem, f"random program {seed} (tests/_shape_programs.py): the CUDA shape differs {problem}"
+
+
+@pytest.mark.parametrize("seed", CHAOS)
+def test_random_bytes_run_alike_in_both_shapes(seed):
+    pytest.importorskip("warp")
+    from _shape_programs import chaos_rom
+
+    problem = _differs(chaos_rom(seed), PROGRAM_FRAMES, 4)
+    assert not problem, f"chaos ROM {seed} (tests/_shape_programs.py): the CUDA shape differs {problem}"

@@ -10,6 +10,7 @@ machines' registers and the r32/r64 words that differ, by name.
     python tools/shape_diff.py --roms all --frames 120           # every tests/roms ROM, orchard, workload
     python tools/shape_diff.py --programs 200 --seed 0           # random programs (tests/_shape_programs.py)
     python tools/shape_diff.py --apu 40                          # tests/test_apu_gambatte.py's programs
+    python tools/shape_diff.py --chaos 50                        # ROMs of random bytes
 
 Exit status 1 if any run differs. The CUDA shape's first compile on the CPU takes ~40 s (then Warp's
 kernel cache)."""
@@ -127,6 +128,7 @@ def main() -> int:
     ap.add_argument("--roms", nargs="*", help="tests/roms source names, ROM files, orchard; 'all' for every one")
     ap.add_argument("--programs", type=int, default=0, help="random programs to run (tests/_shape_programs.py)")
     ap.add_argument("--apu", type=int, default=0, help="tests/test_apu_gambatte.py programs to run")
+    ap.add_argument("--chaos", type=int, default=0, help="ROMs of random bytes to run (tests/_shape_programs.py)")
     ap.add_argument("--seed", type=int, default=0, help="first random program's seed")
     ap.add_argument("--blocks", type=int, default=60, help="blocks per random program")
     ap.add_argument("--frames", type=int, default=60)
@@ -157,8 +159,12 @@ def main() -> int:
         for s in range(args.seed, args.seed + args.apu):
             src = apu_program(s)
             jobs.append((f"apu program {s}", lambda src=src: assemble(src), src))
+    if args.chaos:
+        from _shape_programs import chaos_rom
+        for s in range(args.seed, args.seed + args.chaos):
+            jobs.append((f"chaos ROM {s}", lambda s=s: chaos_rom(s), None))
     if not jobs:
-        ap.error("nothing to run: give --roms, --programs or --apu")
+        ap.error("nothing to run: give --roms, --programs, --apu or --chaos")
     bad = 0
     t0 = time.time()
     for name, build, src in jobs:

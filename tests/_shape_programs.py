@@ -403,10 +403,10 @@ class _Gen:
                 del self.lines[start:]
         self.emit("    jp main_loop")
         # code copied to RAM (its own labels resolve to ROM addresses: only relative jumps inside)
-        keep, self.lines = self.lines, []
+        saved, self.lines = self.lines, []
         self.reg_ops(r.randint(1, 4))
         self.b_io_read()
-        hram_random, self.lines = self.lines, keep
+        hram_random, self.lines = self.lines, saved
         self.emit("hram_src:",                                         # OAM DMA as games do it
                   "    ld a, $C1", "    ldh [$46], a", "    ld a, 40", ".dma_wait:", "    dec a", "    jr nz, .dma_wait", "    ret",
                   "hram_farcall_src:",                                 # A = bank, HL = routine

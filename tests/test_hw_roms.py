@@ -54,6 +54,7 @@ ROMS = {
     "apu_wave_corrupt": dict(frames=30),
     "apu_div_trigger": dict(frames=300),
     "ei_halt": dict(frames=30),
+    "far_call": dict(frames=30),   # MBC3 far calls and POP AF as a frame's first instructions
     "lcd_off_stat": dict(frames=30),
     "stat_lcd_off_irq": dict(frames=30),
     # PPU/interrupt timing to the M-cycle (values measured on DMG: the ROMs' headers)

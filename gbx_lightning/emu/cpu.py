@@ -576,6 +576,15 @@ def _make_machine_kernel(staged: bool, name: str, module):
             groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(768,), dtype=wp.uint8)   # (opcode_groups_array)
         else:
             groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(256,), dtype=wp.uint8)
+        # The module constants the loop reads after its group chain, named here first. Warp (1.19)
+        # keeps a module constant in a variable from its first use in a function; first used in
+        # several branches of the chain, it became a select set only on the paths through those
+        # branches, and the reads after the chain (the run's-end test, POP AF's write-back) saw an
+        # unset variable after the other groups: a run ended by a write did not reload the cached
+        # event time and ROM bank, and POP AF stored A at a stray index (tests/test_warp_scope.py)
+        run_ended = END_RUN
+        reg_a = R_A
+        reg_f = R_F
         nf = frames
         if flat != 0:
             nf = 1

@@ -454,6 +454,9 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
     for k in range(_WI, _F_LCDC):
         st[k] = 0
     st[_F_WI] = 0
+    st[_STEP] = 0           # (zeroed above too: named here first, as the loop below reads it after
+                            # the window branches that set it - a module constant first used in two
+                            # branches is unset on other paths in Warp's code: tests/test_warp_scope.py)
     st[_FINE] = -1
     st[_BGN] = 8            # the BG FIFO starts with 8 junk pixels
     st[_PHASE] = _PIXEL

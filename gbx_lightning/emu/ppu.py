@@ -415,11 +415,18 @@ def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
     while r64[T_PPU_EVENT] <= now:
         phase = r32[R_PPU_MODE]
         ls = r64[T_LINE_START]
-        if ((phase == PH_LINE_START or phase == PH_LINE0_START) and ls + wp.int64(LINE_CYCLES) <= now
-                and (int(io[0x41]) & 0x78) == 0 and r32[R_STAT_LINE] == 0):
-            # A visible line caught up whole with no STAT source enabled: its four events
-            # (mode 2, mode 3, mode 0, line end) in one step, as _advance would make them
-            # (no STAT interrupt line to update; mode 3 at its shortest, see _advance)
+        whole = ((phase == PH_LINE_START or phase == PH_LINE0_START) and ls + wp.int64(LINE_CYCLES) <= now
+                 and r32[R_STAT_LINE] == 0)
+        stat = int(io[0x41])
+        if whole and (stat & 0x78) != 0:
+            # (the LY=LYC source alone, on a line whose LY is not LYC: the STAT line stays low too -
+            # the compare sees this line's LY, the next line's start compares nothing. Games with
+            # an LYC split, most of them, take the whole-line step on every line but LYC's)
+            whole = (stat & 0x38) == 0 and r32[R_LY] != int(io[0x45])
+        if whole:
+            # A visible line caught up whole with no STAT source enabled (or the LYC one, above):
+            # its four events (mode 2, mode 3, mode 0, line end) in one step, as _advance would make
+            # them (no STAT interrupt line to update; mode 3 at its shortest, see _advance)
             ly = r32[R_LY]
             r32[R_MODE3_LEN] = MODE3_MIN_CYCLES
             _mode3_end(ms, env, io, r32, r64, ly, ls + wp.int64(MODE3_START_T + MODE3_MIN_CYCLES), 1)

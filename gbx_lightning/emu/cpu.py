@@ -1432,7 +1432,7 @@ def kernel_inputs(m, ref=None) -> list:
     """The Machine's handle followed by the hot-path arrays it holds (machine_kernel's first args).
     `ref`: a MachineRef already built for `m` as it is now (building one costs ~0.25 ms of
     Python, so callers that launch often keep theirs: VecGameBoy.run_frames)."""
-    for a in (m.rom, m.wram, m.vram, m.hram):
+    for a in (m.rom, m.wram, m.vram, m.hram, m.oam):   # (dma_sync copies OAM rows by base pointer too)
         if not a.is_contiguous:     # machine_kernel indexes rows from base pointers
             raise ValueError(f"kernel_inputs: expected contiguous machine arrays, got strides {a.strides}")
     for a in (m.r32, m.r64):        # r32_row / r64_row: a base pointer (rows) or the strided row (soa)

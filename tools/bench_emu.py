@@ -2,11 +2,13 @@
 
     python tools/bench_emu.py                      # workload ROM, 16 and 64 envs, best of 3
     python tools/bench_emu.py --rom game.gb --repeats 5 --envs 16,64,256
-    python tools/bench_emu.py --suite              # one row per idiom ROM (+ workload, orchard)
+    python tools/bench_emu.py --suite              # one row per idiom ROM (+ workload, orchard, gamelike, cpu_mix)
     python tools/bench_emu.py --suite --counters   # instructions and run ends per frame instead
 
 --suite runs every idiom ROM (tests/roms/idiom_*.asm: game-like loops built on one idiom of
-real game code each) and the workload and orchard ROMs: VecGameBoy at --envs (first value)
+real game code each), the workload and orchard ROMs, gamelike (a game's whole frame: a music
+driver every VBlank, OAM DMA, an LYC scroll split, map, collisions, text) and cpu_mix
+(CPU-bound: cpu_instrs' instruction mix): VecGameBoy at --envs (first value)
 with rendering full and obs, each run paired with a gambatte run right after it, and one
 PyBoy run per repeat; it prints a table of frames per CPU-second against gambatte (the
 median of the paired ratios, min..max).  --counters (with --suite or --rom) runs the
@@ -58,7 +60,7 @@ ROM_DIR = REPO / "tests" / "roms"
 BUTTON_BITS = {"right": 0, "left": 1, "up": 2, "down": 3, "a": 4, "b": 5, "select": 6, "start": 7}
 
 
-SUITE = sorted(p.stem for p in ROM_DIR.glob("idiom_*.asm")) + ["workload", "orchard"]
+SUITE = sorted(p.stem for p in ROM_DIR.glob("idiom_*.asm")) + ["workload", "orchard", "gamelike", "cpu_mix"]
 
 
 def load_rom(spec: str) -> tuple[bytes, str]:

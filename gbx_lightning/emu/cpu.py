@@ -688,6 +688,13 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     limit = t_end
                 # fast accesses: none during OAM DMA (until fast_until), so split the run there
                 fast_run = c.t >= fast_until
+                if wp.static(not staged):
+                    # the flag as an integer of its own (1: fast), so the loop keeps it in one register:
+                    # from the compare, LLVM sank `c.t >= fast_until` into every use and kept both
+                    # 64-bit operands live across the instruction loop (the unsigned difference's top
+                    # bit is not folded back into a compare)
+                    fast_i = 1 - int((wp.uint64(c.t) - wp.uint64(fast_until)) >> wp.uint64(63))
+                    rom_lim = fast_i << 15           # the opcode fetch's ROM path: PC below this
                 if not fast_run:
                     limit = wp.min(limit, fast_until)
                 elif r64[env, T_DMA_COPY] != wp.int64(0):
@@ -701,6 +708,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                 # the HALT bug: the next opcode fetch fails to increment PC, once
                 pc_step = 1 - rg[R_HALT_BUG]
                 rg[R_HALT_BUG] = 0
+                if wp.static(not staged):
+                    # (that instruction alone, like EI's: pc_step then stays what it is for the
+                    # whole run, no reset per instruction)
+                    if pc_step == 0:
+                        limit = c.t
                 if wp.static(staged):
                     c.limit = limit
                 running = bool(True)
@@ -710,19 +722,20 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     if wp.static(staged):
                         c.fast = fast_run
                     else:
-                        fast = fast_run
+                        fast = fast_i != 0
                     # ---- fetch: ROM through the bank offsets first (where code runs) ----
                     if wp.static(staged):
                         # (read8 tries ROM first: one copy of the ROM path)
                         op = read8(ms, env, rom_v, wram_e, hram_e, c.fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     else:
                         op = int(-1)
-                        if fast and c.pc < 0x8000:
+                        if c.pc < rom_lim:           # (fast and in ROM: one compare)
                             op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
                         else:
                             op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                     c.pc = (c.pc + pc_step) & 0xFFFF
-                    pc_step = 1
+                    if wp.static(staged):
+                        pc_step = 1
                     c.t = c.t + FOUR
                     # ---- execute: one branch per opcode group (OPCODE_GROUPS, a byte table); the
                     # chain of compares on g compiles to a single jump table. Each branch computes
@@ -1428,7 +1441,7 @@ def kernel_inputs(m, ref=None) -> list:
     """The Machine's handle followed by the hot-path arrays it holds (machine_kernel's first args).
     `ref`: a MachineRef already built for `m` as it is now (building one costs ~0.25 ms of
     Python, so callers that launch often keep theirs: VecGameBoy.run_frames)."""
-    for a in (m.rom, m.wram, m.vram, m.hram):
+    for a in (m.rom, m.wram, m.vram, m.hram, m.oam):   # (dma_sync copies OAM rows by base pointer too)
         if not a.is_contiguous:     # machine_kernel indexes rows from base pointers
             raise ValueError(f"kernel_inputs: expected contiguous machine arrays, got strides {a.strides}")
     for a in (m.r32, m.r64):        # r32_row / r64_row: a base pointer (rows) or the strided row (soa)

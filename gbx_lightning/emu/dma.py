@@ -35,6 +35,21 @@ def dma_source_read(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     return v
 
 
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 0;
+#else
+    return 1;
+#endif
+""")
+def wide_copy_here() -> int:
+    """1 on the CPU: dma_sync copies a WRAM source as 20 8-byte words (a game's shadow OAM, every
+    frame: byte by byte through dma_source_read it cost ~4,700 x86 instructions a transfer, 5% of
+    orchard's frame; callgrind, tools/grind_emu.py). 0 on CUDA, where the byte loop stays as the
+    sm_90 report pins it."""
+    ...
+
+
 @wp.func(inline=False)   # cold; one copy instead of one per caller (docs/gpu.md, Kernel footprint)
 def dma_sync(ms: MachinePtr, env: int, t: wp.int64):
     """Land a transfer's bytes in OAM if its first byte has moved by t."""
@@ -42,8 +57,19 @@ def dma_sync(ms: MachinePtr, env: int, t: wp.int64):
     copy = m.r64[env, T_DMA_COPY]
     if copy != wp.int64(0) and t >= copy:
         src = int(m.io[env, 0x46]) << 8
-        for i in range(160):
-            m.oam[env, i] = wp.uint8(dma_source_read(ms, env, src + i, copy))
+        if wide_copy_here() != 0 and src >= 0xC000:
+            # WRAM or its echo ($E000-$FFFF reads $C000-$DFFF): 160 bytes from a page start never
+            # wrap, and both rows are 8-byte aligned (page offsets; OAM rows of 160 bytes; both arrays
+            # contiguous, as the machine kernel takes them)
+            from_row = wp.array(ptr=wp.uint64(m.wram.ptr) + wp.uint64(env) * wp.uint64(m.wram.shape[1])
+                                + wp.uint64((src - 0xC000) & 0x1FFF), shape=(20,), dtype=wp.uint64)
+            to_row = wp.array(ptr=wp.uint64(m.oam.ptr) + wp.uint64(env) * wp.uint64(m.oam.shape[1]),
+                              shape=(20,), dtype=wp.uint64)
+            for i in range(20):
+                to_row[i] = from_row[i]
+        else:
+            for i in range(160):
+                m.oam[env, i] = wp.uint8(dma_source_read(ms, env, src + i, copy))
         m.r64[env, T_DMA_COPY] = wp.int64(0)
 
 

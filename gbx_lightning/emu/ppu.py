@@ -402,6 +402,36 @@ def ppu_advance(ms: MachinePtr, env: int):
     _advance(ms, env, io_row(ms, env), r32_row(ms, env), r64_row(ms, env), wp.int64(-1))
 
 
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 0;
+#else
+    return 1;
+#endif
+""")
+def lyc_lines_whole() -> int:
+    """1 on the CPU: ppu_sync's one-step catch-up of a past line also with the LY=LYC STAT source
+    enabled (LY != LYC, _lyc_elsewhere). The same events either way; on sm_90 the extra test grew
+    machine_kernel_staged's spill stores by 24 B (and in a first form its stack frame by 16 B:
+    ptxas allocates registers across the call tree, tools/kernel_report.py), so CUDA compiles it
+    out (0 there: the sm_90 report is unchanged)."""
+    ...
+
+
+@wp.func
+def _lyc_elsewhere(io: IO, r32: R32) -> int:
+    """1 if the LY=LYC source is the only STAT source enabled and this line's LY is not LYC (on the
+    CPU: lyc_lines_whole): then the STAT line stays low through the line's events too (the compare
+    sees its LY; the next line's start compares nothing), and a game with an LYC split (most) has
+    its other lines caught up in one step each."""
+    r = 0
+    if lyc_lines_whole() != 0:
+        stat = int(io[0x41])
+        if (stat & 0x38) == 0 and r32[R_LY] != int(io[0x45]):
+            r = 1
+    return r
+
+
 @wp.func(inline=False)
 def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
     """Process every PPU event due by `now`.
@@ -416,10 +446,11 @@ def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
         phase = r32[R_PPU_MODE]
         ls = r64[T_LINE_START]
         if ((phase == PH_LINE_START or phase == PH_LINE0_START) and ls + wp.int64(LINE_CYCLES) <= now
-                and (int(io[0x41]) & 0x78) == 0 and r32[R_STAT_LINE] == 0):
-            # A visible line caught up whole with no STAT source enabled: its four events
-            # (mode 2, mode 3, mode 0, line end) in one step, as _advance would make them
-            # (no STAT interrupt line to update; mode 3 at its shortest, see _advance)
+                and ((int(io[0x41]) & 0x78) == 0 or _lyc_elsewhere(io, r32) != 0) and r32[R_STAT_LINE] == 0):
+            # A visible line caught up whole with no STAT source enabled (or only LY=LYC's, on a line
+            # that is not LYC's: _lyc_elsewhere): its four events (mode 2, mode 3, mode 0, line end)
+            # in one step, as _advance would make them (no STAT interrupt line to update; mode 3 at
+            # its shortest, see _advance)
             ly = r32[R_LY]
             r32[R_MODE3_LEN] = MODE3_MIN_CYCLES
             _mode3_end(ms, env, io, r32, r64, ly, ls + wp.int64(MODE3_START_T + MODE3_MIN_CYCLES), 1)

@@ -36,9 +36,9 @@
 ;
 ; WORLD (map ids; hamlet_maps.inc; all maps at most 16x16 steps, so a map
 ; fits the 32x32-tile BG map whole and the camera only moves SCX/SCY)
-;   0 BEDROOM      8x8, upstairs. Stairs top right, the PC beside them.
+;   0 BEDROOM      7x7, upstairs. Stairs top right, the PC beside them.
 ;   1 LIVING ROOM  8x8. Stairs top right, MOM at the table, TV, bookshelf,
-;                  the door (two mats) at the bottom.
+;                  the door (three mats) at the bottom.
 ;   2 VILLAGE      16x16 outdoors, scrolls. Your house top left; the KID
 ;                  blocks the gap to the ELDER's house; the GUARD blocks the
 ;                  east exit to the route; a girl wanders by the pond.

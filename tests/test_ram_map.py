@@ -157,4 +157,5 @@ def test_the_pokered_config_names_its_placeholder_rom():
     assert options["task"]["base"] == "pokered/explore"
     with pytest.raises(OptionError) as err:
         GameBoyEnv.check_options(**options)
-    assert str(err.value) == "rom is not a ROM we can run: no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)"
+    assert str(err.value) == ("rom is not a ROM we can run: no ROM file at 'roms/pokered.gb' "
+                              "(built-in ROMs: hamlet, orchard)")

@@ -9,8 +9,8 @@ replace those options), runs one episode per env with uniformly random actions (
 tools/random_policy.py), mean steps to success, and what the episodes' steps were spent on: the share of steps that
 ended in each wUIContext (world, the Start menu and its screens, the PC and its screens, talking, a map change) and
 in each wUIState, the maps reached and the events set (hamlet.py names them). Steps are counted per episode up to the
-one that ends it (after which the RAM is the next episode's). Slow on purpose: one host read of the RAM per step (a measurement, not a
-training path).
+one that ends it (after which the RAM is the next episode's). Slow on purpose: one host read of the RAM per step (a
+measurement, not a training path).
 """
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ Syntax (an RGBDS-flavoured subset)::
     if expr / elif / else / endc   ; conditional assembly (known in pass 1)
 
 Numbers: ``$FF 0xFF %1010 0b1010 255 'c'``, and tile rows ``dw `01233210`` (RGBDS's graphics
-literal: colour indices, leftmost pixel first; ``dw`` stores the low bit plane, then the high); ``@`` is the address of the current
-line. Operators (C precedence): ``|| && | ^ & == != < <= > >= << >> + - * / %``
+literal: colour indices, leftmost pixel first; ``dw`` stores the low bit plane, then the high);
+``@`` is the address of the current line. Operators (C precedence): ``|| && | ^ & == != < <= > >= << >> + - * / %``
 and unary ``- + ~ !``; functions ``high() low() bank()``.
 
 Instructions use the standard mnemonics: ``ld a, [hl+]`` (``[hli]``, ``ldi``

@@ -91,7 +91,8 @@
 ;   looping song on CH2 (melody: duty, envelope, length) and CH3 (bass:
 ;   wave, length) and CH4 (drums); CH1 plays sound effects (a step into a
 ;   wall, menu cursor, text arrow, door, save jingle). SOUND in OPTION
-;   selects MONO (NR51 $FF... all to both sides) or STEREO.
+;   selects MONO (NR51 = $FF: every channel to both sides) or STEREO
+;   (melody left, bass right, drums and effects both).
 ;
 ; MEMORY MAP (WRAM; RL environments may read these: tasks/hamlet/ram.yaml)
 ;   $C000-$C09F shadow OAM (copied to OAM by DMA every VBlank)

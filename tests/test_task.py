@@ -200,7 +200,7 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
     ({"reward": [{"name": "success_bonus"}]}, "task.reward[0] (success_bonus) needs a goal template: set the task's "
                                               "goal (tools/capture_goal.py makes one)"),
     ({"fail_penalty": 0.5}, "task.fail_penalty must be a number <= 0.0, got 0.5"),
-    ({"rom": 5}, "task.rom must be a built-in ROM name (orchard) or a .gb file path, got 5"),
+    ({"rom": 5}, "task.rom must be a built-in ROM name (hamlet, orchard) or a .gb file path, got 5"),
 ])
 def test_bad_task_fields_are_one_line_errors_naming_the_field(spec, message):
     with pytest.raises(OptionError) as err:

@@ -301,3 +301,40 @@ def test_sound_driver_plays_the_village_song_on_three_channels():
     # 288 frames of the village song: its melody has 8-frame notes (ended by their length counter), the bass
     # 16-frame notes, the drums a hit every 8-16 frames
     assert notes[1] >= 10 and notes[2] >= 5 and notes[3] >= 10, notes
+
+
+def test_random_play_keeps_the_game_consistent(maps):
+    """12 envs from stages 1, 2 and 4 press uniformly random actions (GameBoyEnv's default codec, 24 frames a step,
+    held 8) for 300 steps: at every step's end the game is whole: no VBlank overran, the stack and PC are where the
+    program keeps them, the player stands on a walkable step of a real map, no two objects share a step, the bag and
+    the PC hold at most 4 items, and every env came back to the world within the last 100 steps (no soft lock)."""
+    rng = np.random.default_rng(37)
+    codec = np.array([0, hamlet.RIGHT, hamlet.LEFT, hamlet.UP, hamlet.DOWN, hamlet.BTN_A, hamlet.BTN_B,
+                      hamlet.START], np.uint8)
+    stages = [1, 1, 1, 1, 1, 1, 2, 2, 2, 4, 4, 4]
+    gb = machine(len(stages))
+    starts = [stage_route_masks(s, "") for s in stages]
+    frames = max(len(m) for m in starts)
+    for f in range(frames):            # each env idles once its stage is in play
+        gb.run_frames(1, buttons=np.array([m[f] if f < len(m) else 0 for m in starts], np.uint8), render="none")
+    last_world = np.zeros(len(stages), np.int64)
+    steps = 300
+    for step in range(steps):
+        actions = codec[rng.integers(0, len(codec), len(stages))]
+        gb.run_frames(8, buttons=actions, render="none")
+        gb.run_frames(STEP_FRAMES - 8, buttons=np.zeros(len(stages), np.uint8), render="none")
+        for env in range(len(stages)):
+            w = wram(gb, env)
+            regs = gb.registers(env)
+            assert w["late"] == 0 and 0xDF00 <= regs["sp"] <= 0xE000, (step, env, w, regs)
+            assert regs["pc"] < 0x8000 or regs["pc"] >= 0xFF80, (step, env, regs)
+            assert w["map"] < len(maps) and w["ui"] <= hamlet.UI_WARP and w["ctx"] <= hamlet.CTX_WARP, (step, env, w)
+            assert len(w["bag"]) <= 4 and len(w["pc"]) <= 4, (step, env, w)
+            m = maps[w["map"]]
+            assert m.walkable(w["x"], w["y"]) or w["ui"] == hamlet.UI_WARP, (step, env, w)
+            objects = gb.read_memory(env, hamlet.OBJECTS, hamlet.OBJ_SIZE * hamlet.MAX_OBJECTS)
+            places = [(objects[16 * k + 1], objects[16 * k + 2]) for k in range(8) if objects[16 * k]]
+            assert len(places) == len(set(places)), (step, env, places)
+            if w["ui"] == hamlet.UI_WORLD:
+                last_world[env] = step
+    assert (last_world >= steps - 100).all(), last_world

@@ -20,7 +20,8 @@
 ; hamlet_world.inc (maps, movement, camera, objects, warps), hamlet_ui.inc
 ; (text boxes, menus, the Start menu, the PC, options, saving),
 ; hamlet_script.inc (what talking to things does, the events, the texts),
-; hamlet_maps.inc (map data), hamlet_gfx.inc (tiles, metatiles, sprites),
+; hamlet_maps.inc (map data), hamlet_font.inc (the font, the UI tiles, the
+; VRAM tile layout), hamlet_gfx.inc (objects, map tiles, metatiles),
 ; hamlet_music.inc (the sound driver and its songs).
 ;
 ; CONTROLS (as in Pokemon)
@@ -79,7 +80,8 @@
 ;   or B is held. A full box waits with a blinking arrow for a new press of
 ;   A or B. The window layer shows a 20x18 copy of the screen (wTileMap)
 ;   with the boxes drawn on it; the VBlank handler copies one sixth of it
-;   (3 rows) to the window map every frame, as Pokemon's engine does.
+;   (3 rows) to the window map every frame (Pokemon's engine, too, keeps
+;   its screen in WRAM and copies it to VRAM a part per VBlank).
 ;
 ; DETERMINISM
 ;   Everything follows from the power-on state and the joypad. The random
@@ -92,7 +94,7 @@
 ;   wave, length) and CH4 (drums); CH1 plays sound effects (a step into a
 ;   wall, menu cursor, text arrow, door, save jingle). SOUND in OPTION
 ;   selects MONO (NR51 = $FF: every channel to both sides) or STEREO
-;   (melody left, bass right, drums and effects both).
+;   (NR51 = $7B: melody and effects both sides, bass left, drums right).
 ;
 ; MEMORY MAP (WRAM; RL environments may read these: tasks/hamlet/ram.yaml)
 ;   $C000-$C09F shadow OAM (copied to OAM by DMA every VBlank)
@@ -767,7 +769,7 @@ ApplyOptions:
     and a
     ld a, $FF                   ; MONO: every channel to both sides
     jr z, .nr51
-    ld a, %01111011             ; STEREO: melody left, bass right, drums + effects both
+    ld a, %01111011             ; STEREO: CH1, CH2 both sides, CH3 left, CH4 right
 .nr51:
     ldh [rNR51], a
     ret

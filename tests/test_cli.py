@@ -98,11 +98,12 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "model.env.task.goal cannot be loaded: goal template /no/such/goal.png does not exist (write one with "
      "tools/capture_goal.py)"),
     (A2C, "--model.env.rom=/no/such/game.gb",
-     "model.env.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' (built-in ROMs: orchard)"),
+     "model.env.rom is not a ROM we can run: no ROM file at '/no/such/game.gb' "
+     "(built-in ROMs: hamlet, orchard)"),
     (PPO, "--model.env.task=orchard/level9",
-     "model.env.task is neither a built-in task (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
-     "orchard/level5, orchard/level6, orchard/level7, pokered/explore) nor a task file: no file at "
-     "'orchard/level9'"),
+     "model.env.task is neither a built-in task (hamlet/explore, hamlet/house, hamlet/lantern, hamlet/route, "
+     "hamlet/shrine, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
+     "orchard/level6, orchard/level7, pokered/explore) nor a task file: no file at 'orchard/level9'"),
     (PPO, "--model.env.task={base: orchard/level1, start: {state: /no/such.state}}",
      "model.env.task.start.state does not exist: no savestate file at '/no/such.state'"),
     (A2C, "--model.env.stack_k=9", "model.env.stack_k must be an int in [1, 8], got 9"),
@@ -196,7 +197,8 @@ def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
     code = main(["fit", "--config", str(ROOT / "configs" / name), "--runs_dir", str(tmp_path)])
     assert code == 2
     assert _one_line_error(capsys.readouterr().err) == ("config error: model.env.rom is not a ROM we can run: "
-                                                        "no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)")
+                                                        "no ROM file at 'roms/pokered.gb' "
+                                                        "(built-in ROMs: hamlet, orchard)")
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)

@@ -33,7 +33,7 @@ def test_pokered_map_follows_the_disassembly_layout():
     $D747-$D886 (wEventFlags up to wGrassRate $D887); HP big endian, money BCD."""
     ram_map = load_ram_map("pokered")
     f = ram_map.fields
-    assert builtin_ram_maps() == ["orchard", "pokered"]
+    assert builtin_ram_maps() == ["hamlet", "orchard", "pokered"]
     assert ram_map.titles == ["POKEMON RED", "POKEMON BLUE"]
     assert (f["map"].address, f["y"].address, f["x"].address, f["badges"].address) == (0xD35E, 0xD361, 0xD362, 0xD356)
     assert f["event_flags"].address == 0xD747 and f["event_flags"].address + f["event_flags"].span == 0xD887
@@ -91,8 +91,8 @@ def test_an_env_reads_fields_by_name():
     ({"fields": {}}, "task.ram_map.fields must be a mapping of names to fields ({address: ...} or an address), got {}"),
     ({"fields": {"x": 0xC000}, "titel": "X"}, "task.ram_map.titel is not a RAM map key; keys: game, titles, source, "
                                               "fields"),
-    ("nosuchgame", "task.ram_map is neither a built-in RAM map (orchard, pokered) nor a RAM map file: no file at "
-                   "'nosuchgame'"),
+    ("nosuchgame", "task.ram_map is neither a built-in RAM map (hamlet, orchard, pokered) nor a RAM map file: no "
+                   "file at 'nosuchgame'"),
 ])
 def test_bad_ram_map_fields_are_one_line_errors(ram_map, message):
     with pytest.raises(OptionError) as err:
@@ -107,7 +107,7 @@ def test_bad_ram_map_fields_are_one_line_errors(ram_map, message):
      "(22 fields)"),
     ({"reward": [{"name": "ram_bits", "field": "badges"}]},
      "task.reward[0].field names the field 'badges', but the task has no ram_map: add one (ram_map: FILE or a "
-     "built-in, orchard, pokered) or give a WRAM address"),
+     "built-in, hamlet, orchard, pokered) or give a WRAM address"),
     ({"base": "orchard/level1", "reward": [{"name": "explore", "fields": ["hazard_x"]}]},
      "task.reward[0].fields[0] must be one number per env (a cell is a tuple of numbers), got hazard_x (0xC120, "
      "4 x 1 B) with count 4"),
@@ -157,4 +157,5 @@ def test_the_pokered_config_names_its_placeholder_rom():
     assert options["task"]["base"] == "pokered/explore"
     with pytest.raises(OptionError) as err:
         GameBoyEnv.check_options(**options)
-    assert str(err.value) == "rom is not a ROM we can run: no ROM file at 'roms/pokered.gb' (built-in ROMs: orchard)"
+    assert str(err.value) == ("rom is not a ROM we can run: no ROM file at 'roms/pokered.gb' "
+                              "(built-in ROMs: hamlet, orchard)")

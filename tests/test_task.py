@@ -44,7 +44,8 @@ def test_orchard_level_files_are_what_orchard_py_says(level):
 
 def test_the_built_in_tasks_are_the_files_under_roms_tasks():
     """Every YAML file under roms/tasks/GAME is a task but a game's RAM map (ram.yaml, envs/ram_map.py)."""
-    assert available_tasks() == [f"orchard/level{n}" for n in range(1, 8)] + ["pokered/explore"]
+    assert available_tasks() == [f"hamlet/{n}" for n in ("explore", "house", "lantern", "route", "shrine")] + \
+        [f"orchard/level{n}" for n in range(1, 8)] + ["pokered/explore"]
     assert sorted(p.name for p in (TASK_DIR / "orchard").iterdir()) == \
         [f"level{n}.yaml" for n in range(1, 8)] + ["ram.yaml"]
     assert sorted(p.name for p in (TASK_DIR / "pokered").iterdir()) == ["explore.yaml", "ram.yaml"]
@@ -165,16 +166,18 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
 
 # ---------------------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("spec, message", [
-    (3, "task must be a built-in task name (orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
-        "orchard/level5, orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task "
-        "fields, got 3"),
+    (3, "task must be a built-in task name (hamlet/explore, hamlet/house, hamlet/lantern, hamlet/route, "
+        "hamlet/shrine, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
+        "orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task fields, got 3"),
     ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, reward, step_cost, alpha, "
                    "goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, requires, name"),
-    ({"base": "orchard/level9"}, "task.base is neither a built-in task (orchard/level1, orchard/level2, "
+    ({"base": "orchard/level9"}, "task.base is neither a built-in task (hamlet/explore, hamlet/house, "
+                                 "hamlet/lantern, hamlet/route, hamlet/shrine, orchard/level1, orchard/level2, "
                                  "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, "
                                  "pokered/explore) nor a task file: no file at 'orchard/level9'"),
-    ({"base": 1}, "task.base must be a built-in task name (orchard/level1, orchard/level2, orchard/level3, "
-                  "orchard/level4, orchard/level5, orchard/level6, orchard/level7, pokered/explore) or a task file, got 1"),
+    ({"base": 1}, "task.base must be a built-in task name (hamlet/explore, hamlet/house, hamlet/lantern, "
+                  "hamlet/route, hamlet/shrine, orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
+                  "orchard/level5, orchard/level6, orchard/level7, pokered/explore) or a task file, got 1"),
     ({"start": {"frame": 3}}, "task.start.frame is not a field of Start; fields: state, inputs, frames, variants, "
                               "variant_frames"),
     ({"start": [1]}, "task.start must be a mapping of Start fields (state, inputs, frames, variants, variant_frames), "
@@ -206,7 +209,7 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
     ({"reward": [{"name": "success_bonus"}]}, "task.reward[0] (success_bonus) needs a goal template: set the task's "
                                               "goal (tools/capture_goal.py makes one)"),
     ({"fail_penalty": 0.5}, "task.fail_penalty must be a number <= 0.0, got 0.5"),
-    ({"rom": 5}, "task.rom must be a built-in ROM name (orchard) or a .gb file path, got 5"),
+    ({"rom": 5}, "task.rom must be a built-in ROM name (hamlet, orchard) or a .gb file path, got 5"),
 ])
 def test_bad_task_fields_are_one_line_errors_naming_the_field(spec, message):
     with pytest.raises(OptionError) as err:

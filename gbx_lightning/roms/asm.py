@@ -25,8 +25,9 @@ Syntax (an RGBDS-flavoured subset)::
     rept 4 / endr            ; repeat a block (count known in pass 1)
     if expr / elif / else / endc   ; conditional assembly (known in pass 1)
 
-Numbers: ``$FF 0xFF %1010 0b1010 255 'c'``; ``@`` is the address of the current
-line. Operators (C precedence): ``|| && | ^ & == != < <= > >= << >> + - * / %``
+Numbers: ``$FF 0xFF %1010 0b1010 255 'c'``, and tile rows ``dw `01233210`` (RGBDS's graphics
+literal: colour indices, leftmost pixel first; ``dw`` stores the low bit plane, then the high);
+``@`` is the address of the current line. Operators (C precedence): ``|| && | ^ & == != < <= > >= << >> + - * / %``
 and unary ``- + ~ !``; functions ``high() low() bank()``.
 
 Instructions use the standard mnemonics: ``ld a, [hl+]`` (``[hli]``, ``ldi``
@@ -222,6 +223,7 @@ _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+)
   | (?P<hex>(?:\$|0[xX])[0-9A-Fa-f_]+)
   | (?P<bin>0[bB][01_]+)
+  | (?P<gfx>`[0-3]{8})
   | (?P<dec>[0-9][0-9_]*)
   | (?P<char>'(?:\\.|[^'\\])')
   | (?P<name>[A-Za-z_.][A-Za-z0-9_.]*|@)
@@ -251,6 +253,18 @@ def _char_value(text: str) -> int:
             raise ValueError(f"unknown escape {body!r}")
         return _ESCAPES[body[1]]
     return ord(body)
+
+
+def _gfx_row(pixels: str) -> int:
+    """RGBDS's graphics literal: 8 colour indices 0-3, leftmost pixel first, as the 16-bit value whose low
+    byte is the row's low bit plane and high byte its high plane, so ``dw`` stores a tile row as the PPU reads
+    it (Pan Docs, Tile Data: the first byte of a row holds each pixel's bit 0, bit 7 = leftmost)."""
+    lo = hi = 0
+    for ch in pixels:
+        c = int(ch)
+        lo = lo << 1 | (c & 1)
+        hi = hi << 1 | (c >> 1)
+    return lo | hi << 8
 
 
 def _tokenize(text: str):
@@ -327,6 +341,8 @@ class _ExprParser:
             return int(tok)
         if kind == "char":
             return _char_value(tok)
+        if kind == "gfx":                       # `01233210: one 8-pixel row of a 2bpp tile
+            return _gfx_row(tok[1:])
         if kind == "op" and tok == "%":          # %1010 binary literal
             k2, digits = self.take()
             if k2 != "dec" or set(digits) - set("01_"):

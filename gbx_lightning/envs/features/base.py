@@ -85,6 +85,7 @@ class Feature:
     ``MUST_MATCH``: a checkpoint saved with this feature cannot load into an env without it (its state would be
     lost: the pool's states, the counters' baselines), and the reverse."""
     name = ""
+    title = ""
     INFO: tuple[str, ...] = ()
     MUST_MATCH = False
     obs_planes = 0
@@ -97,6 +98,17 @@ class Feature:
     @classmethod
     def build(cls, task, env) -> "Feature | None":
         raise NotImplementedError
+
+    @classmethod
+    def checkpoint_bound(cls, task, options: dict, cart) -> dict | None:
+        """Where this feature's state can grow large beside the envs' own (the pool's: a full pool), what it takes in
+        a checkpoint at most, or None: {bytes, what, field (the task field that sizes it), value (its value), fits
+        (room bytes -> the largest value that fits)}; milliseconds, nothing built."""
+        return None
+
+    def state_title(self) -> str:
+        """What the state is, for a line saying it was lost ("the milestone trackers")."""
+        return self.title
 
     @classmethod
     def unexpected_state(cls, state) -> str:

@@ -334,7 +334,7 @@ class GameBoyEnv(VecEnvBase):
         reward = step.reward if step.reward is not None else torch.zeros(n, dtype=torch.float32, device=dev)
         game_reward = step.game_reward if step.game_reward is not None else reward
         episode_return, episode_length = self._stats.update(game_reward, terminated, truncated)
-        done = terminated | truncated
+        done = step.done
         step.info.update({"episode_return": episode_return, "episode_length": episode_length,
                           "success": step.success, "failed": step.failed})
         for feature in self.features:

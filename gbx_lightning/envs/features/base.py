@@ -55,6 +55,7 @@ class Step:
     info: dict = field(default_factory=dict)
     slots: torch.Tensor | None = None
     _cut: torch.Tensor | None = None
+    _ends: tuple[torch.Tensor, torch.Tensor] | None = None    # (truncated, done), made once until an end changes
 
     def terminate(self, success: torch.Tensor | None = None, failed: torch.Tensor | None = None) -> None:
         """End the episodes where ``success`` (the goal reached) or ``failed`` (e.g. GAME OVER): terminated."""
@@ -63,19 +64,27 @@ class Step:
         if failed is not None:
             self.failed = failed
         self.terminated = self.success | self.failed
+        self._ends = None
 
     def truncate(self, mask: torch.Tensor) -> None:
         """End the episodes in ``mask`` as truncated (targets bootstrap through them), unless they terminated."""
         self._cut = mask if self._cut is None else self._cut | mask
+        self._ends = None
+
+    def _made_ends(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._ends is None:
+            cut = self.time_up if self._cut is None else self.time_up | self._cut
+            truncated = cut & ~self.terminated
+            self._ends = (truncated, self.terminated | truncated)
+        return self._ends
 
     @property
     def truncated(self) -> torch.Tensor:
-        cut = self.time_up if self._cut is None else self.time_up | self._cut
-        return cut & ~self.terminated
+        return self._made_ends()[0]
 
     @property
     def done(self) -> torch.Tensor:
-        return self.terminated | self.truncated
+        return self._made_ends()[1]
 
 
 class Feature:

@@ -12,7 +12,7 @@ import warp as wp
 
 # the modules that define kernels (the cpu module holds the whole machine kernel)
 MODULES = ["gbx_lightning.emu.cpu", "gbx_lightning.emu.machine", "gbx_lightning.emu.mbc",
-           "gbx_lightning.emu.savestate", "gbx_lightning.envs.foraging", "gbx_lightning.envs.pixels"]
+           "gbx_lightning.emu.savestate", "gbx_lightning.envs.foraging_kernels", "gbx_lightning.envs.pixels"]
 
 
 def _nvrtc_archs() -> int:

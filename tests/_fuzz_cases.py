@@ -1,7 +1,9 @@
 """Hostile inputs for tests/test_fuzz.py, one kind per run: ``python tests/_fuzz_cases.py KIND SEED COUNT WORKDIR``.
 
 Kinds: ``rom`` (random and mutated ROM images), ``savestate`` (random, truncated and mutated state files, ours and
-PyBoy's), ``config`` (malformed YAML files and bad values in the YAML and on the command line).
+PyBoy's), ``config`` (malformed YAML files and bad values in the YAML and on the command line), ``task`` (a task's
+every field with wrong types and values or unknown names, task files whose ``base`` loops, RAM maps with overlapping
+fields, out-of-range addresses and wrong sizes, and damaged or foreign state pools loaded into an env).
 
 Every case prints ``CASE <kind> <i> <label>`` before it runs (so a crash or a hang names it) and
 ``DONE <kind> <i> <outcome> <detail>`` after, outcome one of ``ran`` or ``refused`` (detail: the one-line
@@ -424,6 +426,190 @@ def run_config(cfg_path: Path, extra: list[str], runs: Path) -> str:
     return f"BAD exit status {status!r}, stderr {lines[-5:]!r}"
 
 
+# ---------------------------------------------------------------- tasks, RAM maps, state pools
+
+TASK = {   # every part of a task, valid: each case damages one leaf
+    "base": "orchard/level3",
+    "start": {"inputs": [[0, "select"], [16, "-"], [20, "right"], [24, "-"], [28, "right"], [32, "-"], [36, "start"],
+                         [40, "-"]], "frames": 46, "variants": 2, "variant_frames": 3},
+    "goal": {"tau": 0.2, "k_consecutive": 1}, "fail": {"k_consecutive": 2},
+    "reward": [{"name": "step_cost", "cost": -0.01}, {"name": "goal_distance", "alpha": 1.0},
+               {"name": "ram", "field": "seeds_eaten", "weight": 0.1},
+               {"name": "explore", "fields": ["player_y", "player_x"], "weight": 0.01, "bits": 4096},
+               {"name": "ram_sum", "fields": ["hazard_x"], "count_field": "num_hazards", "mode": "increase"},
+               {"name": "clip", "low": -1.0, "high": 1.0}],
+    "step_cost": -0.01, "alpha": 1.0, "goal_bonus": 1.0, "fail_penalty": -1.0,
+    "counters": [{"name": "eaten", "address": 0xC10F, "size": 1, "bits": 8}, {"name": "rng", "field": "rng"}],
+    "ram_map": {"game": "orchard", "titles": ["ORCHARD"], "fields": {
+        "seeds_eaten": {"address": 0xC10F}, "player_x": 0xC107, "player_y": 0xC108, "rng": {"address": 0xC10D, "size": 2},
+        "num_hazards": 0xC114, "hazard_x": {"address": 0xC120, "count": 4, "stride": 4},
+        "score": {"address": 0xC104, "size": 2, "bcd": True, "endian": "little"}}},
+    "milestones": [{"name": "tiles", "kind": "distinct", "fields": ["player_y", "player_x"], "bits": 4096},
+                   {"name": "seeds", "kind": "increase", "field": "seeds_eaten", "at_least": 2},
+                   {"name": "best", "kind": "peak", "field": "score"}],
+    "pool": {"score": {"seeds": 1.0, "tiles": 0.1}, "max_mb": 1, "per_step": 2, "when": "rise", "sample": 0.5,
+             "priority": 1.0, "swarm": {"every": 3, "fraction": 0.5}},
+    "heatmap": {"y": "player_y", "x": "player_x", "cell": 8},
+}
+RAM_HOSTILE = [0xE000, 0xBFFF, -1, 0x10000, "0xC000", 0xDFFF, 2 ** 40, 0, 5, 3, 8193, True, None, "big", "middle",
+               [0xC000], {"address": 0xDFFF, "size": 2}, {"address": 0xC000, "count": 9000},
+               {"address": 0xC000, "stride": 0, "count": 2}, {"address": 0xC000, "size": 4, "endian": "big"},
+               {"address": 0xC10F, "bcd": True}, {"addr": 0xC000}]
+
+
+def _task_leaves(obj, prefix=()):
+    """Every leaf path of a task mapping (list items by index)."""
+    if isinstance(obj, dict) and obj:
+        for k, v in obj.items():
+            yield from _task_leaves(v, prefix + (k,))
+    elif isinstance(obj, list) and obj:
+        for i, v in enumerate(obj):
+            yield from _task_leaves(v, prefix + (i,))
+    else:
+        yield prefix
+
+
+def _loop_files(workdir: Path) -> list[Path]:
+    """Task files whose base loops: one onto itself, two onto each other, three in a ring (in workdir/loops)."""
+    folder = workdir / "loops"
+    folder.mkdir(parents=True, exist_ok=True)
+    rings = {"self.yaml": "self.yaml", "a.yaml": "b.yaml", "b.yaml": "a.yaml", "x.yaml": "y.yaml",
+             "y.yaml": "z.yaml", "z.yaml": "x.yaml"}
+    for name, base in rings.items():
+        (folder / name).write_text(f"base: {base}\nstart: {{frames: 3}}\n")
+    (folder / "deep.yaml").write_text("base: orchard/level1\nram_map: {fields: {a: 0xC107, b: {address: 0xC107, "
+                                      "size: 2}, player_x: 0xC107, player_y: 0xC108}}\n"
+                                      "counters: [{name: c, field: b}]\n")   # fields overlapping: allowed, it runs
+    return [folder / n for n in ("self.yaml", "a.yaml", "x.yaml", "deep.yaml")]
+
+
+def task_cases(rng: random.Random, count: int, workdir: Path):
+    """(label, ("task", spec) | ("pool", mutation)) for ``count`` cases."""
+    import copy
+
+    loops = _loop_files(workdir)
+    leaves = list(_task_leaves(TASK))
+    ram_leaves = [p for p in leaves if p[:2] == ("ram_map", "fields")]
+    mutations = ["rom", "entries", "codec", "layout", "blob", "offsets", "methods", "reference", "columns", "book",
+                 "missing", "none", "env_score", "flip"]
+    for i in range(count):
+        kind = i % 10
+        if kind == 0 and i // 10 < len(loops):
+            yield f"task file {loops[i // 10].name}", ("task", str(loops[i // 10]))
+        elif kind in (1, 2):       # a RAM map field: hostile values, overlaps
+            spec = copy.deepcopy(TASK)
+            path = rng.choice(ram_leaves)
+            if kind == 2 or rng.random() < 0.3:   # a field overlapping another, or a new one
+                path = path[:3] if len(path) > 3 else path
+                spec["ram_map"]["fields"][rng.choice(("dup", path[2]))] = rng.choice(RAM_HOSTILE)
+            else:
+                _set_path(spec, path, rng.choice(RAM_HOSTILE))
+            yield f"ram_map {'.'.join(map(str, path))}", ("task", spec)
+        elif kind == 3:            # a state pool, damaged or from elsewhere
+            yield f"pool state {mutations[(i // 10) % len(mutations)]}", ("pool", mutations[(i // 10) % len(mutations)])
+        else:                      # one task field hostile, or an unknown name beside it
+            spec = copy.deepcopy(TASK)
+            path = rng.choice(leaves)
+            value = rng.choice(HOSTILE_VALUES + ["orchard/level9", "no/such", 0xC000, {"name": "x"}])
+            if rng.random() < 0.2:
+                path = path[:-1] + (rng.choice(("bogus", "baes", "__init__", "max_steps")),)
+            _set_path(spec, path, value)
+            yield f"task {'.'.join(map(str, path))}={value!r:.40}", ("task", spec)
+
+
+def _set_path(obj, path, value):
+    for k in path[:-1]:
+        obj = obj[k]
+    if isinstance(obj, list) and isinstance(path[-1], str):
+        return
+    obj[path[-1]] = value
+
+
+_POOL = {}
+
+
+def _pool_envs():
+    """(a trained env's state with a pool of a few entries, a fresh env of the same task to load it into)."""
+    if not _POOL:
+        import torch
+
+        from gbx_lightning.envs import GameBoyEnv
+
+        task = {"base": "orchard/level1", "start": {"variants": 1},
+                "milestones": [{"name": "seeds", "kind": "increase", "field": "seeds_eaten"}],
+                "pool": {"score": {"seeds": 1.0}, "max_mb": 1}}
+        env = GameBoyEnv(2, task=task, action_codec="dpad_noop", cpu_threads=1)
+        for a in ([3, 4], [4, 3], [2, 2]):
+            env.step(torch.tensor(a, dtype=torch.int32))
+        _POOL["state"] = env.state_dict()
+        _POOL["env"] = GameBoyEnv(2, task=task, action_codec="dpad_noop", cpu_threads=1)
+    return _POOL["state"], _POOL["env"]
+
+
+def run_pool(mutation: str, rng: random.Random) -> str:
+    import copy
+
+    import torch
+
+    from gbx_lightning.envs.base import StateError
+
+    state, env = _pool_envs()
+    state = copy.deepcopy(state)
+    pool = state["features"]["pool"]
+    if mutation == "rom":
+        pool["rom_sha256"] = "ab" * 32                       # harvested from another ROM
+    elif mutation == "entries":
+        pool["entries"] = torch.tensor([0, rng.choice([5000, -3, 1])])
+    elif mutation == "codec":
+        pool["codec"] = rng.choice(["raw", "xor-lzma", None, 3])
+    elif mutation == "layout":
+        pool["layout"][0][1] = [rng.randrange(1, 9)]
+    elif mutation == "blob":
+        blob = pool["blob"].clone()
+        blob[rng.randrange(blob.numel())] ^= 1 << rng.randrange(8)
+        pool["blob"] = blob
+    elif mutation == "offsets":
+        pool["offsets"] = pool["offsets"].flip(0)
+    elif mutation == "methods":
+        pool["methods"] = torch.full_like(pool["methods"], rng.choice([0, 2, 255]))
+    elif mutation == "reference":
+        pool["reference"] = pool["reference"][:-3]
+    elif mutation == "columns":
+        pool["columns"].pop("score")
+    elif mutation == "book":
+        pool["book"]["entry_score"] = torch.zeros(3)
+    elif mutation == "missing":
+        del state["features"]["pool"]
+    elif mutation == "none":
+        state["features"]["pool"] = None
+    elif mutation == "env_score":
+        pool["env_score"] = "x"
+    elif mutation == "flip":
+        pool["blob"] = torch.zeros(0, dtype=torch.uint8)
+    try:
+        env.load_state_dict(state)
+    except StateError as err:
+        return f"refused {_one_line(err)}"
+    return "ran"
+
+
+def run_task(spec, rng: random.Random) -> str:
+    import torch
+
+    from gbx_lightning.envs import GameBoyEnv
+    from gbx_lightning.envs.base import OptionError
+
+    options = dict(task=spec, action_codec="dpad_noop", cpu_threads=1, max_steps=5, stack_k=2)
+    try:
+        GameBoyEnv.check_options(**options)
+    except OptionError as err:
+        return f"refused {_one_line(err)}"
+    env = GameBoyEnv(1, **options)     # what the checks passed must build and step
+    for _ in range(3):
+        env.step(torch.randint(0, env.num_actions, (1,), dtype=torch.int32))
+    return "ran"
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -444,6 +630,8 @@ def main(kind: str, seed: int, count: int, workdir: Path) -> None:
         cases = ((label, data, None) for label, data in rom_cases(rng, count))
     elif kind == "savestate":
         cases = ((label, data, None) for label, data in savestate_cases(rng, count, workdir))
+    elif kind == "task":
+        cases = ((label, b"", spec) for label, spec in task_cases(rng, count, workdir))
     else:
         cases = config_cases(rng, count)
     only = os.environ.get("FUZZ_ONLY")   # exploring: run only cases whose label contains this
@@ -456,7 +644,9 @@ def main(kind: str, seed: int, count: int, workdir: Path) -> None:
         path = workdir / f"case{i}.{'yaml' if kind == 'config' else 'gb' if kind == 'rom' else 'state'}"
         path.write_bytes(data)
         try:
-            if kind == "rom":
+            if kind == "task":
+                outcome = run_task(extra[1], rng) if extra[0] == "task" else run_pool(extra[1], rng)
+            elif kind == "rom":
                 outcome = run_rom(path, rng)
             elif kind == "savestate":
                 outcome = run_savestate(path, rng)

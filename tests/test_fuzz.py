@@ -1,5 +1,6 @@
 """Hostile input, fuzzed (cases in tests/_fuzz_cases.py): random and mutated ROM images, random, truncated and
-edited savestates (PyBoy's and ours), malformed YAML configs and bad values in them and on the command line.
+edited savestates (PyBoy's and ours), malformed YAML configs and bad values in them and on the command line, task
+fields, task files whose base loops, RAM maps and damaged or foreign state pools.
 
 Each kind runs in its own subprocess, so a crash (a signal) fails the test naming the case it was in; a case
 still running after a minute is a hang (the runner dumps where it is and exits). Every case must give a
@@ -19,11 +20,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).resolve().parent / "_fuzz_cases.py"
 SEED = 15
-COUNTS = {"rom": 1000, "savestate": 880, "config": 240}
+COUNTS = {"rom": 1000, "savestate": 880, "config": 240, "task": 120}
 # what a refusal names, per kind: the env option (as GameBoyEnv.check_options words it) or the config field
 REFUSAL = {"rom": ("rom is not a ROM we can run: ",),
            "savestate": ("task.start.state cannot be loaded: ",),
-           "config": ("config error: ", "error: ")}
+           "config": ("config error: ", "error: "),
+           "task": ("task", "GameBoyEnv.load_state_dict: ")}
 
 
 def _tree(root: Path, skip: tuple[str, ...]) -> set[str]:
@@ -64,7 +66,8 @@ def test_hostile_inputs_give_a_one_line_error_or_run(kind, tmp_path):
     print(f"\nfuzz {kind}: {len(cases)} cases: " + ", ".join(f"{v} {k}" for k, v in sorted(outcomes.items())))
 
     # nothing written outside the run directory: the runner's own case files are in work/, runs in work/runs/
-    outside = [p for p in _tree(tmp_path, ()) if not p.startswith(("work" + os.sep + "runs" + os.sep,))
+    outside = [p for p in _tree(tmp_path, ()) if not p.startswith(("work" + os.sep + "runs" + os.sep,
+                                                                   os.path.join("work", "loops") + os.sep))
                and p != os.path.join("work", "base.state")]
     assert not outside, f"{kind} fuzz wrote outside the run directory: {outside[:10]}"
     assert _tree(ROOT, (".git", "__pycache__", ".pytest_cache", "lightning_logs")) == repo_before

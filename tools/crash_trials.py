@@ -10,7 +10,9 @@ has trained past its checkpoint, sleeps a random time, then sends SIGTERM or SIG
 
 With checkpoints every optimizer step (the default here) most kills land in or near a checkpoint write.
 Finally the run is resumed to ``--max-steps`` and compared with an uninterrupted run of the same config:
-bitwise-equal parameters and equal step records (wall-clock fields aside). ``--load N`` runs N busy
+bitwise-equal parameters, equal step records (wall-clock fields aside) and an equal data-stream state in the last
+checkpoint (every env tensor: machines, a state pool's states and scores, heatmap counts, milestone trackers,
+reward items; a recurrent policy's state). ``--load N`` runs N busy
 processes beside it (a loaded machine).
 
     python tools/crash_trials.py --trials 20                          # Game Boy A2C (configs/a2c.yaml, smaller)
@@ -45,6 +47,35 @@ def _load_step(path: Path) -> int | None:
         return int(torch.load(path, map_location="cpu", weights_only=False)["global_step"])
     except Exception:  # noqa: BLE001 - not there yet
         return None
+
+
+def _stream_tensors(ckpt: dict) -> dict[str, tuple]:
+    """{key path: (dtype, shape, bytes)} of the data stream's saved state (env state with each feature's packed state
+    expanded, policy state), the run's own counters aside."""
+    from gbx_lightning.envs.features import FEATURES
+
+    stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+    env = stream.get("env") or {}
+    features = dict(env.get("features") or {})
+    for cls in FEATURES:
+        if getattr(cls, "expand_state", None) is not None and features.get(cls.name) is not None:
+            features[cls.name] = cls.expand_state(features[cls.name])
+    out: dict[str, tuple] = {}
+
+    def walk(value, path):
+        if isinstance(value, torch.Tensor):
+            out[path] = (str(value.dtype), tuple(value.shape), value.contiguous().reshape(-1).view(torch.uint8)
+                         .numpy().tobytes() if value.numel() else b"")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{path}/{k}")
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+
+    walk({**env, "features": features}, "env")
+    walk(stream.get("policy_state"), "policy_state")
+    return out
 
 
 def main() -> int:
@@ -134,6 +165,13 @@ def main() -> int:
         b = torch.load(runs / "straight" / "version_0" / "checkpoints" / "last.ckpt", map_location="cpu",
                        weights_only=False)
         same_weights = all(torch.equal(a["state_dict"][k], v) for k, v in b["state_dict"].items())
+        # the env state and the recurrent policy's state the stream saved: every tensor (a state pool's entries
+        # unpacked: its machines, stacks, scores), heatmap counts, milestone trackers, LSTM states
+        env_a, env_b = (_stream_tensors(c) for c in (a, b))
+        same_env = env_a == env_b
+        print(f"stream state (env: machines, pool, heatmap, milestones, reward items; LSTM state): "
+              f"{len(env_b)} tensors, equal to the uninterrupted run's: {same_env}"
+              + ("" if same_env else f" (differ: {sorted(k for k in env_b if env_a.get(k) != env_b[k])[:8]})"))
         latest = {}
         for r in read_training_log(run_dir / "train.jsonl"):
             if "loss" in r:
@@ -144,7 +182,7 @@ def main() -> int:
         print(f"after {len(log)} interruptions, at step {a['global_step']}: parameters bitwise equal to the "
               f"uninterrupted run: {same_weights}; step records equal: {ours == theirs} ({len(ours)} records)")
         print(json.dumps({"trials": log}))
-        return 0 if (starts == expected and same_weights and ours == theirs) else 1
+        return 0 if (starts == expected and same_weights and ours == theirs and same_env) else 1
     finally:
         for p in busy:
             p.kill()

@@ -9,8 +9,8 @@ What is kept of a run, all of it compared for equality:
 * the final checkpoint's data-loader state (counters, RNG, the env state: every machine, stack, pool, reward item,
   milestone and heatmap tensor): a sha256 per tensor and every plain value, by its key path. Where the env state's
   layout changed on purpose (its ``version``), the paths cannot match and the env's tensors are compared as a
-  multiset of (dtype, shape, sha256) instead (``--layout multiset``; a pool stored another way is expanded first
-  by ``GameBoyEnv.expand_state`` when the env has one).
+  multiset of (dtype, shape, sha256) instead (``--layout multiset``; a feature's state stored compactly, the pool's
+  packed entries, is expanded first by that feature class's ``expand_state``).
 
     python tools/fit_identity.py record /tmp/envfeat/ref.json            # before the change
     python tools/fit_identity.py compare /tmp/envfeat/ref.json           # after: prints each case, exit 1 on a difference
@@ -159,13 +159,18 @@ def run_case(name: str, work: Path) -> dict:
 
 
 def _expanded(env_state: dict) -> dict:
-    """The env state with a compactly stored pool expanded, when this tree's env knows how (for the multiset)."""
+    """The env state with each feature's compactly stored state expanded (``expand_state`` of the feature classes
+    of this tree, where they have one: the pool's packed entries as machine arrays and stacks), for the multiset."""
     try:
-        from gbx_lightning.envs.gameboy import GameBoyEnv
-    except ImportError:
+        from gbx_lightning.envs.features import FEATURES
+    except ImportError:     # a tree from before the features
         return env_state
-    expand = getattr(GameBoyEnv, "expand_state", None)
-    return expand(env_state) if expand is not None else env_state
+    features = dict(env_state.get("features") or {})
+    for cls in FEATURES:
+        expand = getattr(cls, "expand_state", None)
+        if expand is not None and features.get(cls.name) is not None:
+            features[cls.name] = expand(features[cls.name])
+    return {**env_state, "features": features} if "features" in env_state else env_state
 
 
 def _strip(value):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MODULES = ["gbx_lightning.emu.cpu", "gbx_lightning.emu.machine", "gbx_lightning.emu.mbc",
-           "gbx_lightning.emu.savestate", "gbx_lightning.envs.foraging", "gbx_lightning.envs.pixels"]
+           "gbx_lightning.emu.savestate", "gbx_lightning.envs.foraging_kernels", "gbx_lightning.envs.pixels"]
 
 
 def main(argv=None) -> int:

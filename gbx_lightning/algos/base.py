@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import warnings
 from typing import Any, Literal
 
@@ -134,6 +135,7 @@ class RLModule(LightningModule):
         self.nonfinite: tuple[str, int | None] | None = None  # (what, opt step), found by the last interval read
         self.env_state_max_bytes: int | None = 256 << 20  # env state above this is left out of checkpoints
         self.restored_env_state: dict | None = None  # what the checkpoint resumed from said of its env state
+        self._env_state_left_out = False   # the last checkpoint left the env state out (said once, when it starts)
         self.last_eval_clip: torch.Tensor | None = None  # env 0's screens in the last evaluation (pixel envs)
         self.eval_episode_seed: int | None = None   # another seed's episodes to evaluate on (the CLI's validate/test)
 
@@ -327,7 +329,15 @@ class RLModule(LightningModule):
         checkpoint["gbx"] = {"env_steps": self.env_steps, "opt_steps": self.opt_steps,
                              "world_size": self.ranks()[1]}
         if self.stream is not None:  # the stream's state holds the env's; this says how big it is, and if it is there
-            checkpoint["gbx_env_state"] = self.stream.env_state_plan()
+            plan = self.stream.env_state_plan()
+            if not plan["saved"]:   # what a resume from this checkpoint loses, part by part; said when it starts
+                parts = getattr(self.env, "state_parts", None)
+                plan["parts"] = parts() if callable(parts) else None
+                if not self._env_state_left_out and self.global_rank == 0:
+                    print(env_state_note(plan, f"checkpoint at optimizer step {self.opt_steps}"), file=sys.stderr,
+                          flush=True)
+            self._env_state_left_out = not plan["saved"]
+            checkpoint["gbx_env_state"] = plan
         # the log interval in flight, so that a run resumed from any step writes the records it would have written
         checkpoint["gbx_metrics"] = self.loss_metrics.state_dict()
 
@@ -344,6 +354,10 @@ class RLModule(LightningModule):
         self.opt_steps = int(counters.get("opt_steps", 0))
         self._restored_env_steps = int(counters.get("env_steps", 0))
         self.restored_env_state = checkpoint.get("gbx_env_state")
+        plan = self.restored_env_state
+        if plan and not plan.get("saved", True) and trainer is not None and trainer.state.fn == "fit" \
+                and self.global_rank == 0:
+            print(env_state_note(plan, "resuming"), file=sys.stderr, flush=True)
         self._read_step = self.opt_steps
         self._restored_metrics = checkpoint.get("gbx_metrics")   # applied in on_train_start, on the device
 
@@ -484,3 +498,19 @@ class RLModule(LightningModule):
     def test_step(self, batch, batch_idx):
         self._eval_step(batch, "test")
 
+
+def env_state_note(plan: dict, when: str) -> str:
+    """One line: a checkpoint without the env state (``plan``: ``RolloutStream.env_state_plan`` and the env's
+    ``state_parts``), what a resume from it loses, and what to do."""
+    def size(nbytes: int) -> str:
+        return f"{nbytes / (1 << 20):.1f} MB" if nbytes >= 100 << 10 else f"{nbytes / 1024:.1f} KB"
+
+    lost = "; ".join(f"{what} {size(nbytes)}" for what, nbytes in plan.get("parts") or []) or "every env's state"
+    cap = f"{plan['max_bytes'] / (1 << 20):.4g}" if plan.get("max_bytes") is not None else "?"
+    head = (f"{when}: the env state ({size(plan['bytes'])}) is over --env_state_max_mb {cap}: this and later "
+            f"checkpoints leave it out, and a resume from one restarts every env from the task's start states, "
+            if when != "resuming" else
+            f"resuming from a checkpoint without the env state ({size(plan['bytes'])} was over --env_state_max_mb "
+            f"{cap}): every env restarts from the task's start states, ")
+    return (head + f"losing {lost} (the reward items' running statistics are kept); --env_state_max_mb "
+            f"{-(-plan['bytes'] // (1 << 20))} or more keeps it")

@@ -158,9 +158,11 @@ class GbxCLI(LightningCLI):
         parser.add_argument("--progress_refresh", type=int, default=10,
                             help="Batches between progress-bar refreshes (0 disables the bar).")
         parser.add_argument("--env_state_max_mb", type=float, default=256,
-                            help="Env state (every env's machine, frame stacks, counters) larger than this is left "
-                                 "out of checkpoints: a resume restarts the envs from their reset states, and the "
-                                 "JSONL meta line says so (a Game Boy env with stack_k 4 is ~73 KB).")
+                            help="Env state (every env's machine, frame stacks, counters, a task's state pool, "
+                                 "packed) larger than this is left out of checkpoints, said in one line with what a "
+                                 "resume then loses (it restarts the envs from their reset states). A task's state "
+                                 "pool must fit under it with the envs' state (a Game Boy env with stack_k 4 is ~73 "
+                                 "KB), checked before anything is built.")
         parser.add_argument("--random_baseline", type=bool, default=True,
                             help="At the start of a fit, a uniformly random policy plays the evaluation episodes: "
                                  "its success rate is logged once (eval/random_success_rate) and each evaluation "
@@ -235,6 +237,8 @@ class GbxCLI(LightningCLI):
         problem = number_problem(cfg.get("env_state_max_mb"), low=0)
         if problem is not None:
             raise ConfigError("env_state_max_mb", problem)
+        if self.subcommand == "fit":
+            _check_env_state_cap(cls, init_args, cfg.env_state_max_mb)
         if self.subcommand == "play":
             bounds.update(episodes=dict(low=1), max_steps=dict(low=1))
         for field, bound in bounds.items():
@@ -444,6 +448,30 @@ def _child(node, part: str | None, holding: str | None = None):
         if isinstance(where, Namespace) and name in where:
             return where if holding is not None else where[name]
     return None
+
+
+def _check_env_state_cap(module_cls, init_args: dict, max_mb: float) -> None:
+    """The checkpoint cap (``--env_state_max_mb``) and a task's own caps must agree: an env whose feature can grow
+    its state past the cap (a state pool filling ``task.pool.max_mb``) would leave the whole env state out of every
+    checkpoint from then on. Refused in one line naming both, with the numbers that agree (nothing built)."""
+    from gbx_lightning.algos.build import factory_parts
+
+    env_cls, options = factory_parts(init_args.get("env"))
+    bound = getattr(env_cls, "state_bound", None)
+    if bound is None:
+        return
+    num_envs = init_args.get("num_envs", module_cls.hparam_defaults().get("num_envs"))
+    need = bound(num_envs, **options)
+    mib, cap = 1 << 20, int(max_mb * (1 << 20))
+    total = need["envs"] + sum(f["bytes"] for f in need["features"])
+    for f in need["features"]:
+        if total > cap:
+            fits = f["fits"](cap - total + f["bytes"])
+            raise ConfigError("env_state_max_mb", f"({max_mb:g}) and {f['field']} ({f['value']:g}) disagree: "
+                              f"{f['what']} takes up to {f['bytes'] / mib:.1f} MB of a checkpoint beside the "
+                              f"{num_envs} envs' own state ({need['envs'] / mib:.1f} MB), over the cap, and a "
+                              f"checkpoint past the cap leaves the whole env state out; raise --env_state_max_mb to "
+                              f"{-(-total // mib)} or lower {f['field']} to {fits:g}")
 
 
 def _check_accelerator(accelerator) -> None:

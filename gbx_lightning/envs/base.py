@@ -58,13 +58,15 @@ class VecEnvBase:
 @runtime_checkable
 class VecEnvExtras(Protocol):
     """What an env may offer beyond VecEnv; ``data.RolloutStream`` and the callbacks probe each with ``getattr``
-    and do without (ForagingEnv has ``observe``; GameBoyEnv all four).
+    and do without (ForagingEnv has ``observe``; GameBoyEnv all five).
 
     observe() -> obs: the current observation (after ``load_state_dict``): a checkpoint need not store it.
     state_nbytes: bytes of ``state_dict()``'s tensors, told without building it (the checkpoint size cap).
     reward_pipeline: a ``reward_transforms.RewardPipeline``; its ``state_dict(per_env=False)`` (e.g. a return
         normaliser's statistic) is kept when a checkpoint leaves the env state out.
     rom_sha256: the ROM the env runs (the training log's meta; pixel envs have one).
+    state_parts() -> [(what, bytes)]: ``state_dict``'s parts, named for a line saying what a checkpoint that leaves
+        the env state out loses (GameBoyEnv: the machines, then each feature's).
     """
 
     state_nbytes: int

@@ -70,7 +70,7 @@ from .features import FEATURES, Feature, Step
 from .features.base import loaded_tensor
 from .features.observations import ObsFields
 from .pixels import WORDS_PER_FRAME, compose_stacks
-from .start_cache import StartCache, build_start_rows
+from .start_cache import StartCache, build_start_rows, machine_state_bytes
 from .task import Task, TaskFields, check_task, load_task, missing_required
 
 __all__ = ["GameBoyEnv"]
@@ -132,9 +132,9 @@ class GameBoyEnv(VecEnvBase):
         cls._checked(options)
 
     @classmethod
-    def _checked(cls, options: dict) -> tuple[Task, bytes | str, str, dict]:
+    def _checked(cls, options: dict) -> tuple[Task, bytes | str, str, dict, Any]:
         """check_options' work on ``options`` over the constructor's defaults; returns (the task, what
-        VecGameBoy loads, the ROM's display name, the options with defaults)."""
+        VecGameBoy loads, the ROM's display name, the options with defaults, the cartridge)."""
         opts = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
                 if p.default is not p.empty}
         opts.update(options)
@@ -171,7 +171,18 @@ class GameBoyEnv(VecEnvBase):
         for feature in FEATURES:
             feature.check(task, opts, cart)
         resolve_codec(opts["action_codec"])
-        return task, source, name, opts
+        return task, source, name, opts, cart
+
+    @classmethod
+    def state_bound(cls, num_envs: int, **options) -> dict[str, Any]:
+        """What the state of ``num_envs`` envs with these options can reach in a checkpoint, nothing built
+        (milliseconds; the options checked as ``check_options``): ``envs``, the bytes of their machines, frame stacks
+        and episode counters; ``features``, the ``Feature.checkpoint_bound`` of each feature whose state can be large
+        beside them (a full state pool: ``task.pool.max_mb``)."""
+        task, _, _, opts, cart = cls._checked(options)
+        per_env = machine_state_bytes(cart) + opts["stack_k"] * 72 * 80 + 4 + 8
+        bounds = (feature.checkpoint_bound(task, opts, cart) for feature in FEATURES)
+        return {"envs": num_envs * per_env, "features": [b for b in bounds if b is not None]}
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", *, rom: str | None = None,
                  task: str | TaskFields | None = None, seed: int = 0, frames_per_step: int = 24,
@@ -183,7 +194,7 @@ class GameBoyEnv(VecEnvBase):
         problem = number_problem(num_envs, low=1, integer=True)
         if problem is not None:
             raise OptionError("num_envs", problem)
-        self.task, rom_source, self.rom_name, self.options = self._checked(options)
+        self.task, rom_source, self.rom_name, self.options, _ = self._checked(options)
         task = self.task
         self.num_envs, self.device = num_envs, resolve_device(device)
         self.frames_per_step, self.release_after_frames = frames_per_step, release_after_frames
@@ -323,7 +334,7 @@ class GameBoyEnv(VecEnvBase):
         reward = step.reward if step.reward is not None else torch.zeros(n, dtype=torch.float32, device=dev)
         game_reward = step.game_reward if step.game_reward is not None else reward
         episode_return, episode_length = self._stats.update(game_reward, terminated, truncated)
-        done = terminated | truncated
+        done = step.done
         step.info.update({"episode_return": episode_return, "episode_length": episode_length,
                           "success": step.success, "failed": step.failed})
         for feature in self.features:
@@ -373,6 +384,13 @@ class GameBoyEnv(VecEnvBase):
         tensors = sum(t.numel() * t.element_size() for t in [getattr(self, "_" + k) for k in self._STATE_TENSORS]
                       + [self._stats.running_return, self._stats.running_length])
         return machines + tensors + self.generator.get_state().numel() + sum(f.state_nbytes for f in self.features)
+
+    def state_parts(self) -> list[tuple[str, int]]:
+        """(what, bytes) of ``state_dict``'s parts: the envs' machines and frame stacks, then each feature's (those
+        with any state): what a checkpoint that leaves the env state out loses."""
+        own = self.state_nbytes - sum(f.state_nbytes for f in self.features)
+        return [("every env's machine and frame stack", own)] + [
+            (f.state_title(), f.state_nbytes) for f in self.features if f.state_nbytes]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict() of an env built with the same ROM, num_envs, stack_k and task features."""

@@ -53,7 +53,8 @@ episode's sum of the rewards trained on; without one the two are the same and it
 Running state. ``return_norm``'s statistic (mean, variance, count: float64 on the env's device)
 and its per-env accumulators are in the env's ``state_dict``, so in every checkpoint: a resumed
 run normalises exactly as the uninterrupted one. When a checkpoint leaves the env state out
-(over ``--env_state_max_mb``) the statistic is still kept (``RolloutStream``). Under DDP each
+(over ``--env_state_max_mb``, said in one line when it starts) the statistic is still kept
+(``RolloutStream``). Under DDP each
 process keeps the statistic of its own envs (per rank, saved per rank), as each has its envs.
 
 Your own item, by import path (``name: package.module.Attr``; the module must be importable):
@@ -394,15 +395,19 @@ class RewardPipeline:
             state = item.state_dict(per_env)
             if state:
                 out[label] = state
+        if not per_env:
+            out["per_env"] = False   # the envs' own state was left out: a resume says so once, not per item
         return out
 
     def load_state_dict(self, state: dict[str, dict]) -> None:
         """Restore the items' states by label; an item with no saved state (the list changed since the
-        checkpoint) starts fresh, with a warning."""
+        checkpoint) starts fresh, with a warning. A ``state_dict(per_env=False)`` (a checkpoint that left the envs
+        out) lacks every item's per-env state by design: only a missing statistic is warned of."""
+        per_env = state.get("per_env", True) is not False
         for label, item in self.items:
             if label in state:
                 item.load_state_dict(state[label])
-            elif item.state_dict():
+            elif item.state_dict(per_env):
                 warnings.warn(f"reward item {label}: no state in the checkpoint (the reward list changed?); it "
                               f"starts fresh", stacklevel=2)
 

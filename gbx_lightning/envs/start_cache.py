@@ -17,11 +17,18 @@ import torch
 import warp as wp
 
 from gbx_lightning.emu import VecGameBoy
+from gbx_lightning.emu import state as S
 from gbx_lightning.emu.buttons import read_trace, trace_segments
 
 from .task import Task, load_start_state, start_states
 
-__all__ = ["StartCache", "build_start_rows"]
+__all__ = ["StartCache", "build_start_rows", "machine_state_bytes"]
+
+
+def machine_state_bytes(cart) -> int:
+    """One machine's state in bytes for cartridge ``cart`` (``emu.state``'s per-env layout), nothing built."""
+    return sum(int(np.prod(shape)) * np.dtype(dt).itemsize for _, shape, dt in
+               S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec()))))
 
 
 def build_start_rows(task: Task, rom_source, device: str, frames_per_step: int) -> tuple[list[dict], np.ndarray]:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -97,9 +98,9 @@ def _copy(task: Task) -> Task:
                                requires=listed(task.requires))
 
 
-def _read(spec, where: str, check: bool = False) -> Task:
+def _read(spec, where: str, check: bool = False, chain: tuple[str, ...] = ()) -> Task:
     """A built-in task by name, or a task YAML file (``check``: its values too, errors naming the file; a base
-    is checked with what is built on it)."""
+    is checked with what is built on it). ``chain``: the files whose ``base`` led here (a loop is refused)."""
     text = os.fspath(spec)
     path = task_path(text)
     if path is None:
@@ -111,6 +112,11 @@ def _read(spec, where: str, check: bool = False) -> Task:
             raise OptionError(where, f"is neither a built-in task ({', '.join(available_tasks())}) nor a task file: "
                                      f"no file at {short(text)}")
         path = Path(text)
+    key = os.path.realpath(path)
+    if key in chain:
+        names = [os.path.basename(c) for c in (*chain, key)]
+        raise OptionError(where, f"loops back to a task it is the base of: {' -> '.join(names)} (a base may not lead "
+                                 f"back to the task itself)")
     try:
         data = yaml.safe_load(path.read_text())
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
@@ -118,17 +124,18 @@ def _read(spec, where: str, check: bool = False) -> Task:
     if not isinstance(data, Mapping):
         raise OptionError(where, f"{path}: must hold a mapping of task fields, got {type(data).__name__}")
     try:
-        task = _from_mapping(data, where, path.parent)
+        task = _from_mapping(data, where, path.parent, (*chain, key))
         if not task.name or "base" in data and "name" not in data:
             task.name = text
         if check:
             check_values(task, where)
     except OptionError as err:
-        raise OptionError(err.option, f"{err.message} (in {path})") from None
+        where_from = "" if re.search(r" \(in [^()]+\)$", err.message) else f" (in {path})"
+        raise OptionError(err.option, f"{err.message}{where_from}") from None   # the innermost file names it
     return task
 
 
-def _from_mapping(data: Mapping, where: str, base_dir: Path | None) -> Task:
+def _from_mapping(data: Mapping, where: str, base_dir: Path | None, chain: tuple[str, ...] = ()) -> Task:
     """The fields of ``data`` over Task() (or over its ``base``); paths relative to ``base_dir`` (a file's)."""
     data = dict(data)
     task = Task()
@@ -139,7 +146,7 @@ def _from_mapping(data: Mapping, where: str, base_dir: Path | None) -> Task:
                                                f"a task file, got {short(base)}")
         if base_dir is not None and task_path(os.fspath(base)) is None:
             base = _beside(base_dir, base)  # a file beside this one
-        task = _read(base, f"{where}.base")
+        task = _read(base, f"{where}.base", chain=chain)
         changed = [str(k) for k in data if k != "name"]
         task.name = f"{task.name} with {', '.join(changed)}" if changed else task.name
     fields = [f.name for f in dataclasses.fields(Task)]

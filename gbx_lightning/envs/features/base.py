@@ -55,6 +55,7 @@ class Step:
     info: dict = field(default_factory=dict)
     slots: torch.Tensor | None = None
     _cut: torch.Tensor | None = None
+    _ends: tuple[torch.Tensor, torch.Tensor] | None = None    # (truncated, done), made once until an end changes
 
     def terminate(self, success: torch.Tensor | None = None, failed: torch.Tensor | None = None) -> None:
         """End the episodes where ``success`` (the goal reached) or ``failed`` (e.g. GAME OVER): terminated."""
@@ -63,19 +64,27 @@ class Step:
         if failed is not None:
             self.failed = failed
         self.terminated = self.success | self.failed
+        self._ends = None
 
     def truncate(self, mask: torch.Tensor) -> None:
         """End the episodes in ``mask`` as truncated (targets bootstrap through them), unless they terminated."""
         self._cut = mask if self._cut is None else self._cut | mask
+        self._ends = None
+
+    def _made_ends(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._ends is None:
+            cut = self.time_up if self._cut is None else self.time_up | self._cut
+            truncated = cut & ~self.terminated
+            self._ends = (truncated, self.terminated | truncated)
+        return self._ends
 
     @property
     def truncated(self) -> torch.Tensor:
-        cut = self.time_up if self._cut is None else self.time_up | self._cut
-        return cut & ~self.terminated
+        return self._made_ends()[0]
 
     @property
     def done(self) -> torch.Tensor:
-        return self.terminated | self.truncated
+        return self._made_ends()[1]
 
 
 class Feature:
@@ -85,6 +94,7 @@ class Feature:
     ``MUST_MATCH``: a checkpoint saved with this feature cannot load into an env without it (its state would be
     lost: the pool's states, the counters' baselines), and the reverse."""
     name = ""
+    title = ""
     INFO: tuple[str, ...] = ()
     MUST_MATCH = False
     obs_planes = 0
@@ -97,6 +107,17 @@ class Feature:
     @classmethod
     def build(cls, task, env) -> "Feature | None":
         raise NotImplementedError
+
+    @classmethod
+    def checkpoint_bound(cls, task, options: dict, cart) -> dict | None:
+        """Where this feature's state can grow large beside the envs' own (the pool's: a full pool), what it takes in
+        a checkpoint at most, or None: {bytes, what, field (the task field that sizes it), value (its value), fits
+        (room bytes -> the largest value that fits)}; milliseconds, nothing built."""
+        return None
+
+    def state_title(self) -> str:
+        """What the state is, for a line saying it was lost ("the milestone trackers")."""
+        return self.title
 
     @classmethod
     def unexpected_state(cls, state) -> str:

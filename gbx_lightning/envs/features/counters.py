@@ -20,6 +20,7 @@ __all__ = ["Counters"]
 class Counters(Feature):
     """The task's counters for the envs of one GameBoyEnv (module docstring)."""
     name = "counters"
+    title = "the counters' episode totals"
     MUST_MATCH = True
 
     @classmethod

@@ -23,6 +23,7 @@ class VisitHeatmap(Feature):
     """The counts grid of a task's ``heatmap`` (module docstring) for the envs of one env object; as a feature,
     ``after_step`` counts the training envs' visits (an env in ``eval()`` counts none)."""
     name = "heatmap"
+    title = "the heatmap's visit counts"
 
     @classmethod
     def build(cls, task, env) -> "VisitHeatmap | None":

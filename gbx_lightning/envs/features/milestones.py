@@ -43,6 +43,7 @@ class MilestoneTracker(Feature):
     (``update``), ``report`` puts the ended episodes' values in ``info``, ``reset`` starts the restarted ones
     (``begin``); ``progress`` is what the state pool scores."""
     name = "milestones"
+    title = "the milestone trackers"
 
     @classmethod
     def build(cls, task, env) -> "MilestoneTracker | None":

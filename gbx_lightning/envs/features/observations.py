@@ -197,6 +197,7 @@ class DataPlane(Feature):
     before the reward items run: the explore item then marks the cells and forgets the episodes that ended); the
     next observation reads them after the resets."""
     name = "obs"
+    title = "(none)"
     obs_planes = 1
 
     @classmethod

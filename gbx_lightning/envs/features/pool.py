@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
-from gbx_lightning.emu import state as S
-
 from ..base import OptionError, StateError
-from .base import Feature, Step, loaded_tensor
+from ..start_cache import machine_state_bytes
+from ..state_codec import Layout, StateCodecError, pack, pack_many, unpack_many
+from .base import Feature, Step, loaded_tensor, tensor_nbytes
 
 __all__ = ["StatePool", "StatePoolFeature", "draw_pool_slots", "harvest_plan", "pool_capacity", "pool_state_bytes",
            "swarm_plan"]
@@ -177,16 +176,37 @@ class StatePoolFeature(Feature):
     """The task's ``pool`` in a GameBoyEnv (module docstring): its rows in the start cache, its book (``StatePool``),
     each env's score and whether its episode started from a pooled state (``info["from_pool"]``)."""
     name = "pool"
+    title = "the state pool"
     INFO = ("from_pool",)
     MUST_MATCH = True
+
+    @classmethod
+    def checkpoint_bound(cls, task, options: dict, cart) -> dict | None:
+        """A full pool in a checkpoint at most: every entry stored as it is (``state_codec.pack`` never stores one
+        larger) with its offset, method, CRC, index and two columns, and the reference state; ``fits(room)``: the
+        largest ``max_mb`` whose full pool takes at most ``room`` bytes."""
+        if task.pool is None:
+            return None
+        per_state = pool_state_bytes(machine_state_bytes(cart), options["stack_k"])
+        stored = per_state + 8 + 1 + 8 + 8 + 2 * 4
+
+        def nbytes(max_mb: float) -> int:
+            return (pool_capacity(max_mb, per_state) + 1) * stored
+
+        def fits(room: int) -> float:
+            states = max(0, room // stored - 1)
+            return math.floor(states * per_state / (1 << 20) * 10) / 10
+        return {"bytes": nbytes(task.pool.max_mb), "what": f"a full pool of {pool_capacity(task.pool.max_mb, per_state):,}"
+                f" states", "field": "task.pool.max_mb", "value": task.pool.max_mb, "fits": fits}
+
+    def state_title(self) -> str:
+        return f"the state pool ({int(self.book.filled):,} states)"
 
     @classmethod
     def check(cls, task, options: dict, cart) -> None:
         if task.pool is None or not isinstance(options.get("stack_k"), int):
             return
-        machine = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for _, shape, dt in
-                      S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec()))))
-        per_state = pool_state_bytes(machine, options["stack_k"])
+        per_state = pool_state_bytes(machine_state_bytes(cart), options["stack_k"])
         if pool_capacity(task.pool.max_mb, per_state) < 1:
             raise OptionError("task.pool.max_mb", f"holds no state: one takes {per_state / (1 << 20):.3f} MB "
                                                   f"(machine and frame stack), got {task.pool.max_mb}")
@@ -217,6 +237,10 @@ class StatePoolFeature(Feature):
         self.from_pool = torch.zeros(n, dtype=torch.bool, device=dev)       # its episode started from a pooled state
         self.swarm_clock = 0                                                # steps since reset(): swarms count them
         self.step_score, self.swarm = self.score, None
+        # checkpoints: each entry packed once, against the first start state (envs/state_codec.py)
+        self._packed: dict[int, tuple[int, int, bytes]] = {}    # entry -> (its serial, method, packed bytes)
+        self._reference: bytes | None = None
+        self._layout: Layout | None = None
         cache.add_column("score", torch.zeros(cache.num_start_states, dtype=torch.float32, device=dev),
                          lambda: self.step_score)
 
@@ -283,27 +307,59 @@ class StatePoolFeature(Feature):
         """The pool's numbers (entries, scores, totals; one host read)."""
         return self.book.stats()
 
-    # ---- checkpoints
+    # ---- checkpoints: the entries packed (envs/state_codec.py), each once: packed again only when harvested again
+    def _entry_rows(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The machine arrays and frame stacks of cache ``rows`` (CPU), in the order of an entry's bytes."""
+        cache = self.env.cache
+        return {**cache.machine_rows(rows), "stack": cache.stack[rows].cpu().clone()}
+
+    def _packed_entries(self) -> tuple[torch.Tensor, list[tuple[int, bytes]]]:
+        """(the entries in use, their packed bytes): entries harvested since the last call are read from the device
+        and packed (one host read of the serials), the others come from ``_packed``."""
+        serials = self.book.entry_serial.cpu()
+        used = torch.nonzero(serials >= 0).flatten()
+        if self._reference is None:
+            rows0 = self._entry_rows(torch.tensor([0], device=self.env.device))
+            self._layout = Layout.of(rows0)
+            self._reference = self._layout.rows(rows0)[0]
+        stale = [j for j in used.tolist() if self._packed.get(j, (None,))[0] != int(serials[j])]
+        if stale:
+            fresh = self._layout.rows(self._entry_rows(self.first_row + torch.tensor(stale, device=self.env.device)))
+            for j, entry in zip(stale, fresh):
+                self._packed[j] = (int(serials[j]), *pack(entry, self._reference))
+        self._packed = {j: self._packed[j] for j in used.tolist()}
+        return used, [self._packed[j][1:] for j in used.tolist()]
+
     @property
     def state_nbytes(self) -> int:
-        """The entries in use (one host read) and the per-env scores."""
-        return int(self.book.filled) * self.per_state + 9 * self.env.num_envs
+        """The bytes of ``state_dict``'s tensors: the entries packed (those harvested since the last checkpoint are
+        packed now: one host read of the serials), the reference state, the columns, the book, the per-env scores."""
+        return tensor_nbytes(self.state_dict())
 
     def state_dict(self) -> dict:
-        """The entries in use (their machines, frame stacks, cache columns) and the book, with the ROM they were
-        harvested from; the per-env scores; the swarm clock."""
-        cache = self.env.cache
-        used = torch.nonzero(self.book.entry_serial >= 0).flatten()
-        rows = self.first_row + used
-        return {"rom_sha256": self.env.rom_sha256, "entries": used.cpu(), "machines": cache.machine_rows(rows),
-                "stack": cache.stack[rows].cpu().clone(),
-                "columns": {name: column[rows].cpu().clone() for name, column in cache.columns.items()},
+        """The entries in use, packed (their machines and frame stacks: ``envs/state_codec.py``), their cache
+        columns and the book, with the ROM they were harvested from; the per-env scores; the swarm clock."""
+        used, packed = self._packed_entries()
+        rows = self.first_row + used.to(self.env.device)
+        return {"rom_sha256": self.env.rom_sha256, "entries": used, **pack_many(packed, self._reference, self._layout),
+                "columns": {name: column[rows].cpu().clone() for name, column in self.env.cache.columns.items()},
                 "book": self.book.state_dict(), "base_score": self.base_score.cpu().clone(),
                 "env_score": self.score.cpu().clone(), "from_pool": self.from_pool.cpu().clone(),
                 "swarm_clock": self.swarm_clock}
 
+    @classmethod
+    def expand_state(cls, state: dict) -> dict:
+        """A ``state_dict`` with the entries unpacked: ``machines`` (name -> [E, ...]) and ``stack`` in place of the
+        packed form (for tools comparing pools; StateCodecError if it does not unpack)."""
+        layout, _, entries, _ = unpack_many(state, "pool")
+        tensors = layout.tensors(entries) if entries else {}
+        rest = {k: v for k, v in state.items() if k not in ("codec", "layout", "reference", "reference_sha256",
+                                                              "methods", "crc32", "offsets", "blob")}
+        return {**rest, "machines": {k: v for k, v in tensors.items() if k != "stack"}, "stack": tensors.get("stack")}
+
     def load_state_dict(self, state: dict | None, where: str) -> None:
-        """Put a ``state_dict`` back; a pool harvested from another ROM is refused in one line."""
+        """Put a ``state_dict`` back; a pool harvested from another ROM, one that does not fit this task's pool or
+        does not unpack is refused in one line."""
         env, cache = self.env, self.env.cache
         if state is None:
             raise StateError(f"{where}: the state was saved without a state pool, this env's task has one")
@@ -314,10 +370,22 @@ class StatePoolFeature(Feature):
         if used.numel() and int(used.max()) >= self.book.capacity:
             raise StateError(f"{where}: the state pool holds entries up to {int(used.max())}, this task's pool has "
                              f"{self.book.capacity} (pool.max_mb as saved, and the same stack_k)")
+        try:
+            layout, reference, entries, packed = unpack_many(state, f"{where}: pool")
+        except StateCodecError as err:
+            raise StateError(str(err)) from None
+        mine = Layout.of(self._entry_rows(torch.tensor([0], device=env.device)))
+        if layout.arrays != mine.arrays or len(entries) != used.numel():
+            raise StateError(f"{where}: the state pool's entries are {len(entries)} of {layout.nbytes} bytes for "
+                             f"{used.numel()} entries; this env's are {mine.nbytes} bytes (another emulator state "
+                             f"layout or stack_k)")
         self.book.load_state_dict(state["book"], where)
         rows = (self.first_row + used).to(env.device)
-        cache.put_machine_rows(rows, state["machines"], f"{where}: pool")
-        cache.stack[rows] = loaded_tensor(where, "pool stack", state["stack"], cache.stack[rows])
+        if entries:
+            tensors = layout.tensors(entries)
+            stack = tensors.pop("stack")
+            cache.put_machine_rows(rows, tensors, f"{where}: pool")
+            cache.stack[rows] = loaded_tensor(where, "pool stack", stack, cache.stack[rows])
         columns = state.get("columns", {})
         for name, column in cache.columns.items():
             if name not in columns:
@@ -328,3 +396,7 @@ class StatePoolFeature(Feature):
         self.score = loaded_tensor(where, "pool env_score", state["env_score"], self.score)
         self.from_pool = loaded_tensor(where, "pool from_pool", state["from_pool"], self.from_pool)
         self.swarm_clock = int(state["swarm_clock"])
+        # the entries stay packed as loaded, against the reference they came with (later ones too)
+        serials = self.book.entry_serial.cpu()
+        self._packed = {j: (int(serials[j]), *p) for j, p in zip(used.tolist(), packed)}
+        self._layout, self._reference = layout, reference

@@ -20,6 +20,7 @@ __all__ = ["Reward"]
 class Reward(Feature):
     """The task's reward pipeline for the envs of one GameBoyEnv (module docstring)."""
     name = "reward"
+    title = "the reward items' per-env state"
     INFO = ("trained_return",)
 
     @classmethod

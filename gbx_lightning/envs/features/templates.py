@@ -44,6 +44,7 @@ def reward_settings(task, goal: GoalTemplate | None) -> dict:
 class Templates(Feature):
     """The task's goal and fail templates for the envs of one GameBoyEnv (module docstring)."""
     name = "templates"
+    title = "the goal/fail templates' progress"
     INFO = ("success", "failed")
 
     @classmethod

@@ -1,5 +1,5 @@
 """Observers of a run: the training log (JSONL + every Lightning logger), what the agent sees, the progress bar,
-atomic checkpoint writes.
+atomic checkpoint writes, what torch.compile does with the update (``CompileNotice``).
 
 Training log (one JSON object per line, appended; schema stable):
 
@@ -50,6 +50,7 @@ import json
 import math
 import os
 import platform
+import sys
 import tempfile
 import time
 import uuid
@@ -62,6 +63,7 @@ from lightning.pytorch.loggers import TensorBoardLogger, WandbLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from gbx_lightning.metrics import LOGGER_NAMES
+from gbx_lightning.models import compile_choice
 
 __all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "AgentView", "package_versions",
            "logger_metrics", "observation_grid", "drop_torn_line", "read_training_log"]
@@ -575,3 +577,47 @@ def read_training_log(path: str | os.PathLike) -> list[dict[str, Any]]:
                 break
             raise ValueError(f"{path}: line {i + 1} is not JSON: {line[:80]!r}") from None
     return records
+
+
+# what running the update eager costs where "auto" would compile it: fit's env steps per CPU second, compiled over
+# eager, at the Pokemon configs' sizes (docs/training.md, CPU speed of the learner)
+EAGER_UPDATE_COST = "fit ran 1.3x fewer env steps per CPU second without it at the Pokemon configs' sizes"
+
+
+class CompileNotice(Callback):
+    """Says on stderr what torch.compile does with the policy's update (``models.compile_choice``), rank 0 only.
+
+    Where the update compiles: one line before the first update (which compiles: ~30 s on a CPU, once per process,
+    the progress bar standing still meanwhile) and one after it, with the time it took. Where ``compile_update:
+    auto`` cannot compile (no C++ compiler, or ``GBX_COMPILE_UPDATE=0``): one line at the start saying so and what
+    it costs. Nothing for ``compile_update: false`` or a policy without the option.
+    """
+
+    def __init__(self) -> None:
+        self._compiling = False
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        policy = getattr(pl_module, "policy", None)
+        setting = getattr(policy, "compile_update", None)
+        self._compiling = False
+        if setting is None or not trainer.is_global_zero:
+            return
+        compiles, why = compile_choice(setting, pl_module.device)
+        if compiles:
+            self._compiling = getattr(policy, "_compiled_evaluate", None) is None
+        elif setting == "auto" and pl_module.device.type == "cpu":
+            print(f"note: the update runs without torch.compile: {why}; {EAGER_UPDATE_COST} (docs/training.md). "
+                  f"Install g++, or set model.policy.init_args.compile_update: false to run eager without this note",
+                  file=sys.stderr, flush=True)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self._compiling:
+            print("compiling the update with torch.compile (the first update only: ~30 s on a CPU; "
+                  "model.policy.init_args.compile_update: false runs it eager)", file=sys.stderr, flush=True)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self._compiling:
+            self._compiling = False
+            seconds = getattr(pl_module.policy, "compile_seconds", None)
+            if seconds is not None:
+                print(f"compiled the update in {seconds:.0f} s (its first run included)", file=sys.stderr, flush=True)

@@ -17,21 +17,69 @@ gives them short names for tools and tests. Two families, chosen by the observat
 All use orthogonal initialisation as is usual for PPO/A2C: hidden layers with
 gain sqrt(2), the policy head with gain 0.01 (a near-uniform initial policy, so
 early exploration does not depend on the seed) and the value head with gain 1.
+
+The pixel CNNs' updates (``evaluate``: forward and backward over a batch) run through ``torch.compile`` by default
+on a CPU with a C++ compiler (``compile_update: auto``; ``compile_choice`` says what "auto" does and why).
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Callable
+import os
+import shutil
+import time
+from typing import Callable, Literal
 
 import torch
 from torch import nn
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
            "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
-           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions"]
+           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "COMPILE_ENV", "CompileSetting",
+           "compile_choice", "cpp_compiler"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
+
+# ---- torch.compile of the update ---------------------------------------------------------------------------------
+CompileSetting = bool | Literal["auto"]
+# "0" turns compile_update: auto off in this process and its children (the test suite does: compile time would
+# dominate its small runs); an explicit compile_update: true still compiles
+COMPILE_ENV = "GBX_COMPILE_UPDATE"
+
+
+@functools.lru_cache(maxsize=1)
+def cpp_compiler() -> str | None:
+    """The C++ compiler torch.compile's CPU backend (Inductor) builds its kernels with, or None if there is none (it
+    looks for ``$CXX``/g++ and runs ``--version``)."""
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+    except ImportError:   # another torch layout: look for the usual names
+        return next((c for c in (os.environ.get("CXX"), "g++", "c++", "clang++") if c and shutil.which(c)), None)
+    try:
+        return get_cpp_compiler()
+    except Exception:  # noqa: BLE001 - InvalidCxxCompiler and whatever the search raises: none usable
+        return None
+
+
+def compile_choice(setting: CompileSetting, device: torch.device | str) -> tuple[bool, str]:
+    """(whether a policy with ``compile_update=setting`` runs its updates on ``device`` through torch.compile, why).
+
+    ``True``/``False`` are obeyed (``True`` without a compiler fails at the first update, or at ``fit``'s start:
+    ``RLModule.setup``); ``"auto"`` compiles on a CPU when a C++ compiler is found and ``GBX_COMPILE_UPDATE`` is not
+    "0" (on a GPU the update runs eager: not measured there, ``true`` compiles it with Inductor's GPU backend).
+    """
+    if setting is False:
+        return False, "compile_update: false"
+    if setting is True:
+        return True, "compile_update: true"
+    if torch.device(device).type != "cpu":
+        return False, f"compile_update: auto compiles on a CPU only, the update runs on {torch.device(device).type}"
+    if os.environ.get(COMPILE_ENV) == "0":
+        return False, f"{COMPILE_ENV}=0 in the environment"
+    if cpp_compiler() is None:
+        return False, "no C++ compiler found (torch.compile's CPU backend needs one: g++ or $CXX)"
+    return True, f"compile_update: auto, C++ compiler {cpp_compiler()}"
 
 
 def logprob_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -183,11 +231,14 @@ def _small_pixel_convs(k: int, channels: tuple[int, int]) -> nn.Sequential:
 
 
 def _pixel_input(obs: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    """uint8 shades 0..3 -> float [0, 1]; NHWC in memory (laid out while still uint8: a quarter of the bytes) where
-    the convolutions are (``channels_last``)."""
-    if channels_last:
-        obs = obs.contiguous(memory_format=torch.channels_last)
-    return obs.float() / PIXEL_SHADES   # float() keeps the memory format
+    """uint8 shades 0..3 -> float [0, 1] (the values of ``obs.float() / 3``), NHWC in memory where the convolutions
+    are (``channels_last``). The frames are interleaved while still uint8 (``stack`` of the K channel planes: on a
+    CPU much faster than a uint8 ``contiguous(channels_last)``), then converted and divided in place: with the
+    three-pass way before, this took 31% of acting's CPU time at the Pokemon configs' sizes."""
+    if channels_last and obs.dim() == 4:
+        nhwc = torch.stack(obs.unbind(1), dim=-1)                       # [N, H, W, K] uint8
+        return nhwc.float().div_(PIXEL_SHADES).permute(0, 3, 1, 2)    # [N, K, H, W], channels_last strides
+    return obs.float().div_(PIXEL_SHADES)
 
 
 def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
@@ -199,30 +250,45 @@ def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
 
 class _PixelPolicy(ActorCritic):
     """What the pixel CNNs share: ``self.convs`` (set by the subclass), one dense layer on its flattened
-    output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC."""
+    output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC;
+    ``compile_update`` (True, False or "auto") runs ``evaluate`` through torch.compile."""
 
     channels_last = False
-    compile_update = False
+    compile_update: CompileSetting = "auto"
 
-    def _dense_and_heads(self, hidden: int, channels_last: bool = False, compile_update: bool = False) -> None:
+    def _dense_and_heads(self, hidden: int, channels_last: bool = False,
+                         compile_update: CompileSetting = "auto") -> None:
         self.dense = _dense_after(self.convs, self.obs_shape, hidden)
         self._heads(int(hidden))
         self.channels_last = bool(channels_last)
         _to_channels_last(self.convs, self.channels_last)
-        self.compile_update = bool(compile_update)
-        self._compiled_evaluate = None
+        if not (isinstance(compile_update, bool) or compile_update == "auto"):
+            raise ValueError(f"{type(self).__name__}: compile_update must be true, false or 'auto', "
+                             f"got {compile_update!r}")
+        self.compile_update = compile_update
+        self._compiled_evaluate = None   # torch.compile's wrapper, made at the first compiled update
+        self.compile_seconds: float | None = None   # wall time of the first compiled update (compiling included)
 
     def torso(self, obs):
         return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
 
+    def compiles_update(self, device: torch.device | str) -> bool:
+        """Whether ``evaluate`` on ``device`` runs through torch.compile (``compile_choice``)."""
+        return compile_choice(self.compile_update, device)[0]
+
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``ActorCritic.evaluate``; with ``compile_update`` through ``torch.compile`` (Inductor: C++ on a CPU),
-        compiled on the first update and again for each new batch size (PPO's last minibatch when T * N does not
-        divide): the forward and backward of every update then run as generated kernels. Acting stays eager."""
-        if not self.compile_update:
-            return super().evaluate(obs, actions)
+        """``ActorCritic.evaluate``; with ``compile_update`` (``compile_choice``) through ``torch.compile``
+        (Inductor: C++ on a CPU), compiled on the first update (``compile_seconds``: how long that one took) and
+        again for each new batch size (PPO's last minibatch when T * N does not divide): the forward and backward
+        of every update then run as generated kernels. Acting stays eager."""
         if self._compiled_evaluate is None:
+            if not self.compiles_update(obs.device):
+                return super().evaluate(obs, actions)
             self._compiled_evaluate = torch.compile(super().evaluate, dynamic=False)
+            t0 = time.perf_counter()
+            out = self._compiled_evaluate(obs, actions)
+            self.compile_seconds = time.perf_counter() - t0
+            return out
         return self._compiled_evaluate(obs, actions)
 
 
@@ -237,12 +303,12 @@ class PixelCNNPolicy(_PixelPolicy):
         channels: the two convolutions' output channels.
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
-        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
-            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
+        compile_update: run the updates' forward and backward through ``torch.compile``: true, false, or auto (on a
+            CPU with a C++ compiler; the first update compiles, ~30 s; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
-                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
+                 hidden: int = 256, channels_last: bool = False, compile_update: CompileSetting = "auto"):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
         self.convs = _small_pixel_convs(self.obs_shape[0], channels)
@@ -255,12 +321,12 @@ class NatureCNNPolicy(_PixelPolicy):
     Args:
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
-        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
-            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
+        compile_update: run the updates' forward and backward through ``torch.compile``: true, false, or auto (on a
+            CPU with a C++ compiler; the first update compiles, ~30 s; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512, channels_last: bool = False,
-                 compile_update: bool = False):
+                 compile_update: CompileSetting = "auto"):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
         k = self.obs_shape[0]
@@ -291,12 +357,12 @@ class ImpalaCNNPolicy(_PixelPolicy):
         channels: each stage's channels (one stage per entry).
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (same model).
-        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
-            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
+        compile_update: run the updates' forward and backward through ``torch.compile``: true, false, or auto (on a
+            CPU with a C++ compiler; the first update compiles, ~30 s; ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),
-                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
+                 hidden: int = 256, channels_last: bool = False, compile_update: CompileSetting = "auto"):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)
         k = self.obs_shape[0]

@@ -148,12 +148,20 @@ def _now() -> tuple[float, float]:
 
 
 class _Clock(Callback):
-    """Time from the end of optimizer step `warmup` to the end of training, and the env steps in between."""
+    """Time from the end of optimizer step `warmup` to the end of training, and the env steps in between; and the CPU
+    time of the main thread from each batch's start to its end after that (``update_cpu``: training_step, the update
+    path, and the callbacks' batch hooks; the rollout is collected before the batch starts)."""
 
     def __init__(self, warmup: int):
         self.warmup, self.t0, self.env0, self.t1, self.env1 = warmup, None, None, None, None
+        self.update_cpu, self._batch_cpu0 = 0.0, None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self._batch_cpu0 = time.thread_time() if self.t0 is not None else None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self._batch_cpu0 is not None:
+            self.update_cpu += time.thread_time() - self._batch_cpu0
         if self.t0 is None and pl_module.opt_steps == self.warmup:
             self.t0, self.env0 = _now(), pl_module.env_steps
 
@@ -161,9 +169,9 @@ class _Clock(Callback):
         self.t1, self.env1 = _now(), pl_module.env_steps
 
 
-def run_fit(args, seed: int, phases: dict | None = None) -> tuple[float, float]:
+def run_fit(args, seed: int, phases: dict | None = None, update_cpu: list | None = None) -> tuple[float, float]:
     """fit's steady-state env steps/s (wall, CPU); ``phases`` (a dict) gets the seconds of the whole run spent in
-    the update, acting and env.step."""
+    the update, acting and env.step; ``update_cpu`` (a list) the env steps per CPU second of the update path."""
     torch.manual_seed(seed)
     common = dict(env=partial(ENV_REGISTRY[args.env], **_env_kwargs(args)), num_envs=args.num_envs,
                   policy=partial(POLICY_REGISTRY[args.policy], **_policy_kwargs(args)), seed=seed)
@@ -184,6 +192,8 @@ def run_fit(args, seed: int, phases: dict | None = None) -> tuple[float, float]:
         trainer.fit(module)
     if phases is not None:
         phases.update(update=module.time_update_s, act=module.stream.time_act_s, env=module.stream.time_env_s)
+    if update_cpu is not None:   # env steps per CPU second of the update path (timed batches)
+        update_cpu.append((clock.env1 - clock.env0) / max(clock.update_cpu, 1e-9))
     steps = clock.env1 - clock.env0
     return steps / (clock.t1[0] - clock.t0[0]), steps / (clock.t1[1] - clock.t0[1])
 
@@ -359,9 +369,11 @@ def _fit_child(args) -> None:
 
     wp.config.log_level = wp.LOG_WARNING
     phases: dict = {}
-    wall, cpu = run_fit(run, seed=run.seed, phases=phases)
+    update_cpu: list = []
+    wall, cpu = run_fit(run, seed=run.seed, phases=phases, update_cpu=update_cpu)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
-    print("RESULT " + json.dumps({"wall": wall, "cpu": cpu, "phases": phases, "rss_mb": rss_mb}), flush=True)
+    print("RESULT " + json.dumps({"wall": wall, "cpu": cpu, "update_cpu": update_cpu[0], "phases": phases,
+                                  "rss_mb": rss_mb}), flush=True)
 
 
 def _run_child(args, root: Path, seed: int) -> dict:
@@ -391,10 +403,11 @@ def run_base(args) -> None:
                 res = _run_child(args, roots[name], seed=r)
                 results[name].append(res)
                 total = sum(res["phases"].values()) or 1.0
-                print(f"repeat {r} {name:6s} {res['wall']:7.0f} env steps/s wall, {res['cpu']:7.0f} per CPU second; "
+                print(f"repeat {r} {name:6s} {res['wall']:7.0f} env steps/s wall, {res['cpu']:7.0f} per CPU second, "
+                      f"{res['update_cpu']:7.0f} per CPU second of the update; "
                       + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in res["phases"].items())
                       + f"; peak RSS {res['rss_mb']:.0f} MB", flush=True)
-    for key, what in (("wall", "wall"), ("cpu", "CPU time")):
+    for key, what in (("wall", "wall"), ("cpu", "CPU time"), ("update_cpu", "the update path's CPU time")):
         before = [x[key] for x in results["before"]]
         after = [x[key] for x in results["after"]]
         ratios = [a / b for a, b in zip(after, before)]
@@ -493,7 +506,8 @@ def main() -> None:
     args.update_every = args.update_every or setup[4]
     args.rollout_steps = args.rollout_steps or setup[5]
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
-    default_steps = {"a2c": 400 if args.env == "foraging" else 200, "ppo": 20 * cycle}  # PPO: 20 rollouts
+    # PPO: 20 rollouts; at the Pokemon sizes (--sizes, 8,192 env steps each) 2
+    default_steps = {"a2c": 400 if args.env == "foraging" else 200, "ppo": (2 if args.sizes else 20) * cycle}
     args.steps = args.steps or default_steps[args.algo]
     args.log_every = args.log_every or (10 if args.algo == "a2c" else 1)
     args.warmup = args.warmup if args.warmup is not None else (10 if args.algo == "a2c" else cycle)

@@ -63,7 +63,6 @@ from lightning.pytorch.loggers import TensorBoardLogger, WandbLogger
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from gbx_lightning.metrics import LOGGER_NAMES
-from gbx_lightning.models import compile_choice
 
 __all__ = ["TrainingLog", "EnvStepsProgressBar", "AtomicCheckpointIO", "AgentView", "package_versions",
            "logger_metrics", "observation_grid", "drop_torn_line", "read_training_log"]
@@ -579,41 +578,22 @@ def read_training_log(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-# what running the update eager costs where "auto" would compile it: fit's env steps per CPU second, compiled over
-# eager, at the Pokemon configs' sizes (docs/training.md, CPU speed of the learner)
-EAGER_UPDATE_COST = "fit ran 1.3x fewer env steps per CPU second without it at the Pokemon configs' sizes"
-
-
 class CompileNotice(Callback):
-    """Says on stderr what torch.compile does with the policy's update (``models.compile_choice``), rank 0 only.
-
-    Where the update compiles: one line before the first update (which compiles: ~30 s on a CPU, once per process,
-    the progress bar standing still meanwhile) and one after it, with the time it took. Where ``compile_update:
-    auto`` cannot compile (no C++ compiler, or ``GBX_COMPILE_UPDATE=0``): one line at the start saying so and what
-    it costs. Nothing for ``compile_update: false`` or a policy without the option.
-    """
+    """Says on stderr when the policy's first update compiles (``compile_update: true``: torch.compile, ~30 s on a
+    CPU, once per process, the progress bar standing still meanwhile) and how long it took; rank 0 only."""
 
     def __init__(self) -> None:
         self._compiling = False
 
     def on_train_start(self, trainer, pl_module) -> None:
         policy = getattr(pl_module, "policy", None)
-        setting = getattr(policy, "compile_update", None)
-        self._compiling = False
-        if setting is None or not trainer.is_global_zero:
-            return
-        compiles, why = compile_choice(setting, pl_module.device)
-        if compiles:
-            self._compiling = getattr(policy, "_compiled_evaluate", None) is None
-        elif setting == "auto" and pl_module.device.type == "cpu":
-            print(f"note: the update runs without torch.compile: {why}; {EAGER_UPDATE_COST} (docs/training.md). "
-                  f"Install g++, or set model.policy.init_args.compile_update: false to run eager without this note",
-                  file=sys.stderr, flush=True)
+        self._compiling = (trainer.is_global_zero and getattr(policy, "compile_update", False) is True
+                           and getattr(policy, "_compiled_evaluate", None) is None)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if self._compiling:
-            print("compiling the update with torch.compile (the first update only: ~30 s on a CPU; "
-                  "model.policy.init_args.compile_update: false runs it eager)", file=sys.stderr, flush=True)
+            print("compiling the update with torch.compile (compile_update: true; the first update only, ~30 s on a "
+                  "CPU)", file=sys.stderr, flush=True)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self._compiling:

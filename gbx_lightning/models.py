@@ -17,9 +17,6 @@ gives them short names for tools and tests. Two families, chosen by the observat
 All use orthogonal initialisation as is usual for PPO/A2C: hidden layers with
 gain sqrt(2), the policy head with gain 0.01 (a near-uniform initial policy, so
 early exploration does not depend on the seed) and the value head with gain 1.
-
-The pixel CNNs' updates (``evaluate``: forward and backward over a batch) run through ``torch.compile`` by default
-on a CPU with a C++ compiler (``compile_update: auto``; ``compile_choice`` says what "auto" does and why).
 """
 
 from __future__ import annotations
@@ -29,29 +26,21 @@ import math
 import os
 import shutil
 import time
-from typing import Callable, Literal
+from typing import Callable
 
 import torch
 from torch import nn
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
            "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
-           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "COMPILE_ENV", "CompileSetting",
-           "compile_choice", "cpp_compiler"]
+           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "cpp_compiler"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
 
-# ---- torch.compile of the update ---------------------------------------------------------------------------------
-CompileSetting = bool | Literal["auto"]
-# "0" turns compile_update: auto off in this process and its children (the test suite does: compile time would
-# dominate its small runs); an explicit compile_update: true still compiles
-COMPILE_ENV = "GBX_COMPILE_UPDATE"
-
-
 @functools.lru_cache(maxsize=1)
 def cpp_compiler() -> str | None:
-    """The C++ compiler torch.compile's CPU backend (Inductor) builds its kernels with, or None if there is none (it
-    looks for ``$CXX``/g++ and runs ``--version``)."""
+    """The C++ compiler torch.compile's CPU backend (Inductor) builds its kernels with (``compile_update``), or None
+    if there is none (it looks for ``$CXX``/g++ and runs ``--version``)."""
     try:
         from torch._inductor.cpp_builder import get_cpp_compiler
     except ImportError:   # another torch layout: look for the usual names
@@ -60,26 +49,6 @@ def cpp_compiler() -> str | None:
         return get_cpp_compiler()
     except Exception:  # noqa: BLE001 - InvalidCxxCompiler and whatever the search raises: none usable
         return None
-
-
-def compile_choice(setting: CompileSetting, device: torch.device | str) -> tuple[bool, str]:
-    """(whether a policy with ``compile_update=setting`` runs its updates on ``device`` through torch.compile, why).
-
-    ``True``/``False`` are obeyed (``True`` without a compiler fails at the first update, or at ``fit``'s start:
-    ``RLModule.setup``); ``"auto"`` compiles on a CPU when a C++ compiler is found and ``GBX_COMPILE_UPDATE`` is not
-    "0" (on a GPU the update runs eager: not measured there, ``true`` compiles it with Inductor's GPU backend).
-    """
-    if setting is False:
-        return False, "compile_update: false"
-    if setting is True:
-        return True, "compile_update: true"
-    if torch.device(device).type != "cpu":
-        return False, f"compile_update: auto compiles on a CPU only, the update runs on {torch.device(device).type}"
-    if os.environ.get(COMPILE_ENV) == "0":
-        return False, f"{COMPILE_ENV}=0 in the environment"
-    if cpp_compiler() is None:
-        return False, "no C++ compiler found (torch.compile's CPU backend needs one: g++ or $CXX)"
-    return True, f"compile_update: auto, C++ compiler {cpp_compiler()}"
 
 
 def logprob_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -251,39 +220,31 @@ def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
 class _PixelPolicy(ActorCritic):
     """What the pixel CNNs share: ``self.convs`` (set by the subclass), one dense layer on its flattened
     output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC;
-    ``compile_update`` (True, False or "auto") runs ``evaluate`` through torch.compile."""
+    ``compile_update`` (bool) runs ``evaluate`` through torch.compile."""
 
     channels_last = False
-    compile_update: CompileSetting = "auto"
+    compile_update = False
 
-    def _dense_and_heads(self, hidden: int, channels_last: bool = False,
-                         compile_update: CompileSetting = "auto") -> None:
+    def _dense_and_heads(self, hidden: int, channels_last: bool = False, compile_update: bool = False) -> None:
         self.dense = _dense_after(self.convs, self.obs_shape, hidden)
         self._heads(int(hidden))
         self.channels_last = bool(channels_last)
         _to_channels_last(self.convs, self.channels_last)
-        if not (isinstance(compile_update, bool) or compile_update == "auto"):
-            raise ValueError(f"{type(self).__name__}: compile_update must be true, false or 'auto', "
-                             f"got {compile_update!r}")
-        self.compile_update = compile_update
-        self._compiled_evaluate = None   # torch.compile's wrapper, made at the first compiled update
+        self.compile_update = bool(compile_update)
+        self._compiled_evaluate = None   # torch.compile's wrapper, made at the first update
         self.compile_seconds: float | None = None   # wall time of the first compiled update (compiling included)
 
     def torso(self, obs):
         return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
 
-    def compiles_update(self, device: torch.device | str) -> bool:
-        """Whether ``evaluate`` on ``device`` runs through torch.compile (``compile_choice``)."""
-        return compile_choice(self.compile_update, device)[0]
-
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``ActorCritic.evaluate``; with ``compile_update`` (``compile_choice``) through ``torch.compile``
-        (Inductor: C++ on a CPU), compiled on the first update (``compile_seconds``: how long that one took) and
-        again for each new batch size (PPO's last minibatch when T * N does not divide): the forward and backward
-        of every update then run as generated kernels. Acting stays eager."""
+        """``ActorCritic.evaluate``; with ``compile_update`` through ``torch.compile`` (Inductor: C++ on a CPU),
+        compiled on the first update (``compile_seconds``: how long that one took) and again for each new batch
+        size (PPO's last minibatch when T * N does not divide): the forward and backward of every update then run
+        as generated kernels. Acting stays eager."""
+        if not self.compile_update:
+            return super().evaluate(obs, actions)
         if self._compiled_evaluate is None:
-            if not self.compiles_update(obs.device):
-                return super().evaluate(obs, actions)
             self._compiled_evaluate = torch.compile(super().evaluate, dynamic=False)
             t0 = time.perf_counter()
             out = self._compiled_evaluate(obs, actions)
@@ -303,12 +264,13 @@ class PixelCNNPolicy(_PixelPolicy):
         channels: the two convolutions' output channels.
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
-        compile_update: run the updates' forward and backward through ``torch.compile``: true, false, or auto (on a
-            CPU with a C++ compiler; the first update compiles, ~30 s; ``docs/training.md``, CPU speed).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s; at the Pokemon configs' sizes no faster than ``channels_last``
+            without it: ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
-                 hidden: int = 256, channels_last: bool = False, compile_update: CompileSetting = "auto"):
+                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("pixel_cnn", self.obs_shape, 20)
         self.convs = _small_pixel_convs(self.obs_shape[0], channels)
@@ -321,12 +283,13 @@ class NatureCNNPolicy(_PixelPolicy):
     Args:
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
-        compile_update: run the updates' forward and backward through ``torch.compile``: true, false, or auto (on a
-            CPU with a C++ compiler; the first update compiles, ~30 s; ``docs/training.md``, CPU speed).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s; at the Pokemon configs' sizes no faster than ``channels_last``
+            without it: ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512, channels_last: bool = False,
-                 compile_update: CompileSetting = "auto"):
+                 compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("nature_cnn", self.obs_shape, 36)
         k = self.obs_shape[0]
@@ -357,12 +320,13 @@ class ImpalaCNNPolicy(_PixelPolicy):
         channels: each stage's channels (one stage per entry).
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (same model).
-        compile_update: run the updates' forward and backward through ``torch.compile``: true, false, or auto (on a
-            CPU with a C++ compiler; the first update compiles, ~30 s; ``docs/training.md``, CPU speed).
+        compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
+            a CPU; the first update compiles, ~30 s; at the Pokemon configs' sizes no faster than ``channels_last``
+            without it: ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),
-                 hidden: int = 256, channels_last: bool = False, compile_update: CompileSetting = "auto"):
+                 hidden: int = 256, channels_last: bool = False, compile_update: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
         _check_pixels("impala_cnn", self.obs_shape, 8)
         k = self.obs_shape[0]

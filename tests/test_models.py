@@ -140,29 +140,3 @@ def test_compile_update_is_the_eager_update_and_repeats_itself_bit_for_bit():
         assert torch.equal(a, b)
     torch.testing.assert_close(compiled.state_dict(), eager.state_dict(), rtol=1e-3, atol=1e-4)
 
-
-def test_compile_update_auto_compiles_on_a_cpu_with_a_cpp_compiler_only(monkeypatch):
-    """The pixel policies' default compile_update is "auto": torch.compile on a CPU where a C++ compiler is found,
-    unless GBX_COMPILE_UPDATE=0 (the test suite's own setting); true and false are obeyed; anything else refused."""
-    from gbx_lightning import models
-
-    monkeypatch.delenv(models.COMPILE_ENV, raising=False)
-    monkeypatch.setattr(models, "cpp_compiler", lambda: "g++")
-    assert models.compile_choice("auto", "cpu") == (True, "compile_update: auto, C++ compiler g++")
-    assert models.compile_choice("auto", torch.device("cuda", 0)) == (
-        False, "compile_update: auto compiles on a CPU only, the update runs on cuda")
-    assert models.compile_choice(False, "cpu") == (False, "compile_update: false")
-    monkeypatch.setenv(models.COMPILE_ENV, "0")
-    assert models.compile_choice("auto", "cpu") == (False, "GBX_COMPILE_UPDATE=0 in the environment")
-    assert models.compile_choice(True, "cpu") == (True, "compile_update: true")
-    monkeypatch.delenv(models.COMPILE_ENV)
-    monkeypatch.setattr(models, "cpp_compiler", lambda: None)
-    assert models.compile_choice("auto", "cpu") == (
-        False, "no C++ compiler found (torch.compile's CPU backend needs one: g++ or $CXX)")
-    for name in ("pixel_cnn", "nature_cnn", "impala_cnn"):
-        assert make_policy(name, (2, 72, 80), 5).compile_update == "auto"
-    policy = make_policy("pixel_cnn", (2, 72, 80), 5)
-    policy.evaluate(torch.zeros(3, 2, 72, 80, dtype=torch.uint8), torch.zeros(3, dtype=torch.long))
-    assert policy._compiled_evaluate is None and policy.compile_seconds is None   # no compiler: eager
-    with pytest.raises(ValueError, match=r"^PixelCNNPolicy: compile_update must be true, false or 'auto', got 'yes'$"):
-        make_policy("pixel_cnn", (2, 72, 80), 5, compile_update="yes")

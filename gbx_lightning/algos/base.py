@@ -42,7 +42,7 @@ from typing import Any, Literal
 import torch
 from lightning.pytorch import LightningModule
 
-from gbx_lightning.algos.build import EnvFactory, PolicyFactory, build_env, build_policy, factory_spec
+from gbx_lightning.algos.build import EnvFactory, PolicyFactory, build_env, build_policy, factory_parts, factory_spec
 from gbx_lightning.algos.config import ConfigError, check_common, old_layout_problem
 from gbx_lightning.algos.evaluation import episode_means
 from gbx_lightning.data import UNBOUNDED, EvalEpisodes, RolloutStream
@@ -195,12 +195,12 @@ class RLModule(LightningModule):
         if stage == "fit":
             self.check_max_steps(self.trainer.max_steps, **self.hparams)
             self.check_val_schedule(self.trainer)
+            learner_device = self.trainer.strategy.root_device
+            self._check_update_compiler(learner_device)
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self.build_policy(self.env)
             self._check_rollout_memory()
-            learner_device = self.trainer.strategy.root_device
-            self._check_update_compiler(learner_device)
             if learner_device.type == "cpu":
                 keep_freed_memory()   # the update's large tensors reuse freed memory (gbx_lightning/heap.py)
         _, world = self.ranks()
@@ -226,12 +226,15 @@ class RLModule(LightningModule):
 
     def _check_update_compiler(self, device: torch.device) -> None:
         """``compile_update: true`` on a CPU without a C++ compiler: refused in one line before the first rollout
-        ("auto" runs the update eager there instead, and ``callbacks.CompileNotice`` says so)."""
+        (torch.compile would fail inside the first update, after a whole rollout); read from the policy's options,
+        before the env is built."""
         from gbx_lightning.models import cpp_compiler
 
-        if getattr(self.policy, "compile_update", None) is True and device.type == "cpu" and cpp_compiler() is None:
+        wanted = (getattr(self.policy, "compile_update", None) if self.policy is not None
+                  else factory_parts(self.policy_factory)[1].get("compile_update"))
+        if wanted is True and device.type == "cpu" and cpp_compiler() is None:
             raise ConfigError("model.policy.compile_update", "is true, but no C++ compiler was found (torch.compile's "
-                              "CPU backend needs g++ or $CXX): install one, or set it to auto or false")
+                              "CPU backend needs g++ or $CXX): install one, or set it to false")
 
     def _get_eval_env(self):
         if self.eval_env is None:

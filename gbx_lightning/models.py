@@ -21,7 +21,11 @@ early exploration does not depend on the seed) and the value head with gain 1.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import shutil
+import time
 from typing import Callable
 
 import torch
@@ -29,9 +33,22 @@ from torch import nn
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
            "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
-           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions"]
+           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "cpp_compiler"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
+
+@functools.lru_cache(maxsize=1)
+def cpp_compiler() -> str | None:
+    """The C++ compiler torch.compile's CPU backend (Inductor) builds its kernels with (``compile_update``), or None
+    if there is none (it looks for ``$CXX``/g++ and runs ``--version``)."""
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+    except ImportError:   # another torch layout: look for the usual names
+        return next((c for c in (os.environ.get("CXX"), "g++", "c++", "clang++") if c and shutil.which(c)), None)
+    try:
+        return get_cpp_compiler()
+    except Exception:  # noqa: BLE001 - InvalidCxxCompiler and whatever the search raises: none usable
+        return None
 
 
 def logprob_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -183,11 +200,14 @@ def _small_pixel_convs(k: int, channels: tuple[int, int]) -> nn.Sequential:
 
 
 def _pixel_input(obs: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    """uint8 shades 0..3 -> float [0, 1]; NHWC in memory (laid out while still uint8: a quarter of the bytes) where
-    the convolutions are (``channels_last``)."""
-    if channels_last:
-        obs = obs.contiguous(memory_format=torch.channels_last)
-    return obs.float() / PIXEL_SHADES   # float() keeps the memory format
+    """uint8 shades 0..3 -> float [0, 1] (the values of ``obs.float() / 3``), NHWC in memory where the convolutions
+    are (``channels_last``). The frames are interleaved while still uint8 (``stack`` of the K channel planes: on a
+    CPU much faster than a uint8 ``contiguous(channels_last)``), then converted and divided in place: with the
+    three-pass way before, this took 31% of acting's CPU time at the Pokemon configs' sizes."""
+    if channels_last and obs.dim() == 4:
+        nhwc = torch.stack(obs.unbind(1), dim=-1)                       # [N, H, W, K] uint8
+        return nhwc.float().div_(PIXEL_SHADES).permute(0, 3, 1, 2)    # [N, K, H, W], channels_last strides
+    return obs.float().div_(PIXEL_SHADES)
 
 
 def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
@@ -199,7 +219,8 @@ def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
 
 class _PixelPolicy(ActorCritic):
     """What the pixel CNNs share: ``self.convs`` (set by the subclass), one dense layer on its flattened
-    output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC."""
+    output, the heads; shades 0..3 scaled to [0, 1]; ``channels_last`` (bool) lays the convolutions out NHWC;
+    ``compile_update`` (bool) runs ``evaluate`` through torch.compile."""
 
     channels_last = False
     compile_update = False
@@ -210,19 +231,25 @@ class _PixelPolicy(ActorCritic):
         self.channels_last = bool(channels_last)
         _to_channels_last(self.convs, self.channels_last)
         self.compile_update = bool(compile_update)
-        self._compiled_evaluate = None
+        self._compiled_evaluate = None   # torch.compile's wrapper, made at the first update
+        self.compile_seconds: float | None = None   # wall time of the first compiled update (compiling included)
 
     def torso(self, obs):
         return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``ActorCritic.evaluate``; with ``compile_update`` through ``torch.compile`` (Inductor: C++ on a CPU),
-        compiled on the first update and again for each new batch size (PPO's last minibatch when T * N does not
-        divide): the forward and backward of every update then run as generated kernels. Acting stays eager."""
+        compiled on the first update (``compile_seconds``: how long that one took) and again for each new batch
+        size (PPO's last minibatch when T * N does not divide): the forward and backward of every update then run
+        as generated kernels. Acting stays eager."""
         if not self.compile_update:
             return super().evaluate(obs, actions)
         if self._compiled_evaluate is None:
             self._compiled_evaluate = torch.compile(super().evaluate, dynamic=False)
+            t0 = time.perf_counter()
+            out = self._compiled_evaluate(obs, actions)
+            self.compile_seconds = time.perf_counter() - t0
+            return out
         return self._compiled_evaluate(obs, actions)
 
 
@@ -238,7 +265,8 @@ class PixelCNNPolicy(_PixelPolicy):
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
         compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
-            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
+            a CPU; the first update compiles, ~30 s; at the Pokemon configs' sizes no faster than ``channels_last``
+            without it: ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, int] = (16, 32),
@@ -256,7 +284,8 @@ class NatureCNNPolicy(_PixelPolicy):
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (faster on a CPU at PPO's minibatch sizes; same model).
         compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
-            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
+            a CPU; the first update compiles, ~30 s; at the Pokemon configs' sizes no faster than ``channels_last``
+            without it: ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: int = 512, channels_last: bool = False,
@@ -292,7 +321,8 @@ class ImpalaCNNPolicy(_PixelPolicy):
         hidden: the dense layer's width.
         channels_last: lay the convolutions out NHWC (same model).
         compile_update: run the updates' forward and backward through ``torch.compile`` (needs a C++ compiler on
-            a CPU; the first update compiles, ~30 s on a CPU; ``docs/training.md``, CPU speed).
+            a CPU; the first update compiles, ~30 s; at the Pokemon configs' sizes no faster than ``channels_last``
+            without it: ``docs/training.md``, CPU speed).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, channels: tuple[int, ...] = (16, 32, 32),

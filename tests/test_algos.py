@@ -297,3 +297,46 @@ def test_the_cli_hands_the_module_factories_and_the_hparams_plain_data(tmp_path,
     direct = A2CModule(**COMMON)
     assert direct.hparams.env == {"class_path": "gbx_lightning.envs.foraging.ForagingEnv", "init_args": ENV_KWARGS}
     assert direct.hparams.policy == {"class_path": "gbx_lightning.models.MLPPolicy", "init_args": {"hidden": [16]}}
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_bootstrap_runs_the_policy_on_the_ended_steps_and_the_last_and_takes_the_rest_from_acting(recurrent):
+    """V(final_obs) of a rollout equals the policy run on every row (a recurrent one from its state after each step),
+    but the policy sees only the last step's N rows and the rows where an episode ended: elsewhere final_obs[t] is
+    obs[t + 1], whose value acting already computed. A row whose final_obs was changed (not the next obs) is run."""
+    from gbx_lightning.data import RolloutStream
+    from gbx_lightning.models import MLPLSTMPolicy
+
+    torch.manual_seed(0)
+    n, T = 4, 6
+    env = ForagingEnv(n, "cpu", **ENV_KWARGS)
+    policy = (MLPLSTMPolicy(env.obs_shape, env.num_actions, hidden=[16], lstm_size=8) if recurrent
+              else MLPPolicy(env.obs_shape, env.num_actions, hidden=[16]))
+    stream = RolloutStream(env, policy, seed=5, rollout_steps=T)
+    module = PPOModule(rollout_steps=T, **{**COMMON, "policy": type(policy)})
+    module.policy = policy
+    seen = []
+    policy.value_head.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].shape[0]))
+    it = iter(stream)
+    batches = [next(it) for _ in range(4)]   # 24 steps: episodes (max 12 steps, energy 3) end inside rollouts
+    ended = [int((b["terminated"][:-1] | b["truncated"][:-1]).sum()) for b in batches]
+    assert sum(ended) > 0
+    for b, k in zip(batches, ended):
+        seen.clear()
+        got = module.bootstrap_values(b)
+        assert seen == [n + k]   # one forward pass: the last step's n rows and the k ended steps
+        with torch.no_grad():
+            s_next = b["final_obs"].flatten(0, 1)
+            full = (policy.step(s_next, b["policy_states"][1:].flatten(0, 1))[1] if recurrent else policy(s_next)[1])
+        torch.testing.assert_close(got, full, rtol=1e-5, atol=1e-6)
+    b = dict(batches[0])
+    b["final_obs"] = b["final_obs"].clone()
+    assert not bool(b["terminated"][1, 2] | b["truncated"][1, 2])
+    b["final_obs"][1, 2] += 1.0   # no longer obs[2] of env 2
+    seen.clear()
+    got = module.bootstrap_values(b)
+    assert seen == [n + ended[0] + 1]
+    with torch.no_grad():
+        s_next = b["final_obs"][1, 2:3]
+        v = policy.step(s_next, b["policy_states"][2, 2:3])[1] if recurrent else policy(s_next)[1]
+    torch.testing.assert_close(got[1 * n + 2], v[0])

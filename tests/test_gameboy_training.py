@@ -4,6 +4,7 @@ writes a clip."""
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,39 @@ def test_play_writes_a_clip_of_the_checkpoint_policy(trained, capsys):
     assert _screens_shown(im, 120) == screens           # every screen recorded, 12/100 s each
     assert main(["play", "--config", str(cfg), "--runs_dir", str(runs), "--ckpt_path", "last", "--out", str(out),
                  "--episodes", "0"]) == 2
+
+
+TINY_GB_PPO = TINY_GB_A2C.replace("gbx_lightning.algos.A2CModule", "gbx_lightning.algos.PPOModule").replace(
+    "    update_every: 2\n", "    rollout_steps: 2\n    epochs: 2\n    minibatches: 2\n").replace(
+    "max_steps: 6\n  accelerator", "max_steps: 8\n  accelerator").replace("val_check_interval: 3", "val_check_interval: 2")
+
+
+
+def test_compile_update_says_when_it_compiles_and_is_refused_without_a_cpp_compiler(tmp_path, monkeypatch, capsys):
+    """compile_update: true: the progress output says when the first update compiles and how long it took (here with
+    a stand-in for torch.compile: what compiling costs and gives is measured in docs/training.md; that a compiled
+    update trains bit for bit alike in every process, which an exact resume needs, tests/test_models.py); without a
+    C++ compiler the run is refused in one line naming the field, before the first rollout."""
+    from gbx_lightning import models
+
+    compiled = []
+
+    def stand_in(fn, **kwargs):
+        compiled.append(kwargs)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", stand_in)
+    monkeypatch.setattr(models, "cpp_compiler", lambda: "g++")
+    cfg = tmp_path / "gb.yaml"
+    cfg.write_text(TINY_GB_PPO.replace("hidden: 16}", "hidden: 16, compile_update: true}"))
+    assert _fit(cfg, tmp_path / "runs", "--trainer.max_steps", "4") == 0
+    assert compiled == [{"dynamic": False}]   # once per process, the first update
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("compil")]
+    assert len(lines) == 2 and lines[0] == ("compiling the update with torch.compile (compile_update: true; the first "
+                                            "update only, ~30 s on a CPU)")
+    assert re.fullmatch(r"compiled the update in \d+ s \(its first run included\)", lines[1])
+    monkeypatch.setattr(models, "cpp_compiler", lambda: None)
+    assert _fit(cfg, tmp_path / "runs") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "config error: model.policy.compile_update is true, but no C++ compiler was found (torch.compile's CPU "
+        "backend needs g++ or $CXX): install one, or set it to false")

@@ -139,3 +139,4 @@ def test_compile_update_is_the_eager_update_and_repeats_itself_bit_for_bit():
     for a, b in zip(compiled.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
     torch.testing.assert_close(compiled.state_dict(), eager.state_dict(), rtol=1e-3, atol=1e-4)
+

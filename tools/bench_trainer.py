@@ -40,20 +40,40 @@ comma-separated key=value pairs: a policy argument (`channels_last=true`, `hidde
     python tools/bench_trainer.py --algo ppo --variants channels_last=true threads=2
     python tools/bench_trainer.py --algo ppo --stack_k 4 --policy nature_cnn --num_envs 64 --rollout_steps 128 \
         --variants channels_last=true policy=pixel_cnn policy=pixel_cnn,channels_last=true
+
+`--sizes pokered_explore|pokered_ppo` sets everything to the sizes of configs/pokered_explore_ppo.yaml (64 envs x 128
+steps, 2 epochs x 8 minibatches) or configs/pokered_ppo.yaml (4 x 4): PPO, PixelCNNPolicy with channels_last, 4-frame
+stacks, the D-pad/A/B/Start/no-op codec and episodes of 2048 steps, on orchard level 1 (the Pokemon ROM is the user's;
+the learner's work depends on the sizes, not the game). `--policy_args` gives the policy options of every path.
+
+`--base REV` times `fit` before and after a change: the package as git revision REV has it (exported with
+`git archive` to a temporary directory) against the working tree's, each run in a fresh process (the same script,
+importing the one or the other package), alternating which goes first, and prints the after/before ratios per
+repeat, their median and range, wall and CPU time, with each side's update/act/env shares and peak memory (RSS):
+
+    python tools/bench_trainer.py --sizes pokered_explore --base 646375f --repeats 3
+    python tools/bench_trainer.py --sizes pokered_ppo --base 646375f --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the package this process imports: the working tree's, or (a --base child) the tree given by --package_root
+_ROOT = Path(__file__).resolve().parents[1]
+if "--package_root" in sys.argv:
+    _ROOT = Path(sys.argv[sys.argv.index("--package_root") + 1]).resolve()
+sys.path.insert(0, str(_ROOT))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -76,6 +96,16 @@ SETUPS = {
     "foraging": ({"obs_mode": "ground_truth", "max_steps": 200, "shaping_scale": 0.5, "shaping_gamma": 0.99},
                  "mlp", {"hidden": [64, 64]}, (256, 32), 2, 64),
 }
+
+
+# --sizes: the Pokemon configs' learner sizes, on orchard (configs/pokered_explore_ppo.yaml, configs/pokered_ppo.yaml)
+SIZES = {
+    "pokered_explore": dict(epochs=2, minibatches=8),
+    "pokered_ppo": dict(epochs=4, minibatches=4),
+}
+_POKERED_COMMON = dict(algo="ppo", env="gameboy", num_envs=64, rollout_steps=128, stack_k=4, policy="pixel_cnn",
+                       policy_args={"channels_last": True},
+                       env_args={"action_codec": "dpad_ab_start_noop", "max_steps": 2048})
 
 
 def keep_freed_heap() -> bool:
@@ -101,11 +131,11 @@ def keep_freed_heap() -> bool:
 
 def _policy_kwargs(args) -> dict:
     base = SETUPS[args.env][2] if args.policy == SETUPS[args.env][1] else {}
-    return {**base, **getattr(args, "policy_kwargs", {})}
+    return {**base, **(args.policy_args or {}), **getattr(args, "policy_kwargs", {})}
 
 
 def _env_kwargs(args) -> dict:
-    out = dict(SETUPS[args.env][0])
+    out = {**SETUPS[args.env][0], **(args.env_args or {})}
     if getattr(args, "stack_k", None):
         out["stack_k"] = args.stack_k
     return out
@@ -118,12 +148,20 @@ def _now() -> tuple[float, float]:
 
 
 class _Clock(Callback):
-    """Time from the end of optimizer step `warmup` to the end of training, and the env steps in between."""
+    """Time from the end of optimizer step `warmup` to the end of training, and the env steps in between; and the CPU
+    time of the main thread from each batch's start to its end after that (``update_cpu``: training_step, the update
+    path, and the callbacks' batch hooks; the rollout is collected before the batch starts)."""
 
     def __init__(self, warmup: int):
         self.warmup, self.t0, self.env0, self.t1, self.env1 = warmup, None, None, None, None
+        self.update_cpu, self._batch_cpu0 = 0.0, None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self._batch_cpu0 = time.thread_time() if self.t0 is not None else None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self._batch_cpu0 is not None:
+            self.update_cpu += time.thread_time() - self._batch_cpu0
         if self.t0 is None and pl_module.opt_steps == self.warmup:
             self.t0, self.env0 = _now(), pl_module.env_steps
 
@@ -131,9 +169,9 @@ class _Clock(Callback):
         self.t1, self.env1 = _now(), pl_module.env_steps
 
 
-def run_fit(args, seed: int, phases: dict | None = None) -> tuple[float, float]:
+def run_fit(args, seed: int, phases: dict | None = None, update_cpu: list | None = None) -> tuple[float, float]:
     """fit's steady-state env steps/s (wall, CPU); ``phases`` (a dict) gets the seconds of the whole run spent in
-    the update, acting and env.step."""
+    the update, acting and env.step; ``update_cpu`` (a list) the env steps per CPU second of the update path."""
     torch.manual_seed(seed)
     common = dict(env=partial(ENV_REGISTRY[args.env], **_env_kwargs(args)), num_envs=args.num_envs,
                   policy=partial(POLICY_REGISTRY[args.policy], **_policy_kwargs(args)), seed=seed)
@@ -154,6 +192,8 @@ def run_fit(args, seed: int, phases: dict | None = None) -> tuple[float, float]:
         trainer.fit(module)
     if phases is not None:
         phases.update(update=module.time_update_s, act=module.stream.time_act_s, env=module.stream.time_env_s)
+    if update_cpu is not None:   # env steps per CPU second of the update path (timed batches)
+        update_cpu.append((clock.env1 - clock.env0) / max(clock.update_cpu, 1e-9))
     steps = clock.env1 - clock.env0
     return steps / (clock.t1[0] - clock.t0[0]), steps / (clock.t1[1] - clock.t0[1])
 
@@ -276,18 +316,25 @@ def run_env_only(args, seed: int) -> tuple[float, float]:
     return timed * args.num_envs / (t1[0] - t0[0]), timed * args.num_envs / (t1[1] - t0[1])
 
 
+def _key_values(spec: str, flag: str) -> dict:
+    """``key=value,...`` as a dict, values parsed as JSON where they parse (``true``, ``128``), else strings."""
+    out = {}
+    for item in filter(None, spec.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"{flag}: {item!r} is not key=value")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def _variant_args(args, spec: str):
     """``args`` with one variant's changes (``key=value,...``; values parsed as JSON where they parse)."""
     out = argparse.Namespace(**vars(args))
     out.policy_kwargs, out.threads = {}, args.torch_threads
-    for item in filter(None, spec.split(",")):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--variants: {item!r} is not key=value")
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
+    for key, value in _key_values(spec, "--variants").items():
         if key == "threads":
             out.threads = int(value)
         elif key == "policy":
@@ -297,6 +344,82 @@ def _variant_args(args, spec: str):
         else:
             out.policy_kwargs[key] = value
     return out
+
+
+def _export_revision(rev: str, into: Path) -> Path:
+    """The package as git revision ``rev`` has it, extracted under ``into`` (``git archive``); the tree's root."""
+    import io
+    import tarfile
+
+    out = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "archive", "--format=tar", rev,
+                          "gbx_lightning"], capture_output=True)
+    if out.returncode != 0:
+        raise SystemExit(f"--base: git archive {rev} failed: {out.stderr.decode().strip()}")
+    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def _fit_child(args) -> None:
+    """One --base run in this fresh process (importing --package_root's package): fit's steady-state env steps/s,
+    the phase times and the peak RSS, as one JSON line."""
+    run = argparse.Namespace(**json.loads(args.fit_child))
+    torch.set_num_threads(run.torch_threads)
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    phases: dict = {}
+    update_cpu: list = []
+    wall, cpu = run_fit(run, seed=run.seed, phases=phases, update_cpu=update_cpu)
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
+    print("RESULT " + json.dumps({"wall": wall, "cpu": cpu, "update_cpu": update_cpu[0], "phases": phases,
+                                  "rss_mb": rss_mb}), flush=True)
+
+
+def _run_child(args, root: Path, seed: int) -> dict:
+    spec = {k: v for k, v in vars(args).items() if k not in ("fit_child", "package_root", "base", "variants")}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--package_root", str(root),
+           "--fit_child", json.dumps({**spec, "seed": seed})]
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    if out.returncode != 0 or not lines:
+        sys.stderr.write(out.stdout[-4000:] + out.stderr[-4000:])
+        raise SystemExit(f"--base: the run in {root} failed (exit {out.returncode})")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def run_base(args) -> None:
+    """fit of git revision ``args.base`` ("before") against the working tree's ("after"), each run in a fresh
+    process, the order alternating per repeat; ratios after/before of the same repeat."""
+    print(f"fit before ({args.base}) and after (working tree), {args.algo} on {args.env}: {args.num_envs} envs x "
+          f"{args.rollout_steps} steps, {args.epochs} epochs x {args.minibatches} minibatches, policy {args.policy} "
+          f"{_policy_kwargs(args)}, stack_k {args.stack_k or 'config'}, {args.steps} timed + {args.warmup} warm-up "
+          f"optimizer steps per run", flush=True)
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory(prefix="bench_trainer_base_") as tmp:
+        roots = {"before": _export_revision(args.base, Path(tmp)), "after": Path(__file__).resolve().parents[1]}
+        for r in range(args.repeats):
+            for name in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                res = _run_child(args, roots[name], seed=r)
+                results[name].append(res)
+                total = sum(res["phases"].values()) or 1.0
+                print(f"repeat {r} {name:6s} {res['wall']:7.0f} env steps/s wall, {res['cpu']:7.0f} per CPU second, "
+                      f"{res['update_cpu']:7.0f} per CPU second of the update; "
+                      + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in res["phases"].items())
+                      + f"; peak RSS {res['rss_mb']:.0f} MB", flush=True)
+    for key, what in (("wall", "wall"), ("cpu", "CPU time"), ("update_cpu", "the update path's CPU time")):
+        before = [x[key] for x in results["before"]]
+        after = [x[key] for x in results["after"]]
+        ratios = [a / b for a, b in zip(after, before)]
+        print(f"after / before ({what}): per repeat {', '.join(f'{x:.3f}' for x in ratios)}; median "
+              f"{statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; before median "
+              f"{statistics.median(before):.0f} (range {min(before):.0f}-{max(before):.0f}), after median "
+              f"{statistics.median(after):.0f} (range {min(after):.0f}-{max(after):.0f}) env steps/s")
+    for name in ("before", "after"):
+        shares = {k: statistics.median(x["phases"][k] / (sum(x["phases"].values()) or 1.0) for x in results[name])
+                  for k in results[name][0]["phases"]}
+        print(f"{name}: median shares of fit's time " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares.items())
+              + f"; peak RSS median {statistics.median(x['rss_mb'] for x in results[name]):.0f} MB")
 
 
 def run_variants(args) -> None:
@@ -355,16 +478,36 @@ def main() -> None:
     p.add_argument("--malloc", choices=("default", "keep"), default="default",
                    help="default: glibc's adaptive heap trimming, as a user runs (its page faults vary with "
                         "allocation history); keep: glibc keeps freed heap memory for both loops (keep_freed_heap)")
+    p.add_argument("--sizes", choices=sorted(SIZES), default=None,
+                   help="the Pokemon configs' sizes (see above); sets algo, envs, steps, policy, stack, epochs")
+    p.add_argument("--policy_args", default=None, metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="policy options of every path (JSON values), e.g. channels_last=true")
+    p.add_argument("--base", default=None, metavar="REV",
+                   help="time fit at git revision REV against the working tree, fresh processes (see above)")
+    p.add_argument("--package_root", default=None, help=argparse.SUPPRESS)   # read before the imports
+    p.add_argument("--fit_child", default=None, help=argparse.SUPPRESS)      # one --base run: its args as JSON
     args = p.parse_args()
+    if args.fit_child is not None:
+        _fit_child(args)
+        return
     if args.malloc == "keep" and not keep_freed_heap():
         print("note: mallopt not available (not glibc?); allocator left at its defaults", flush=True)
+    args.policy_args = _key_values(args.policy_args or "", "--policy_args")
+    args.env_args = {}
+    if args.sizes:
+        for key, value in {**_POKERED_COMMON, **SIZES[args.sizes]}.items():
+            if key == "policy_args":
+                args.policy_args = {**value, **args.policy_args}
+            elif key in ("algo", "env", "env_args", "policy", "epochs", "minibatches") or getattr(args, key) is None:
+                setattr(args, key, value)
     setup = SETUPS[args.env]
     args.num_envs = args.num_envs or setup[3][args.algo == "ppo"]
     args.policy = args.policy or setup[1]
     args.update_every = args.update_every or setup[4]
     args.rollout_steps = args.rollout_steps or setup[5]
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1
-    default_steps = {"a2c": 400 if args.env == "foraging" else 200, "ppo": 20 * cycle}  # PPO: 20 rollouts
+    # PPO: 20 rollouts; at the Pokemon sizes (--sizes, 8,192 env steps each) 2
+    default_steps = {"a2c": 400 if args.env == "foraging" else 200, "ppo": (2 if args.sizes else 20) * cycle}
     args.steps = args.steps or default_steps[args.algo]
     args.log_every = args.log_every or (10 if args.algo == "a2c" else 1)
     args.warmup = args.warmup if args.warmup is not None else (10 if args.algo == "a2c" else cycle)
@@ -372,6 +515,9 @@ def main() -> None:
     import warp as wp
 
     wp.config.log_level = wp.LOG_WARNING
+    if args.base:
+        run_base(args)
+        return
     if args.variants:
         run_variants(args)
         return

@@ -43,10 +43,11 @@ from typing import Any, Literal
 import torch
 from lightning.pytorch import LightningModule
 
-from gbx_lightning.algos.build import EnvFactory, PolicyFactory, build_env, build_policy, factory_spec
+from gbx_lightning.algos.build import EnvFactory, PolicyFactory, build_env, build_policy, factory_parts, factory_spec
 from gbx_lightning.algos.config import ConfigError, check_common, old_layout_problem
 from gbx_lightning.algos.evaluation import episode_means
 from gbx_lightning.data import UNBOUNDED, EvalEpisodes, RolloutStream
+from gbx_lightning.heap import keep_freed_memory
 from gbx_lightning.metrics import LossMetrics
 from gbx_lightning.models import is_recurrent
 
@@ -65,6 +66,20 @@ def world_size_problem(saved: int, now: int) -> str:
     """The one-line refusal of a resume with another number of processes than the checkpoint was saved by."""
     return (f"x trainer.num_nodes must give {saved} process(es) to resume this checkpoint (each saved its own "
             f"envs and RNG streams), got {now}; resume with the same devices, or start a fresh run")
+
+
+def _rows_differ(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """bool ``[N]``: whether rows ``a[n]`` and ``b[n]`` (same shape and dtype) differ in any byte; compared 8 bytes at a
+    time where the rows allow it (a uint8 comparison's ``any`` cost more than the bootstrap it saves)."""
+    n = a.shape[0]
+    a, b = a.reshape(n, -1), b.reshape(n, -1)
+    try:
+        a, b = a.view(torch.uint8), b.view(torch.uint8)
+        if a.shape[1] % 8 == 0:
+            a, b = a.view(torch.int64), b.view(torch.int64)
+    except RuntimeError:   # rows not laid out for a reinterpreting view: compare the values
+        pass
+    return (a != b).any(1)
 
 
 class RLModule(LightningModule):
@@ -182,10 +197,14 @@ class RLModule(LightningModule):
         if stage == "fit":
             self.check_max_steps(self.trainer.max_steps, **self.hparams)
             self.check_val_schedule(self.trainer)
+            learner_device = self.trainer.strategy.root_device
+            self._check_update_compiler(learner_device)
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self.build_policy(self.env)
             self._check_rollout_memory()
+            if learner_device.type == "cpu":
+                keep_freed_memory()   # the update's large tensors reuse freed memory (gbx_lightning/heap.py)
         _, world = self.ranks()
         if self.hparams.eval_episodes < world:
             raise ConfigError("model.eval_episodes", f"must be >= the number of processes ({world}): the "
@@ -206,6 +225,18 @@ class RLModule(LightningModule):
             raise ConfigError(f"model.{self.rollout_field}", f"is {t}: a rollout of {t} steps x {n} envs holds "
                               f"~{need / 2**30:.3g} GiB of observations, more than the {free / 2**30:.3g} GiB free "
                               f"on {self.env.device}")
+
+    def _check_update_compiler(self, device: torch.device) -> None:
+        """``compile_update: true`` on a CPU without a C++ compiler: refused in one line before the first rollout
+        (torch.compile would fail inside the first update, after a whole rollout); read from the policy's options,
+        before the env is built."""
+        from gbx_lightning.models import cpp_compiler
+
+        wanted = (getattr(self.policy, "compile_update", None) if self.policy is not None
+                  else factory_parts(self.policy_factory)[1].get("compile_update"))
+        if wanted is True and device.type == "cpu" and cpp_compiler() is None:
+            raise ConfigError("model.policy.compile_update", "is true, but no C++ compiler was found (torch.compile's "
+                              "CPU backend needs g++ or $CXX): install one, or set it to false")
 
     def _get_eval_env(self):
         if self.eval_env is None:
@@ -254,11 +285,34 @@ class RLModule(LightningModule):
     def bootstrap_values(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """V(s'_t) of every step's true next state ``final_obs[t]``, ``[T * N]``, no gradient. A recurrent policy
         reads s'_t with its state after step t (``policy_states[t + 1]``, never zeroed: s'_t is still step t's
-        episode, also where the env was reset after it)."""
-        final_obs = batch["final_obs"].flatten(0, 1)
+        episode, also where the env was reset after it).
+
+        Most of them were computed while acting: where no episode ended at step t, s'_t is the observation acted on
+        at step t + 1 (the env protocol: ``final_obs`` equals the next ``obs`` where nothing ended), with the same
+        weights (a batch's update starts from the weights that acted it) and, for a recurrent policy, the same
+        state (not zeroed: no episode began), so V(s'_t) is ``values[t + 1]``. The policy runs only on the rest:
+        the last step's s', and the steps where an episode ended (or a recurrent policy's state was zeroed, or the
+        two observations differ at all: checked byte for byte, so a batch that is not one rollout's consecutive
+        steps is computed in full), ~1/T of the rows instead of all. One host read per batch (how many rows).
+        """
+        obs, final_obs, values = batch["obs"], batch["final_obs"], batch["values"]
+        T, N = values.shape
+        fresh = torch.ones(T, N, dtype=torch.bool, device=values.device)   # rows that need the forward pass
+        if T > 1:
+            ended = batch["terminated"][:-1] | batch["truncated"][:-1]
+            if self.recurrent:
+                ended = ended | batch["starts"][1:]
+            # one step at a time: a [N, ...] comparison, not a [T, N, ...] temporary
+            differs = torch.stack([_rows_differ(final_obs[t], obs[t + 1]) for t in range(T - 1)])
+            fresh[:-1] = ended | differs
+        rows = fresh.flatten().nonzero().squeeze(1)   # the host read
+        s_next = final_obs.flatten(0, 1)[rows]
         if not self.recurrent:
-            return self.policy(final_obs)[1]
-        return self.policy.step(final_obs, batch["policy_states"][1:].flatten(0, 1))[1]
+            computed = self.policy(s_next)[1]
+        else:
+            computed = self.policy.step(s_next, batch["policy_states"][1:].flatten(0, 1)[rows])[1]
+        next_values = torch.cat([values[1:], values[-1:]]).flatten()   # values[t + 1]; the last row is computed
+        return next_values.index_put((rows,), computed.to(next_values.dtype))
 
     def evaluate_rollout(self, batch: dict[str, torch.Tensor],
                          envs: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -24,7 +24,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from gbx_lightning.algos import RLModule, world_size_problem
 from gbx_lightning.baseline import RandomBaseline
-from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
+from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, CompileNotice, EnvStepsProgressBar, TrainingLog
 from gbx_lightning.checks import ConfigError, number_problem
 from gbx_lightning.cli.errors import first_line, old_layout_error
 from gbx_lightning.cli.launch import ProcessCheck, check_strategy
@@ -334,6 +334,7 @@ class GbxCLI(LightningCLI):
             callbacks.append(self.training_log.baseline)
         callbacks.append(self.training_log)
         callbacks.append(NonFiniteGuard())
+        callbacks.append(CompileNotice())
         # max_time is ours to act on (safety.py: a stop between updates, no evaluation after), not Lightning's Timer
         max_time = max_time_seconds(trainer_cfg.get("max_time"))
         kwargs["max_time"] = None

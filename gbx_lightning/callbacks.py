@@ -1,5 +1,5 @@
 """Observers of a run: the training log (JSONL + every Lightning logger), what the agent sees, the progress bar,
-atomic checkpoint writes, what torch.compile does with the update (``CompileNotice``).
+atomic checkpoint writes (what torch.compile does with the update: ``compile_notice.py``).
 
 Training log (one JSON object per line, appended; schema stable):
 
@@ -52,7 +52,6 @@ import json
 import math
 import os
 import platform
-import sys
 import tempfile
 import time
 import uuid
@@ -581,28 +580,3 @@ def read_training_log(path: str | os.PathLike) -> list[dict[str, Any]]:
                 break
             raise ValueError(f"{path}: line {i + 1} is not JSON: {line[:80]!r}") from None
     return records
-
-
-class CompileNotice(Callback):
-    """Says on stderr when the policy's first update compiles (``compile_update: true``: torch.compile, ~30 s on a
-    CPU, once per process, the progress bar standing still meanwhile) and how long it took; rank 0 only."""
-
-    def __init__(self) -> None:
-        self._compiling = False
-
-    def on_train_start(self, trainer, pl_module) -> None:
-        policy = getattr(pl_module, "policy", None)
-        self._compiling = (trainer.is_global_zero and getattr(policy, "compile_update", False) is True
-                           and getattr(policy, "_compiled_evaluate", None) is None)
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if self._compiling:
-            print("compiling the update with torch.compile (compile_update: true; the first update only, ~30 s on a "
-                  "CPU)", file=sys.stderr, flush=True)
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self._compiling:
-            self._compiling = False
-            seconds = getattr(pl_module.policy, "compile_seconds", None)
-            if seconds is not None:
-                print(f"compiled the update in {seconds:.0f} s (its first run included)", file=sys.stderr, flush=True)

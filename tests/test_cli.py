@@ -192,7 +192,8 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
     assert "run_name: null" in out and "runs_dir: lightning_logs" in out
 
 
-@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml", "pokered_explore_ppo.yaml"])
+@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml", "pokered_explore_ppo.yaml",
+                                  "pokered_explore_gpu.yaml"])
 def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
     code = main(["fit", "--config", str(ROOT / "configs" / name), "--runs_dir", str(tmp_path)])
     assert code == 2
@@ -263,6 +264,29 @@ def test_pokered_configs_are_sized_for_a_cpus_first_hour(name):
     assert trainer["max_steps"] % updates_per_batch == 0 and 10 * first_eval <= run <= RUN_ENV_STEPS, run
     assert episode_limit * init["num_envs"] * 4 <= run      # every env ends episodes in that hour
     assert max_time_seconds(trainer["max_time"]) == 3600
+
+
+def test_the_gpu_explore_config_fits_on_the_cpu_with_a_stand_in_game(tmp_path):
+    """configs/pokered_explore_gpu.yaml, dry-run: 8 envs on the CPU, hamlet's explore task (the same shape: explore,
+    event bits, milestones, a pool with swarming) in place of Pokemon's, two rollouts and an evaluation. What is
+    checked is the rest of the config: the learner and evaluation settings, the state cap with the pool."""
+    import json
+
+    import yaml
+    config = yaml.safe_load((ROOT / "configs" / "pokered_explore_gpu.yaml").read_text())
+    assert config["model"]["init_args"]["num_envs"] == 4096 and config["trainer"].get("max_time") is None
+    env = "--model.init_args.env.init_args"
+    code = main(["fit", "--config", str(ROOT / "configs" / "pokered_explore_gpu.yaml"), "--runs_dir", str(tmp_path),
+                 f"{env}.rom", "hamlet", f"{env}.task", "{base: hamlet/explore}", f"{env}.max_steps", "48",
+                 "--model.init_args.num_envs", "8", "--model.init_args.rollout_steps", "8",
+                 "--model.init_args.minibatches", "2", "--model.init_args.eval_episodes", "2",
+                 "--model.init_args.policy.class_path", "gbx_lightning.models.PixelCNNPolicy",
+                 "--trainer.max_steps", "8", "--trainer.val_check_interval", "2", "--checkpoint_every", "4",
+                 "--random_baseline", "false", "--progress_refresh", "0"])
+    assert code == 0
+    rows = [json.loads(line) for line in next(tmp_path.rglob("train.jsonl")).read_text().splitlines()]
+    assert any("eval" in r and r["eval"]["eval/episodes"] == 2.0 for r in rows)
+    assert torch.load(next(tmp_path.rglob("last.ckpt")), map_location="cpu", weights_only=False)["global_step"] == 8
 
 
 class _Parsed(Exception):

@@ -210,7 +210,7 @@ def test_bad_options_are_named(rom_path):
     for options, message in cases:
         with pytest.raises(OptionError, match=message):
             _env(rom_path, **options)
-    with pytest.raises(OptionError, match=r"task is neither a built-in task \(orchard/level1, .*\) nor a task file: "
+    with pytest.raises(OptionError, match=r"task is neither a built-in task \(hamlet/explore, .*orchard/level1, .*\) nor a task file: "
                                           r"no file at 'orchard/level0'"):
         GameBoyEnv(1, task="orchard/level0")
     with pytest.raises(TypeError, match="unexpected keyword argument 'levle'"):   # a config's: the parser's

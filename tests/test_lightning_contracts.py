@@ -41,14 +41,15 @@ class _Events(Callback):
     """The order of acting and updating: ("act", opt_steps) per rollout step, ("update", opt_steps) per batch."""
 
     def __init__(self):
-        self.events = []
+        self.events, self.in_step = [], False
 
     def on_train_start(self, trainer, pl_module):
         policy, events = pl_module.policy, self.events
         forward = policy.forward
 
         def spy(obs):
-            if not torch.is_grad_enabled() and obs.shape[0] == pl_module.hparams.num_envs:  # acting, not bootstrapping
+            # acting: no grad, one row per env, outside training_step (which bootstraps V(s') of the last step)
+            if not torch.is_grad_enabled() and obs.shape[0] == pl_module.hparams.num_envs and not self.in_step:
                 events.append(("act", pl_module.opt_steps))
             return forward(obs)
 
@@ -56,6 +57,10 @@ class _Events(Callback):
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         self.events.append(("update", pl_module.opt_steps))
+        self.in_step = True
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.in_step = False
 
 
 @pytest.mark.parametrize("algo", ["a2c", "ppo"])

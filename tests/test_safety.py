@@ -487,6 +487,7 @@ def test_env_state_over_the_cap_is_left_out_and_the_resume_says_so(tmp_path):
     ckpt = _ckpt(run_dir / "checkpoints" / "last.ckpt")
     stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
     plan = ckpt["gbx_env_state"]
+    parts = plan.pop("parts")   # what a resume loses, part by part (in the checkpoint's plan only): they add up
     assert stream["env"] is None and stream["obs"] is None and stream["env_state"] == plan
     # per env: the machine (50,425 B), the 2-frame stack, 6 int32/f32 episode counters, running return and length;
     # plus the reset generator's state and the task's visit heatmap (32 x 32 int64 counts) once
@@ -494,10 +495,11 @@ def test_env_state_over_the_cap_is_left_out_and_the_resume_says_so(tmp_path):
     assert plan == {"saved": False, "bytes": 3 * per_env + torch.Generator().get_state().numel() + 32 * 32 * 8,
                     "num_envs": 3,
                     "max_bytes": int(0.1 * (1 << 20))}
+    assert sum(n for _, n in parts) == plan["bytes"] and ("the heatmap's visit counts", 32 * 32 * 8) in parts
     assert _fit(cfg, runs, "--trainer.limit_val_batches", "0", "--env_state_max_mb", "0.1", "--ckpt_path", "last",
                 "--trainer.max_steps", "8") == 0
     meta, steps, _ = _split(run_dir / "train.jsonl")
-    assert meta[1]["env_state"] == plan
+    assert meta[1]["env_state"] == {**plan, "parts": [list(p) for p in parts]}
     assert [r["opt_steps"] for r in steps] == list(range(1, 9)) and steps[-1]["env_steps"] == 8 * 2 * 3
 
 

@@ -24,7 +24,8 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from gbx_lightning.algos import RLModule, world_size_problem
 from gbx_lightning.baseline import RandomBaseline
-from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, CompileNotice, EnvStepsProgressBar, TrainingLog
+from gbx_lightning.callbacks import AgentView, AtomicCheckpointIO, EnvStepsProgressBar, TrainingLog
+from gbx_lightning.compile_notice import CompileNotice
 from gbx_lightning.checks import ConfigError, number_problem
 from gbx_lightning.cli.errors import first_line, old_layout_error
 from gbx_lightning.cli.launch import ProcessCheck, check_strategy

@@ -192,7 +192,7 @@ def test_print_config_shows_the_resolved_config(tmp_path, capsys):
     assert "run_name: null" in out and "runs_dir: lightning_logs" in out
 
 
-@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml", "pokered_explore_ppo.yaml",
+@pytest.mark.parametrize("name", ["your_game_a2c.yaml", "your_game_ppo.yaml", "pokered_explore_ppo.yaml",
                                   "pokered_explore_gpu.yaml"])
 def test_user_game_configs_name_their_placeholder_files(tmp_path, capsys, name):
     code = main(["fit", "--config", str(ROOT / "configs" / name), "--runs_dir", str(tmp_path)])
@@ -219,7 +219,7 @@ def test_every_shipped_config_parses_in_the_class_path_layout(capsys, path):
     assert env["class_path"].startswith("gbx_lightning.envs.") and policy["class_path"].startswith("gbx_lightning.models.")
     if env["class_path"] == "gbx_lightning.envs.GameBoyEnv":
         options = yaml.safe_load(path.read_text())["model"]["init_args"]["env"]["init_args"]
-        if path.name.startswith("pokered_"):
+        if path.name.startswith(("pokered_", "your_game_")):
             with pytest.raises(OptionError, match=r"^rom is not a ROM we can run: no ROM file at 'roms/pokered.gb'"):
                 GameBoyEnv.check_options(**options)
         else:
@@ -234,8 +234,8 @@ EVAL_ENV_STEPS = 65_536
 RUN_ENV_STEPS = 2_000_000
 
 
-@pytest.mark.parametrize("name", ["pokered_a2c.yaml", "pokered_ppo.yaml", "pokered_explore_ppo.yaml"])
-def test_pokered_configs_are_sized_for_a_cpus_first_hour(name):
+@pytest.mark.parametrize("name", ["your_game_a2c.yaml", "your_game_ppo.yaml", "pokered_explore_ppo.yaml"])
+def test_user_game_configs_are_sized_for_a_cpus_first_hour(name):
     """The env steps to the first evaluation, computed from the config (evaluation every val_check_interval
     batches; a batch is a PPO rollout, rollout_steps x num_envs, or an A2C update, update_every x num_envs), an
     evaluation's worst case (every episode to its time limit) and the whole run: a first hour on a CPU, with
@@ -264,6 +264,19 @@ def test_pokered_configs_are_sized_for_a_cpus_first_hour(name):
     assert trainer["max_steps"] % updates_per_batch == 0 and 10 * first_eval <= run <= RUN_ENV_STEPS, run
     assert episode_limit * init["num_envs"] * 4 <= run      # every env ends episodes in that hour
     assert max_time_seconds(trainer["max_time"]) == 3600
+
+
+def test_the_hamlet_config_is_the_generic_config_pointed_at_hamlet():
+    """configs/hamlet_house_ppo.yaml measures configs/your_game_ppo.yaml (docs/benchmarks.md): the two must not
+    drift apart. Everything equal but the env's ROM and task, whose reward list is the same."""
+    import yaml
+    mine, yours = (yaml.safe_load((ROOT / "configs" / n).read_text()) for n in ("hamlet_house_ppo.yaml",
+                                                                               "your_game_ppo.yaml"))
+    env_m, env_y = mine["model"]["init_args"].pop("env")["init_args"], yours["model"]["init_args"].pop("env")["init_args"]
+    assert mine == yours
+    assert env_m.pop("task") == {"base": "hamlet/house", "reward": env_y["task"]["reward"]}
+    env_y.pop("task"), env_y.pop("rom")
+    assert env_m == env_y
 
 
 def test_the_gpu_explore_config_fits_on_the_cpu_with_a_stand_in_game(tmp_path):

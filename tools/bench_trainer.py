@@ -41,8 +41,8 @@ comma-separated key=value pairs: a policy argument (`channels_last=true`, `hidde
     python tools/bench_trainer.py --algo ppo --stack_k 4 --policy nature_cnn --num_envs 64 --rollout_steps 128 \
         --variants channels_last=true policy=pixel_cnn policy=pixel_cnn,channels_last=true
 
-`--sizes pokered_explore|pokered_ppo` sets everything to the sizes of configs/pokered_explore_ppo.yaml (64 envs x 128
-steps, 2 epochs x 8 minibatches) or configs/pokered_ppo.yaml (4 x 4): PPO, PixelCNNPolicy with channels_last, 4-frame
+`--sizes pokered_explore|your_game_ppo` sets everything to the sizes of configs/pokered_explore_ppo.yaml (64 envs x 128
+steps, 2 epochs x 8 minibatches) or configs/your_game_ppo.yaml (4 x 4): PPO, PixelCNNPolicy with channels_last, 4-frame
 stacks, the D-pad/A/B/Start/no-op codec and episodes of 2048 steps, on orchard level 1 (the Pokemon ROM is the user's;
 the learner's work depends on the sizes, not the game). `--policy_args` gives the policy options of every path.
 
@@ -52,7 +52,7 @@ importing the one or the other package), alternating which goes first, and print
 repeat, their median and range, wall and CPU time, with each side's update/act/env shares and peak memory (RSS):
 
     python tools/bench_trainer.py --sizes pokered_explore --base 646375f --repeats 3
-    python tools/bench_trainer.py --sizes pokered_ppo --base 646375f --repeats 3
+    python tools/bench_trainer.py --sizes your_game_ppo --base 646375f --repeats 3
 """
 
 from __future__ import annotations
@@ -98,10 +98,10 @@ SETUPS = {
 }
 
 
-# --sizes: the Pokemon configs' learner sizes, on orchard (configs/pokered_explore_ppo.yaml, configs/pokered_ppo.yaml)
+# --sizes: the Pokemon configs' learner sizes, on orchard (configs/pokered_explore_ppo.yaml, configs/your_game_ppo.yaml)
 SIZES = {
     "pokered_explore": dict(epochs=2, minibatches=8),
-    "pokered_ppo": dict(epochs=4, minibatches=4),
+    "your_game_ppo": dict(epochs=4, minibatches=4),
 }
 _POKERED_COMMON = dict(algo="ppo", env="gameboy", num_envs=64, rollout_steps=128, stack_k=4, policy="pixel_cnn",
                        policy_args={"channels_last": True},

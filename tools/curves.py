@@ -1,35 +1,58 @@
 """Learning curves of finished runs as a markdown table: each evaluation's success rate by env steps, one column per
-run, the random policy's figure on the same episodes (the JSONL meta line's ``random_baseline``), the training wall
-time at each evaluation, and whether any evaluation fell below random.
+run, the random policy's figure on the same episodes (the JSONL meta line's ``random_baseline``), the minutes at
+each evaluation, and whether any evaluation fell below random. Minutes are wall clock from the run's setup (its
+``config.yaml`` written, or the meta line's ``started_at`` if earlier) to the evaluation's checkpoint
+(``checkpoints/registry.jsonl``'s ``written_at``): what a user waits, the random policy's episodes and every
+evaluation included (not the ~20 s of imports before); without a registry, the training records' ``wall_time_s``
+(training only).
 
     python tools/curves.py lightning_logs/hamlet_house_ppo/version_0 lightning_logs/hamlet_house_ppo/version_1 ...
     python tools/curves.py RUN... --metric eval/success_rate --minutes 15
 
-``--minutes M``: also print, per run, the best and the last success rate reached within M minutes of training.
+``--minutes M``: also print, per run, the best and the last success rate reached within M minutes.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def _written_at(run_dir: Path) -> dict[int, datetime]:
+    """env_steps -> when that evaluation's checkpoint was written (the registry's last word for each)."""
+    path, at = run_dir / "checkpoints" / "registry.jsonl", {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            c = json.loads(line).get("checkpoint") if line.strip() else None
+            if c and c.get("written_at"):
+                at[c["env_steps"]] = datetime.fromisoformat(c["written_at"])
+    return at
+
+
 def read_run(run_dir: Path, metric: str) -> dict:
-    """{"evals": [(env_steps, value, wall_time_s)], "random": value or None} of one run's train.jsonl."""
+    """{"evals": [(env_steps, value, seconds)], "random": value or None} of one run's train.jsonl."""
     from gbx_lightning.callbacks import read_training_log
 
     records = read_training_log(run_dir / "train.jsonl")
-    random, evals, wall = None, {}, 0.0
+    random, evals, wall, started, written = None, {}, 0.0, None, _written_at(run_dir)
     for rec in records:
         if "meta" in rec:
             base = rec["meta"].get("random_baseline") or {}
             random = base.get(metric.replace("eval/", "eval/random_"), random)
+            if rec["meta"].get("segment") == "start" and rec["meta"].get("started_at"):
+                started = datetime.fromisoformat(rec["meta"]["started_at"])
+                config = run_dir / "config.yaml"
+                if config.exists():
+                    started = min(started, datetime.fromtimestamp(config.stat().st_mtime, tz=started.tzinfo))
         elif "eval" in rec and rec["eval"].get("stage") == "validate":
             e = rec["eval"]
-            evals[e["env_steps"]] = (e["env_steps"], e.get(metric), wall)   # a resumed segment supersedes
+            at = written.get(e["env_steps"])
+            seconds = (at - started).total_seconds() if at and started else wall
+            evals[e["env_steps"]] = (e["env_steps"], e.get(metric), seconds)   # a resumed segment supersedes
         elif "wall_time_s" in rec and rec.get("wall_time_s") is not None:
             wall = rec["wall_time_s"]
     return {"evals": sorted(evals.values()), "random": random}

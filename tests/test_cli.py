@@ -102,7 +102,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "(built-in ROMs: hamlet, orchard)"),
     (PPO, "--model.env.task=orchard/level9",
      "model.env.task is neither a built-in task (hamlet/explore, hamlet/house, hamlet/lantern, hamlet/route, "
-     "hamlet/shrine, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
+     "hamlet/shrine, orchard/game, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
      "orchard/level6, orchard/level7, pokered/explore) nor a task file: no file at 'orchard/level9'"),
     (PPO, "--model.env.task={base: orchard/level1, start: {state: /no/such.state}}",
      "model.env.task.start.state does not exist: no savestate file at '/no/such.state'"),

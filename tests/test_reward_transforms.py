@@ -571,8 +571,8 @@ def test_a_goal_term_without_a_goal_template_is_refused(tmp_path):
     hp["env"]["init_args"] = {"rom": str(rom), "task": {"reward": hp["env"]["init_args"]["task"]["reward"]}}
     with pytest.raises(ConfigError) as err:
         A2CModule.check_config(**hp)
-    assert str(err.value) == ("env.task.reward[1] (success_bonus) needs a goal template: set the task's goal "
-                              "(tools/capture_goal.py makes one)")
+    assert str(err.value) == ("env.task.reward[1] (success_bonus) needs a way to succeed: a goal template "
+                              "(tools/capture_goal.py makes one) or a ram_goal (a RAM map field's value)")
     with pytest.raises(RewardSpecError, match=r"^reward\[0\] \(fail_penalty\) needs a fail template"):
         check_reward_spec([{"name": "fail_penalty"}], has_goal=True, has_fail=False)
 

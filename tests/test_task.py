@@ -45,9 +45,9 @@ def test_orchard_level_files_are_what_orchard_py_says(level):
 def test_the_built_in_tasks_are_the_files_under_roms_tasks():
     """Every YAML file under roms/tasks/GAME is a task but a game's RAM map (ram.yaml, envs/ram_map.py)."""
     assert available_tasks() == [f"hamlet/{n}" for n in ("explore", "house", "lantern", "route", "shrine")] + \
-        [f"orchard/level{n}" for n in range(1, 8)] + ["pokered/explore"]
+        ["orchard/game"] + [f"orchard/level{n}" for n in range(1, 8)] + ["pokered/explore"]
     assert sorted(p.name for p in (TASK_DIR / "orchard").iterdir()) == \
-        [f"level{n}.yaml" for n in range(1, 8)] + ["ram.yaml"]
+        ["game.yaml"] + [f"level{n}.yaml" for n in range(1, 8)] + ["ram.yaml"]
     assert sorted(p.name for p in (TASK_DIR / "pokered").iterdir()) == ["explore.yaml", "ram.yaml"]
     # by name, by file path and as a copy of the Task: the same task
     by_file = load_task(TASK_DIR / "orchard" / "level2.yaml")
@@ -167,16 +167,16 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
 # ---------------------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("spec, message", [
     (3, "task must be a built-in task name (hamlet/explore, hamlet/house, hamlet/lantern, hamlet/route, "
-        "hamlet/shrine, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
+        "hamlet/shrine, orchard/game, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
         "orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task fields, got 3"),
-    ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, reward, step_cost, alpha, "
-                   "goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, requires, name"),
+    ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, ram_goal, reward, step_cost, "
+                   "alpha, goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, requires, name"),
     ({"base": "orchard/level9"}, "task.base is neither a built-in task (hamlet/explore, hamlet/house, "
-                                 "hamlet/lantern, hamlet/route, hamlet/shrine, orchard/level1, orchard/level2, "
+                                 "hamlet/lantern, hamlet/route, hamlet/shrine, orchard/game, orchard/level1, orchard/level2, "
                                  "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, "
                                  "pokered/explore) nor a task file: no file at 'orchard/level9'"),
     ({"base": 1}, "task.base must be a built-in task name (hamlet/explore, hamlet/house, hamlet/lantern, "
-                  "hamlet/route, hamlet/shrine, orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
+                  "hamlet/route, hamlet/shrine, orchard/game, orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
                   "orchard/level5, orchard/level6, orchard/level7, pokered/explore) or a task file, got 1"),
     ({"start": {"frame": 3}}, "task.start.frame is not a field of Start; fields: state, inputs, frames, variants, "
                               "variant_frames"),
@@ -206,8 +206,9 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
      "'success', 'failed', 'trained_return', 'from_pool'] nor another counter's), got 'a'"),
     ({"reward": "orchard_seeds"}, "task.reward must be one of ('goal',) or a list of reward items, got "
                                   "'orchard_seeds'"),
-    ({"reward": [{"name": "success_bonus"}]}, "task.reward[0] (success_bonus) needs a goal template: set the task's "
-                                              "goal (tools/capture_goal.py makes one)"),
+    ({"reward": [{"name": "success_bonus"}]}, "task.reward[0] (success_bonus) needs a way to succeed: a goal template "
+                                              "(tools/capture_goal.py makes one) or a ram_goal (a RAM map field's "
+                                              "value)"),
     ({"fail_penalty": 0.5}, "task.fail_penalty must be a number <= 0.0, got 0.5"),
     ({"rom": 5}, "task.rom must be a built-in ROM name (hamlet, orchard) or a .gb file path, got 5"),
 ])

@@ -12,7 +12,7 @@ from .base import EpisodeStats, VecEnv, VecEnvBase, check_actions
 from .foraging import ForagingEnv
 from .gameboy import GameBoyEnv
 from .ram_map import RamField, RamMap, load_ram_map
-from .task import Counter, Milestone, Pool, Start, Swarm, Task, Template, load_task
+from .task import Counter, Milestone, Pool, RamGoal, Start, Swarm, Task, Template, load_task
 
 # short names for tools and tests (configs name the class: model.env.class_path); name -> constructor
 ENV_REGISTRY: dict[str, type] = {"foraging": ForagingEnv, "gameboy": GameBoyEnv}
@@ -25,6 +25,6 @@ def make_env(name: str, **kwargs) -> VecEnv:
     return ENV_REGISTRY[name](**kwargs)
 
 
-__all__ = ["ENV_REGISTRY", "Counter", "EpisodeStats", "ForagingEnv", "GameBoyEnv", "Milestone", "Pool", "RamField",
+__all__ = ["ENV_REGISTRY", "Counter", "EpisodeStats", "ForagingEnv", "GameBoyEnv", "Milestone", "Pool", "RamField", "RamGoal",
            "RamMap", "Start", "Swarm", "Task", "Template", "VecEnv", "VecEnvBase", "check_actions", "load_ram_map",
            "load_task", "make_env"]

@@ -4,7 +4,7 @@ and the transforms (each class's docstring has its formula; ``rewards.py`` the f
     step_cost      term, per step      cost
     goal_distance  term, per step      alpha * (prev_dist - dist); with gamma: alpha * (prev_dist - gamma * dist)
     ram            term, per step      weight * (the change / the level of a WRAM number)
-    success_bonus  term, per episode   bonus where the goal template ended the episode
+    success_bonus  term, per episode   bonus where the episode ended by success (the goal, a success milestone)
     fail_penalty   term, per episode   penalty where the fail template ended it
     scale, clip, return_norm           transforms of the reward summed so far
 """
@@ -134,8 +134,8 @@ class RamTerm(RewardItem):
 
 class SuccessBonus(RewardItem):
     """term, per episode: value = bonus on the step an episode ends by success (the goal template matched for
-    k_consecutive steps: terminated), else 0."""
-    needs = ("goal",)
+    k_consecutive steps, or a ``success`` milestone reached its ``at_least``: terminated), else 0."""
+    needs = ("success",)
     PARAMS = {"bonus": Param(env="goal_bonus", bounds={})}
 
     def __init__(self, bonus: float, num_envs: int, device: torch.device):

@@ -308,15 +308,21 @@ def _items(spec) -> list:
     return list(spec)
 
 
-def check_reward_spec(spec, *, has_goal: bool, has_fail: bool, ram_map: RamMap | None = None) -> None:
+def check_reward_spec(spec, *, has_goal: bool, has_fail: bool, ram_map: RamMap | None = None,
+                      has_success: bool = False) -> None:
     """Check a ``reward`` list without building anything (user items are imported and their signatures
     checked). Raises RewardSpecError naming the item and field. ``has_goal``/``has_fail``: whether the env
-    will have a goal / fail template (goal_distance and success_bonus read the goal; fail_penalty the fail)."""
-    templates = {"goal": has_goal, "fail": has_fail}
+    will have a goal / fail template (goal_distance reads the goal; fail_penalty the fail); success_bonus needs a
+    way to succeed: the goal, or ``has_success`` (a milestone with ``success: true``)."""
+    templates = {"goal": has_goal, "fail": has_fail, "success": has_goal or has_success}
     for i, item in enumerate(_items(spec)):
         if item["name"] in BUILTINS:
             cls, _ = _builtin_params(i, item, ram_map)
             for need in cls.needs:
+                if not templates[need] and need == "success":
+                    raise RewardSpecError(f"reward[{i}]", f"({item['name']}) needs a way to succeed: a goal "
+                                                          f"template (tools/capture_goal.py makes one) or a "
+                                                          f"ram_goal (a RAM map field's value)")
                 if not templates[need]:
                     raise RewardSpecError(f"reward[{i}]", f"({item['name']}) needs a {need} template: set the "
                                                           f"task's {need} (tools/capture_goal.py makes one)")

@@ -12,6 +12,7 @@ step pays and which RAM values are counted per episode.
                      variant_frames=None),   # None: the env's frames_per_step
          goal=Template(path, tau=None, k_consecutive=None),   # success screen (tools/capture_goal.py);
          fail=Template(...),                                  # failure screen; None values: the PNG's JSON
+         ram_goal=RamGoal(field, at_least),   # success read from RAM: a RAM map field's value >= at_least
          reward="goal",                # a preset or a list of reward items (envs/reward_transforms.py)
          step_cost=None, alpha=None, goal_bonus=None,   # the goal terms' values; None: the goal's JSON
          fail_penalty=-1.0,
@@ -40,7 +41,8 @@ increase over the episode is reported when it ends (``info[name]``, int32, 0 whe
 Milestones (``envs/features/milestones.py``): what a long episode achieved, per episode, from the RAM map's fields
 (``info[name]``, the logs' ``episode_<name>_mean``): ``distinct`` tuples seen (maps visited), the ``peak`` rise of
 a number (levels), the ``bits`` newly set (badges, events), the ``increase`` of a counter; ``at_least: k`` makes
-one a flag (1 once it reached k). A ``pool`` (``envs/features/pool.py``) harvests states whose milestones rose into a
+one a flag (1 once it reached k). ``ram_goal`` (``envs/features/ram_goal.py``) ends an episode as a success where
+a field's value reaches ``at_least``. A ``pool`` (``envs/features/pool.py``) harvests states whose milestones rose into a
 device-side pool that resets sample from, and swarms the best env's state to others.
 
 Checks: ``load_task`` checks every value (one-line ``OptionError`` naming ``task.<field>``);
@@ -64,10 +66,10 @@ from .base import OptionError
 from .ram_map import load_ram_map
 from .task_checks import (check_task, check_values, counter_location, file_exists, is_state_file, load_start_state,
                           missing_required, short)
-from .task_types import (Counter, Heatmap, Milestone, Pool, Start, Swarm, Task, TaskFields, Template,
+from .task_types import (Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, TaskFields, Template,
                          start_states)
 
-__all__ = ["Counter", "Heatmap", "Milestone", "Pool", "Start", "Swarm", "Task", "TaskFields", "Template", "check_task",
+__all__ = ["Counter", "Heatmap", "Milestone", "Pool", "RamGoal", "Start", "Swarm", "Task", "TaskFields", "Template", "check_task",
            "counter_location", "is_state_file", "load_start_state", "load_task", "missing_required", "start_states"]
 
 
@@ -170,6 +172,8 @@ def _from_mapping(data: Mapping, where: str, base_dir: Path | None, chain: tuple
             value = _pool(value, at)
         elif key == "heatmap":
             value = None if value is None else _merge(Heatmap, None, value, at, None)
+        elif key == "ram_goal":
+            value = None if value is None else _merge(RamGoal, None, value, at, None)
         elif key == "rom" and isinstance(value, str) and base_dir is not None and value not in available_roms():
             value = _beside(base_dir, value)
         setattr(task, key, value)

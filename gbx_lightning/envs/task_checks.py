@@ -22,7 +22,7 @@ from .goal import GoalError, load_goal
 from .ram_map import RamField, RamMap, resolve_field
 from .reward_item import WRAM, RewardSpecError
 from .reward_transforms import PRESETS, check_reward_spec
-from .task_types import (MILESTONE_KINDS, Counter, Heatmap, Milestone, Pool, Start, Swarm, Task, Template,
+from .task_types import (MILESTONE_KINDS, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, Template,
                          start_states)
 
 __all__ = ["MAX_AXIS_BITS", "RESERVED_INFO", "check_heatmap", "check_task", "check_values", "counter_location",
@@ -96,6 +96,12 @@ def check_values(task: Task, where: str) -> None:
     _check_counters(task.counters, f"{where}.counters", task.ram_map)
     _check_milestones(task.milestones, f"{where}.milestones", task.ram_map, [c.name for c in task.counters])
     _check_pool(task.pool, f"{where}.pool", [m.name for m in task.milestones])
+    if task.ram_goal is not None:
+        g, at = task.ram_goal, f"{where}.ram_goal"
+        if not isinstance(g, RamGoal):
+            raise OptionError(at, f"must be a mapping of field and at_least, got {short(g)}")
+        resolve_field(task.ram_map, g.field, f"{at}.field")
+        _number(f"{at}.at_least", g.at_least, low=1, integer=True)
     if task.heatmap is not None:
         if not isinstance(task.heatmap, Heatmap):
             raise OptionError(f"{where}.heatmap", f"must be a mapping of y, x (RAM map fields), got {short(task.heatmap)}")
@@ -109,7 +115,7 @@ def check_values(task: Task, where: str) -> None:
             raise RewardSpecError("reward", f"must be one of {PRESETS} or a list of reward items, got {short(reward)}")
         else:
             check_reward_spec(reward, has_goal=task.goal is not None, has_fail=task.fail is not None,
-                              ram_map=task.ram_map)
+                              ram_map=task.ram_map, has_success=task.ram_goal is not None)
     except RewardSpecError as err:
         raise OptionError(f"{where}.{err.field}", err.message) from None
 

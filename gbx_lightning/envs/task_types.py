@@ -14,7 +14,7 @@ from typing import Literal, Required, TypedDict, Union, get_type_hints
 from .ram_map import RamMap
 
 __all__ = ["Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS", "Milestone", "MilestoneFields",
-           "Pool", "PoolFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
+           "Pool", "PoolFields", "RamGoal", "RamGoalFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
            "TemplateFields", "start_states"]
 
 
@@ -78,6 +78,15 @@ class Milestone:
 
 
 @dataclass
+class RamGoal:
+    """A goal read from RAM (``envs/features/ram_goal.py``): the episode ends as a success at the step the RAM map
+    ``field``'s value (the sum of its numbers) is at least ``at_least`` - where no one screen marks the goal
+    (orchard's full game: four mazes cleared; Pokemon: a badge). A sibling of the goal template; either, or both."""
+    field: str | int
+    at_least: int
+
+
+@dataclass
 class Swarm:
     """Every ``every`` steps, the best env (highest score, not terminated) is copied to up to ``fraction`` of the
     envs, drawn at random among those scoring less: their episodes end as truncated and restart from its state."""
@@ -122,6 +131,7 @@ class Task:
     start: Start = field(default_factory=Start)
     goal: Template | None = None
     fail: Template | None = None
+    ram_goal: RamGoal | None = None
     reward: str | list[dict] = "goal"
     step_cost: float | None = None
     alpha: float | None = None
@@ -159,6 +169,8 @@ TemplateFields = _fields_of(Template, "A template's fields (over the base's temp
 CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
                           required=("name",))
 MilestoneFields = _fields_of(Milestone, "A milestone's fields (name and kind required).", required=("name", "kind"))
+RamGoalFields = _fields_of(RamGoal, "A RAM goal's fields (field and at_least required).",
+                           required=("field", "at_least"))
 HeatmapFields = _fields_of(Heatmap, "A heatmap's fields (y and x required).", required=("y", "x"))
 SwarmFields = _fields_of(Swarm, "Swarm's fields (the rest: Swarm's defaults).")
 PoolFields = _fields_of(Pool, "A state pool's fields (score required).", required=("score",),
@@ -169,7 +181,8 @@ TaskFields = _fields_of(Task, "A task as a mapping of its fields (module docstri
                                  "fail": Union[str, TemplateFields, None], "counters": list[CounterFields],
                                  # a built-in map's name, a RAM map file, or one inline (ram_map.py checks it)
                                  "ram_map": Union[str, dict, None], "milestones": list[MilestoneFields],
-                                 "pool": Union[PoolFields, None], "heatmap": Union[HeatmapFields, None]},
+                                 "pool": Union[PoolFields, None], "heatmap": Union[HeatmapFields, None],
+                                 "ram_goal": Union[RamGoalFields, None]},
                         extra={"base": str})   # a built-in task name or a task file
 
 

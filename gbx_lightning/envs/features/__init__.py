@@ -3,7 +3,8 @@
 ``FEATURES`` is the order the engine builds them in and calls every hook in (docs/design.md, "GameBoyEnv's
 features"). It matters:
 
-* ``templates`` first: the goal and fail screens decide termination before anything reads it;
+* ``templates`` first, then ``ram_goal``: the goal and fail screens and the RAM goal decide termination before
+  anything reads it;
 * ``heatmap``, ``milestones``: read the step's end; the milestones' progress is the pool's score;
 * ``pool`` after the milestones: its swarm ends episodes (truncated) before the reward sees them, and it
   harvests (``before_reset``) before the resets read the cache;
@@ -21,10 +22,11 @@ from .heatmap import VisitHeatmap
 from .milestones import MilestoneTracker
 from .observations import DataPlane
 from .pool import StatePoolFeature
+from .ram_goal import RamGoalFeature
 from .reward import Reward
 from .templates import Templates
 
-FEATURES: tuple[type[Feature], ...] = (Templates, VisitHeatmap, MilestoneTracker, StatePoolFeature, DataPlane, Reward,
-                                       Counters)
+FEATURES: tuple[type[Feature], ...] = (Templates, RamGoalFeature, VisitHeatmap, MilestoneTracker, StatePoolFeature,
+                                       DataPlane, Reward, Counters)
 
 __all__ = ["FEATURES", "Feature", "Step"]

@@ -33,7 +33,7 @@ from torch import nn
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
            "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
-           "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "cpp_compiler"]
+           "PixelVectorLSTMPolicy", "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "cpp_compiler"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
 
@@ -495,36 +495,62 @@ class PixelVectorPolicy(ActorCritic):
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
                  channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256):
         super().__init__(obs_shape, num_actions, torch.uint8)
-        _check_pixels("pixel_vector", self.obs_shape, 20)
-        plane = self.obs_shape[1] * self.obs_shape[2]
-        if self.obs_shape[0] < 2 or isinstance(vector_size, bool) or not isinstance(vector_size, int) or \
-                not 1 <= vector_size <= plane:
-            raise ValueError(f"pixel_vector policy: needs an observation with a data plane in front of the frames "
-                             f"(GameBoyEnv's obs: {{ram: [...], visited: {{...}}}}) and its vector_size in "
-                             f"1..{plane}, got obs_shape {list(self.obs_shape)} and vector_size {vector_size!r}")
-        self.vector_size = vector_size
-        c1, c2 = (int(c) for c in channels)
-        g = math.sqrt(2)
-        self.convs = nn.Sequential(
-            _init(nn.Conv2d(self.obs_shape[0] - 1, c1, 8, stride=4), g), nn.ReLU(),
-            _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
-            nn.Flatten(),
-        )
-        layers: list[nn.Module] = []
-        width = vector_size
-        for h in vector_hidden:
-            layers += [_init(nn.Linear(width, int(h)), g), nn.ReLU()]
-            width = int(h)
-        self.vector_mlp = nn.Sequential(*layers)
-        with torch.no_grad():
-            flat = self.convs(torch.zeros(1, self.obs_shape[0] - 1, *self.obs_shape[1:])).shape[1]
-        self.dense = nn.Sequential(_init(nn.Linear(flat + width, int(hidden)), g), nn.ReLU())
+        _pixel_vector_layers(self, "pixel_vector", vector_size, channels, vector_hidden, hidden)
         self._heads(int(hidden))
 
     def torso(self, obs):
-        frames = obs[:, 1:].float() / PIXEL_SHADES
-        vector = obs[:, 0].reshape(obs.shape[0], -1)[:, :self.vector_size].float() / 255.0
-        return self.dense(torch.cat([self.convs(frames), self.vector_mlp(vector)], 1))
+        return _pixel_vector_features(self, obs)
+
+
+def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, vector_hidden, hidden) -> None:
+    """PixelVectorPolicy's layers (``convs``, ``vector_mlp``, ``dense``) on ``policy``: shared with its LSTM form."""
+    _check_pixels(name, policy.obs_shape, 20)
+    plane = policy.obs_shape[1] * policy.obs_shape[2]
+    if policy.obs_shape[0] < 2 or isinstance(vector_size, bool) or not isinstance(vector_size, int) or \
+            not 1 <= vector_size <= plane:
+        raise ValueError(f"{name} policy: needs an observation with a data plane in front of the frames "
+                         f"(GameBoyEnv's obs: {{ram: [...], visited: {{...}}}}) and its vector_size in "
+                         f"1..{plane}, got obs_shape {list(policy.obs_shape)} and vector_size {vector_size!r}")
+    policy.vector_size = vector_size
+    c1, c2 = (int(c) for c in channels)
+    g = math.sqrt(2)
+    policy.convs = nn.Sequential(
+        _init(nn.Conv2d(policy.obs_shape[0] - 1, c1, 8, stride=4), g), nn.ReLU(),
+        _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
+        nn.Flatten(),
+    )
+    layers: list[nn.Module] = []
+    width = vector_size
+    for h in vector_hidden:
+        layers += [_init(nn.Linear(width, int(h)), g), nn.ReLU()]
+        width = int(h)
+    policy.vector_mlp = nn.Sequential(*layers)
+    with torch.no_grad():
+        flat = policy.convs(torch.zeros(1, policy.obs_shape[0] - 1, *policy.obs_shape[1:])).shape[1]
+    policy.dense = nn.Sequential(_init(nn.Linear(flat + width, int(hidden)), g), nn.ReLU())
+
+
+def _pixel_vector_features(policy: ActorCritic, obs: torch.Tensor) -> torch.Tensor:
+    frames = obs[:, 1:].float() / PIXEL_SHADES
+    vector = obs[:, 0].reshape(obs.shape[0], -1)[:, :policy.vector_size].float() / 255.0
+    return policy.dense(torch.cat([policy.convs(frames), policy.vector_mlp(vector)], 1))
+
+
+class PixelVectorLSTMPolicy(RecurrentActorCritic):
+    """``PixelVectorPolicy``'s torso (the frames and the data plane's vector), then an LSTM, then the heads:
+    structured observations and memory together (where the seeds and beetles are in the vector, what the episode
+    did before in the LSTM's state). Args: ``PixelVectorPolicy``'s, and ``PixelLSTMPolicy``'s ``lstm_size`` and
+    ``lstm_layers``."""
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
+                 channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256,
+                 lstm_size: int = 128, lstm_layers: int = 1):
+        super().__init__(obs_shape, num_actions, torch.uint8)
+        _pixel_vector_layers(self, "pixel_vector_lstm", vector_size, channels, vector_hidden, hidden)
+        self._lstm_and_heads(int(hidden), lstm_size, lstm_layers)
+
+    def torso(self, obs):
+        return _pixel_vector_features(self, obs)
 
 
 POLICY_REGISTRY: dict[str, Callable[..., ActorCritic]] = {

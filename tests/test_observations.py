@@ -11,7 +11,7 @@ import torch
 from gbx_lightning.cli import main
 from gbx_lightning.envs import GameBoyEnv
 from gbx_lightning.envs.base import OptionError
-from gbx_lightning.models import PixelVectorPolicy
+from gbx_lightning.models import PixelVectorLSTMPolicy, PixelVectorPolicy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -176,3 +176,53 @@ def test_fit_from_yaml_with_obs_and_the_pixel_vector_policy(tmp_path, capsys):
     weights = torch.load(last, weights_only=False)["state_dict"]
     assert weights["policy.vector_mlp.0.weight"].shape == (64, 28)       # vector_size 3 + 25, from the env
     assert weights["policy.convs.0.weight"].shape[1] == 1                # stack_k frames: the data plane apart
+
+
+def test_the_pixel_vector_lstm_reads_the_vector_and_remembers():
+    """PixelVectorLSTMPolicy: the vector's bytes change the step's output (bytes past vector_size do not); acting
+    step by step equals the unroll training replays; the state carries the earlier steps (a start zeroes it)."""
+    torch.manual_seed(0)
+    policy = PixelVectorLSTMPolicy((3, 72, 80), 5, vector_size=10, lstm_size=8)
+    T, N = 4, 2
+    obs = torch.randint(0, 4, (T, N, 3, 72, 80), dtype=torch.uint8)
+    obs[:, :, 0] = 0
+    obs[:, :, 0, 0, :10] = torch.randint(0, 256, (T, N, 10), dtype=torch.uint8)
+    starts = torch.zeros(T, N, dtype=torch.bool)
+    starts[2, 1] = True
+    with torch.no_grad():
+        logits, values, last = policy.unroll(obs, policy.initial_state(N), starts)
+        state = policy.initial_state(N)
+        for t in range(T):
+            step_logits, step_values, state = policy.step(obs[t], state, starts[t])
+            torch.testing.assert_close(step_logits, logits[t])
+            torch.testing.assert_close(step_values, values[t])
+        torch.testing.assert_close(state, last)
+        first, _, _ = policy.step(obs[0], policy.initial_state(N))
+        past, inside = obs[0].clone(), obs[0].clone()
+        past[:, 0, 5, :] = 200                       # past the vector
+        inside[:, 0, 0, 3] = 201
+        assert torch.equal(policy.step(past, policy.initial_state(N))[0], first)
+        assert not torch.equal(policy.step(inside, policy.initial_state(N))[0], first)
+        fresh = policy.unroll(obs[2:, [1]], policy.initial_state(1), torch.zeros(2, 1, dtype=torch.bool))
+        torch.testing.assert_close(values[2:, 1], fresh[1][:, 0])            # env 1 restarted at t=2
+        assert not torch.allclose(values[2:, 0], policy.unroll(obs[2:, [0]], policy.initial_state(1),
+                                                               starts[2:, [0]])[1][:, 0])   # env 0 remembers t<2
+    with pytest.raises(ValueError, match=r"^pixel_vector_lstm policy: needs an observation with a data plane"):
+        PixelVectorLSTMPolicy((3, 72, 80), 5)
+
+
+def test_fit_with_obs_and_the_lstm(tmp_path):
+    """From the command line: obs and PixelVectorLSTMPolicy (sized by the module) train and checkpoint."""
+    config = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "configs" / "ppo.yaml")
+    task = "--model.env.task={base: orchard/level1, reward: [{name: step_cost}, {name: explore, fields: [player_y, " \
+           "player_x], weight: 0.01}]}"
+    obs = "--model.env.obs={ram: [player_y, player_x, seeds_left], visited: {radius: 1, stride: 16}}"
+    code = main(["fit", "--config", config, task, obs, "--model.policy=gbx_lightning.models.PixelVectorLSTMPolicy",
+                 "--model.policy.init_args.lstm_size=16", "--model.num_envs=4", "--model.rollout_steps=8",
+                 "--trainer.max_steps=16", "--model.eval_episodes=4", "--trainer.val_check_interval=1",
+                 "--runs_dir", str(tmp_path), "--progress_refresh=0"])
+    assert code == 0
+    (last,) = tmp_path.glob("ppo/version_*/checkpoints/last.ckpt")
+    weights = torch.load(last, weights_only=False)["state_dict"]
+    assert weights["policy.vector_mlp.0.weight"].shape == (64, 12)       # 3 fields + the 3 x 3 grid
+    assert weights["policy.lstm.weight_hh_l0"].shape == (64, 16)         # 4 gates x 16

@@ -403,7 +403,12 @@ def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: 
         s[_FRESH] = 0
         if draw != 0:
             lcdc = s[_LCDC]
-            if (lcdc & 0x01) == 0:
+            # LCDC.0 as LCDC.1: one dot behind the palettes, but the line's first pixel takes it as it
+            # is (DMG: docboy's last_lcdc, dingbat's MIXER_PRIORITY_BACK; Mealybug m3_lcdc_bg_en_change)
+            bg_on = s[_F_LCDC] & 0x01
+            if pos == 0:
+                bg_on = lcdc & 0x01
+            if bg_on == 0:
                 c = 0
             # a palette write landing now: this pixel takes old | new (DMG), unless it is the line's first
             pal_or = s[_PAL_OR]
@@ -496,6 +501,14 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             st[_OI] = st[_OI] + 1
             st[_PHASE] = _PIXEL
             checked = 0
+        if (st[_LCDC] & 0x02) == 0 and (st[_PHASE] == _WAIT or st[_PHASE] == _X0
+                                         or (st[_PHASE] == _FETCH and st[_COUNT] < 5)):
+            # LCDC.1 cleared while the object waits or before its fetch's last dot: the fetch is
+            # abandoned and the object not drawn (DMG: SameBoy's object_fetch_aborted; gambatte
+            # rechecks LCDC.1 each dot of the wait), and the pixels go on from the write's own dot
+            # (Mealybug m3_lcdc_obj_en_change_variant bands 16-17; gambatte; dingbat's fifo_obj_abort)
+            st[_PHASE] = _PIXEL
+            st[_OI] = st[_OI] + 1
         if st[_PHASE] == _PIXEL:
             pos = st[_POS]
             if checked != 0:
@@ -526,13 +539,6 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                         st[_END] = d
                     _latch_window_match(st)
                 advance = 1
-        if (st[_LCDC] & 0x02) == 0 and (st[_PHASE] == _WAIT or st[_PHASE] == _X0
-                                         or (st[_PHASE] == _FETCH and st[_COUNT] < 5)):
-            # LCDC.1 cleared while the object waits or before its fetch's last dot: the fetch is
-            # abandoned and the object not drawn (DMG: SameBoy's object_fetch_aborted; gambatte
-            # rechecks LCDC.1 each dot of the wait)
-            st[_PHASE] = _PIXEL
-            st[_OI] = st[_OI] + 1
         if st[_PHASE] == _WAIT:
             if st[_STEP] < 5 or st[_BGN] == 0:
                 advance = 1

@@ -20,8 +20,9 @@ LCDC.2's per-bitplane read in its object fetcher) state it, never from our outpu
 * m3_window_timing_wx_0: WX = 0 and SCX = LY: "the delay from the lowest 3 bits of SCX, and ...
   window activating one T-cycle later when WX = 0 and SCX > 0" (the ROM's header).
 * m3_lcdc_bg_en_change: LCDC.0 low 12 dots, high 8, low 8; the reference shows white runs of
-  exactly 12 and 8 pixels 8 apart (x = -1..10 and 19..26), and blanks x = 0 in bands 0-2 (of
-  0-7; bands 8-17, objects at x = 0..9, are not described).
+  exactly 12 and 8 pixels 8 apart (x = -1..10 and 19..26, band 0), and blanks x = 0 in bands 0-2
+  (of 0-7): LCDC.0 is read as LCDC.1 (a dot after the palettes, but for the line's first pixel;
+  docboy's and dingbat's rule, both matching this ROM's DMG frame); bands 8-17 by the same rule.
 * m3_lcdc_tile_sel_change: LCDC.4 set for 8 dots; per band, which tile shows which of its two
   bitplane reads saw the new value (the analysis' table, §3.3).
 * m3_lcdc_bg_map_change: LCDC.3 set for the same 8 dots; no table is given for it, so the
@@ -34,8 +35,9 @@ LCDC.2's per-bitplane read in its object fetcher) state it, never from our outpu
   the bands that decide it: the reads on the last dots of the fetch, 2 apart).
 * m3_lcdc_obj_en_change, _variant: LCDC.1 cleared on a fixed dot; per band, the object pixels
   still drawn (the pixel that left the FIFO on the dot before the write is not), and for
-  _variant mode 3's length (a BGP pulse's position). Band 2's pixel x = 0 is not drawn on the
-  DMG and is here (a strict xfail: the analysis has no rule for it).
+  _variant mode 3's length (a BGP pulse's position; bands 16-17, the fetch cancelled: the pixels
+  go on from the write's dot). Band 2's pixel x = 0 is not drawn (the line's first pixel reads
+  LCDC a dot later, as for LCDC.0).
 * m3_obp0_change: OBP0 written on a fixed dot; per band, which object pixels take the new palette.
 * m3_scx_low_3_bits: SCX = 2 written at dot 88 (lines 72-143) sets the fine scroll, at dot 92
   (lines 0-71) does not (the ROM's own bracket).
@@ -45,8 +47,7 @@ LCDC.2's per-bitplane read in its object fetcher) state it, never from our outpu
   interrupt comes 4 T later relative to the drawing and the writes land on the same pixel as on
   lines 1-7.
 
-We differ from no documented answer (bg_en's bands 8-17 and obj_en_variant's cancelled fetches in
-bands 16-17 are measured, not asserted).
+We differ from no documented answer.
 Without LINE0_FIX in the originals (obj_size, obj_en, obp0), line 0's writes land 4 dots later.
 """
 from __future__ import annotations
@@ -176,26 +177,55 @@ def test_window_timing_wx0_stair():
 # ---------------------------------------------------------------- m3_lcdc_bg_en_change
 
 
-def bg_en_expected_row(start: int) -> np.ndarray:
-    """White (LCDC.0 = 0) for 12 pixels from `start`, black 8, white 8, then black; clipped."""
+# The handler's LCDC writes, on the analysis' dots (see "pixels, dot by dot" below): LCDC.0 cleared
+# on 105, set on 117, cleared on 125, set on 133 (12 dots low, 8 high, 8 low).
+BG_EN_WRITES = ((105, 0), (117, 1), (125, 0), (133, 1))
+
+
+def bg_en_seen(dot: int, late: int = 0) -> int:
+    """LCDC.0 as the writes (each `late` dots later) have left it by `dot`."""
+    v = 1
+    for w, value in BG_EN_WRITES:
+        if w + late <= dot:
+            v = value
+    return v
+
+
+def bg_en_expected_row(band: int, late: int = 0, reach: int = 1) -> np.ndarray:
+    """Line of `band` (object at OAM X = band): pixel x is white where the LCDC.0 it reads is 0. It
+    reads LCDC.0 as LCDC.1: as the writes stand `reach` dots after it left the FIFO, so a write on W
+    reaches the pixels that left on W - 1 and later, but the line's first pixel reads it a dot later
+    still (W - 2, as the palettes) - the DMG's MIXER_HEAD_LINGER in dingbat's account, docboy's
+    `lx == 8 ? lcdc : last_lcdc`. reach = 2 for every pixel is the palettes' timing (gambatte's)."""
     row = np.full(160, 3, np.uint8)
-    for lo, n in ((start, 12), (start + 20, 8)):
-        row[max(lo, 0):max(lo + n, 0)] = 0
+    for x in range(160):
+        if bg_en_seen(leaves(x, band) + (2 if x == 0 else reach), late) == 0:
+            row[x] = 0
     return row
 
 
-def test_bg_en_runs_bands_0_to_7():
-    # Bands 0-7: the object (X = k < 8) hangs off the left edge and is fetched before pixel 0, so
-    # the whole line moves left by its penalty and no pixel stops inside the runs. The reference:
-    # runs of exactly 12 and 8 pixels, 8 apart, at x = -1..10 and 19..26, and x = 0 blanked in bands
-    # 0-2 only. The penalty falls one dot per band from 11 (X = 0) to 6 (X >= 5), so x = 0 in bands
-    # 0-2 only puts the run's start at 9 - penalty: -2, -1, 0, 1, 2, 3, 3, 3 -- and -1..10 is band 1.
+def test_bg_en_rule_is_the_reference_reading():
+    # The reference (the analysis): white runs of exactly 12 and 8 pixels at x = -1..10 and 19..26
+    # where the object is fetched before pixel 0 (band 0: pixel 0 leaves on 105, the write's dot), and
+    # x = 0 white in bands 0-2 only (pixel 0 leaves on 105, 104, 103, 102, ...: reached two dots back).
+    assert _white_runs(bg_en_expected_row(0)) == [(0, 11), (19, 27)]
+    assert [int(bg_en_expected_row(b)[0] == 0) for b in range(8)] == [1, 1, 1, 0, 0, 0, 0, 0]
+    # A pixel other than the first is reached one dot back only: band 3's x = 1 left on 103 and is not
+    # white, where the palettes' timing (reach 2) would blank it.
+    assert leaves(1, 3) == 103 and bg_en_expected_row(3)[1] == 3 and bg_en_expected_row(3, reach=2)[1] == 0
+
+
+def test_bg_en_every_band():
+    # Bands 0-7: the object (X = k < 8) hangs off the left edge and is fetched before pixel 0, so the
+    # whole line moves left by its penalty. Bands 8-17 (X = 8..17, on screen at x = 0..9): the pixels
+    # before the object leave on time, the object's penalty stalls the rest, so the first run starts
+    # at the object's first pixel and is shorter (band 16: x = 8..10; pixels 0-7 left before the write).
     frame = frame_of("mealy_bg_en")
-    for band in range(8):
-        want = bg_en_expected_row(9 - penalty(band))
+    for band in range(18):
+        want = bg_en_expected_row(band)
         for ly in range(8 * band, 8 * band + 8):
             np.testing.assert_array_equal(frame[ly], want, err_msg=f"band {band} line {ly}")
-    assert [int(frame[8 * b, 0] == 0) for b in range(8)] == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert _white_runs(frame[128]) == [(8, 11), (19, 27)]
 
 
 def test_bg_en_second_run_is_8_pixels_on_every_band():
@@ -369,8 +399,11 @@ def test_obj_en_variant_mode3_length_per_band():
     # 0-15: the object was fetched whole before LCDC.1 was cleared, P = its penalty. Bands 16-17
     # (X = 16, 17): LCDC.1 is cleared while the object waits for its fetch (triggered as pixel 8 or
     # 9 is due, on dot 102 / 103, penalty 11 / 10): the fetch is cancelled (Pan Docs; gambatte's
-    # sprite_late_disable tests), so P is short of the penalty but not 0 (measured: ours 6 / 5,
-    # gambatte 5 / 4; nothing documents the DMG's).
+    # sprite_late_disable tests) and the pixels go on from the write's own dot, W - 2 = 107 as the
+    # palettes count it, so P = 107 - 102 = 5 and 107 - 103 = 4 (dingbat's fifo_obj_abort: "charge =
+    # W - 2 - T", pinned by this ROM's DMG reference on bands 16-17 and by gambatte's
+    # sprite_late_disable STAT rows; gambatte draws the same). Until this was modelled, ours went on a
+    # dot later (P = 6 / 5): one pixel on each of those 16 lines.
     frame = frame_of("mealy_obj_en", VARIANT="1")
 
     def run_start(ly):
@@ -384,7 +417,8 @@ def test_obj_en_variant_mode3_length_per_band():
         if band < 16:
             assert run_start(ly) == base - penalty(band), ly
         else:
-            assert 0 < base - run_start(ly) < penalty(band), ly
+            trigger = 94 + band - 8          # the dot pixel X - 8 was due on
+            assert run_start(ly) == base - (107 - trigger), ly
 
 
 # ---------------------------------------------------------------- m3_obp0_change
@@ -551,12 +585,12 @@ def test_line0_writes_land_on_the_same_pixel_as_on_lines_1_to_7(name):
 
 def test_line0_interrupt_is_4_dots_later_without_the_fix():
     # The fix is needed: with LINE0_FIX spending 28 T on line 0 too, line 0's writes land 4 dots
-    # later than line 1's, so its runs move 4 pixels right (band 0: start -2 -> 2).
+    # later than line 1's, so its runs move 4 pixels right (band 0: start -1 -> 3).
     text = (ROM_DIR / "mealy_bg_en.asm").read_text()
     text = text.replace("    LINE0_FIX\n", "    ldh a, [rLY]\n    and a\n    jr .nofix\n.nofix:\n")
     frame = _steady_frame(_assemble_text(text))
-    np.testing.assert_array_equal(frame[1], bg_en_expected_row(9 - penalty(0)))
-    np.testing.assert_array_equal(frame[0], bg_en_expected_row(9 - penalty(0) + 4))
+    np.testing.assert_array_equal(frame[1], bg_en_expected_row(0))
+    np.testing.assert_array_equal(frame[0], bg_en_expected_row(0, late=4))
 
 
 # ---------------------------------------------------------------- gambatte, for the record
@@ -579,7 +613,6 @@ def _gambatte_steady(rom: bytes) -> np.ndarray:
 GAMBATTE_DIFFERS = {
     "mealy_window_timing": {},
     "mealy_window_timing_wx0": {ly: +1 for ly in range(144) if ly & 7},     # gambatte 1 px right
-    "mealy_bg_en": {},
     "mealy_tile_sel": {},
     "mealy_bg_map": {},
     "mealy_scx_low": {},
@@ -598,13 +631,25 @@ def test_replicas_against_gambatte(name):
         assert black_x(theirs[ly]) - black_x(ours[ly]) == shift, ly
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
+def test_bg_en_gambatte_reads_lcdc0_as_the_palettes():
+    # gambatte reads LCDC.0 on the palettes' dot (a write on W reaches the pixels that left on W - 2),
+    # the DMG a dot later but for the line's first pixel: every line differs, by the rule's reach alone
+    theirs = _gambatte_steady(build_rom("mealy_bg_en.asm"))
+    for band in range(18):
+        want = bg_en_expected_row(band, reach=2)
+        for ly in range(8 * band, 8 * band + 8):
+            np.testing.assert_array_equal(theirs[ly], want, err_msg=f"band {band} line {ly}")
+
+
 # The object replicas: gambatte draws m3_obp0_change's and m3_scy_change's frames as we do (and as
 # the DMG reference reads); it differs where its object timing is not the DMG's:
 # * obj_size(_scx): gambatte reads LCDC.2 for an object's rows 3 dots earlier (our rule before the
 #   reference decode: 2nd and 4th dots of the fetch, FETCH_LAG behind), so the documented bands read
 #   other pairs there;
-# * obj_en(_variant): gambatte draws one object pixel fewer per line (LCDC.1 reaching W - 2), and
-#   cancels the object fetch of bands 16-17 a dot sooner (the variant's black run 1 px right).
+# * obj_en(_variant): gambatte draws one object pixel fewer per line (LCDC.1 reaching W - 2); it
+#   cancels the object fetch of bands 16-17 on the same dot as we do (the variant's black run).
 GAMBATTE_OBJ_PAIRS = {
     "mealy_obj_size": {(0, 16): (8, 8), (1, 33): (8, 8), (1, 1): (16, 16), (2, 2): (16, 16),
                        (3, 3): (16, 16), (8, 8): (8, 8)},
@@ -640,6 +685,5 @@ def test_obj_en_gambatte_one_object_pixel_fewer(variant):
         assert _object_pixels(theirs, ly) == _object_pixels(ours, ly)[:-1], ly
         np.testing.assert_array_equal(theirs[ly, 20:140], ours[ly, 20:140])
         if variant == "1":
-            shift = 1 if ly >= 128 else 0        # bands 16-17
             blk = [int(np.flatnonzero(f[ly, 20:] == 3)[0]) for f in (ours, theirs)]
-            assert blk[1] - blk[0] == shift, ly
+            assert blk[1] == blk[0], ly

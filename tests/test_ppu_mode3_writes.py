@@ -14,7 +14,7 @@ Four kinds of check:
   apart (5 M-cycles = 20 dots, one pixel per dot) and move 4 pixels (one M-cycle) from
   line to line. Checked on lines without objects (an object's fetch stops the pixels; OBP0,
   which shows only there, is checked against gambatte).
-* The same ROMs frame for frame against gambatte (whole frames): equal for BGP, OBP0, LCDC.0,
+* The same ROMs frame for frame against gambatte (whole frames): equal for BGP, OBP0 (LCDC.0: a pixel later),
   SCX's high bits, SCY, LCDC.3, LCDC.4, LCDC.1 and LCDC.2, lines with objects included; SCX's
   low bits, LCDC.5 and WX checked against the DMG's documented behaviour where gambatte differs
   (the tests say how); WX as a whole frame is a strict xfail (the pixel count there).
@@ -89,15 +89,16 @@ def test_dots_pipeline_matches_line_renderer_and_mode3_length():
 
 OBJ_LINES = set(range(40, 48)) | set(range(96, 112))
 FIRST_X = -11
-PER_PIXEL = {  # ROM: (old value, new value) of the register under test, the shade of a palette write's pixel
-    "bgp": ("$E4", "$1B", 3),           # $E4 | $1B = $FF: every colour shows 3 there
-    "lcdc_bg": ("$93", "$92", None),
+PER_PIXEL = {  # ROM: (old value, new value) of the register under test, the shade of a palette write's
+               # pixel, the dots the register is read after the palettes (LCDC.0: 1, not for pixel 0)
+    "bgp": ("$E4", "$1B", 3, 0),        # $E4 | $1B = $FF: every colour shows 3 there
+    "lcdc_bg": ("$93", "$92", None, 1),
 }
 
 
 @pytest.mark.parametrize("name", sorted(PER_PIXEL))
 def test_per_pixel_register_changes_at_the_dot_it_lands(name):
-    a, b, or_shade = PER_PIXEL[name]
+    a, b, or_shade, lag = PER_PIXEL[name]
     shown = frame_after(build_m3(name))
     old = frame_after(build_m3(name, M3_B=a))          # never changes
     new = frame_after(build_m3(name, M3_A=b, M3_B=b))  # always the new value
@@ -114,9 +115,10 @@ def test_per_pixel_register_changes_at_the_dot_it_lands(name):
         delay = ly & 7                  # M-cycles of delay before the writes (ppu_m3_body.inc)
         expect = old[ly].copy()
         for k in range(3):              # writes: new at FIRST_X + 40k, old again 20 pixels later
-            lo = min(max(FIRST_X + 4 * delay + 40 * k, 0), 160)
-            hi = min(max(FIRST_X + 4 * delay + 40 * k + 20, 0), 160)
-            expect[lo:hi] = new[ly][lo:hi]
+            first = FIRST_X + 4 * delay + 40 * k
+            for x in range(160):        # LCDC.0 a pixel later, but the line's first pixel (DMG)
+                if first + (lag if x else 0) <= x < first + 20 + (lag if x else 0):
+                    expect[x] = new[ly][x]
             for x in (FIRST_X + 4 * delay + 40 * k, FIRST_X + 4 * delay + 40 * k + 20):
                 if or_shade is not None and 0 < x < 160:
                     expect[x] = or_shade
@@ -188,18 +190,28 @@ def test_palette_write_pixel_with_objects_stalling_the_pixels():
 
 # ---------------------------------------------------------------- against gambatte
 
-GAMBATTE_AGREES = ["lcdc_bg"]
-
-
+# LCDC.0: gambatte reads it on the palettes' dot, the DMG a dot later (as LCDC.1; not for the line's
+# first pixel: Mealybug m3_lcdc_bg_en_change, tests/test_ppu_mealybug_replicas.py): gambatte's frame
+# but for one pixel at an edge of each write, where ours still shows the value before it.
 @pytest.mark.slow
 @pytest.mark.skipif(not oracles.gambatte_available(), reason="gambaterm not installed")
-@pytest.mark.parametrize("name", GAMBATTE_AGREES)
-def test_mode3_writes_match_gambatte(name):
-    from tests.test_ppu_gambatte import compare, run_both
+def test_lcdc_bg_writes_are_gambattes_frame_a_pixel_later():
+    from tests.test_ppu_gambatte import OFFSET, run_both
 
-    ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=12)
+    ours, theirs, gb = run_both("ppu_m3_lcdc_bg", frames=12)
     assert gb.serial_output(0).startswith(b"PASS")
-    assert not compare(ours, theirs, start=8)
+    old = frame_after(build_m3("lcdc_bg", M3_B="$93"))
+    new = frame_after(build_m3("lcdc_bg", M3_A="$92", M3_B="$92"))
+    total = 0
+    for i in range(8, 12):
+        for ly in range(144):
+            xs = np.flatnonzero(ours[i][ly] != theirs[i + OFFSET][ly])
+            assert len(xs) <= 6, (i, ly, xs)       # at most one pixel per write
+            for x in xs:                           # the pixel took the other value of LCDC.0
+                assert x > 0, (i, ly)
+                assert {int(ours[i][ly, x]), int(theirs[i + OFFSET][ly, x])} == {int(old[ly, x]), int(new[ly, x])}
+            total += len(xs)
+    assert total > 1000, total
 
 
 # BGP and OBP0: gambatte's frames but for the pixel of each write, which the DMG draws with old | new
@@ -231,7 +243,12 @@ def test_palette_writes_match_gambatte_but_the_or_pixel(name, a, b):
 # LCDC.1: cleared while an object waits for its fetch, or before the fetch's last dot, abandons
 # it (SameBoy's object_fetch_aborted on the DMG; gambatte rechecks LCDC.1 every dot of the wait);
 # the mixing reads LCDC.1 as the fetcher sees it. (LCDC.2: below.)
+# One LCDC.1 pixel is not gambatte's: on lines 102-103 LCDC.1 is cleared while an object waits, the
+# pixels go on from the write's own dot (Mealybug m3_lcdc_obj_en_change_variant) and that first pixel
+# is mixed with LCDC.1 a dot behind, still set: it shows the pixel of the object before, still in the
+# object FIFO (x = 45); gambatte hides it.
 GAMBATTE_AGREES_FETCHED = ["scx", "scy", "lcdc_map", "lcdc_tiles", "lcdc_obj"]
+GAMBATTE_FETCHED_DIFFERS = {"lcdc_obj": {(102, 45), (103, 45)}}
 
 
 @pytest.mark.slow
@@ -240,8 +257,12 @@ GAMBATTE_AGREES_FETCHED = ["scx", "scy", "lcdc_map", "lcdc_tiles", "lcdc_obj"]
 def test_fetched_register_writes_match_gambatte(name):
     from tests.test_ppu_gambatte import compare, run_both
 
+    from tests.test_ppu_gambatte import OFFSET
+
     ours, theirs, gb = run_both(f"ppu_m3_{name}", frames=10)
-    assert not compare(ours, theirs, start=8)
+    for i in range(8, 10):
+        diff = {(int(ly), int(x)) for ly, x in np.argwhere(ours[i] != theirs[i + OFFSET])}
+        assert diff == GAMBATTE_FETCHED_DIFFERS.get(name, set()), (i, sorted(diff))
     rows = [ly for ly in range(144) if ly in OBJ_LINES]
     assert (ours[9][rows] != ours[9][rows][:, ::-1]).any()
 

@@ -28,11 +28,14 @@ scroll), 6..11 per object):
   LCDC.4 shows, at every M-cycle of a line, with and without objects stalling the fetch,
   is gambatte's (on lines without objects any lag of 1-4 dots draws the same: the writes land
   on one dot phase mod 4; the object stalls pin it to 1).
-* Mixing, per pixel: BGP, OBP0/1 and LCDC.0 as they are at that dot, LCDC.1 as the fetcher
-  sees it (a dot later; gambatte) but for the line's first pixel, which takes it as it is (the
-  DMG: Mealybug m3_lcdc_obj_en_change's band 2 hides its x = 0, as decoded from the reference;
-  the first pixel is held in the mixer a dot longer) (on the DMG LCDC.0 = 0 shows BG colour 0;
-  an object pixel shows if opaque and not behind BG colours 1-3).
+* Mixing, per pixel: BGP, OBP0/1 as they are at that dot, LCDC.0 and LCDC.1 as the fetcher sees
+  them (a dot later) but for the line's first pixel, which takes them as they are (the DMG:
+  Mealybug m3_lcdc_obj_en_change's band 2 hides its x = 0, m3_lcdc_bg_en_change's white runs sit
+  at x = -1..10 and 19..26 where the object is fetched before pixel 0 and cover x = 0 in bands
+  0-2 only; docboy reads both bits as they were a dot before but for its LX = 8, dingbat one mixer
+  stage before the palettes; gambatte reads LCDC.1 so and LCDC.0 with the palettes, a pixel
+  earlier) (on the DMG LCDC.0 = 0 shows BG colour 0; an object pixel shows if opaque and not
+  behind BG colours 1-3).
 * Objects: OAM's selection for the line (the scan of mode 2), in order of X then OAM index.
   When the x counter reaches an object's X - 8 with LCDC.1 set, the pixels stop: the
   fetcher runs on until it has finished a tile (step >= 5) and the BG FIFO is not empty,
@@ -43,8 +46,9 @@ scroll), 6..11 per object):
   _scx: which height each bitplane read used, as decoded from the reference; gambatte reads
   3 dots earlier); its opaque pixels fill the object FIFO where it is transparent. LCDC.1
   cleared while the object waits or before its fetch's last dot abandons it: it is not drawn
-  and the pixels go on (SameBoy's object_fetch_aborted; gambatte rechecks LCDC.1 each dot of
-  the wait). These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
+  and the pixels go on from the write's own dot (SameBoy's object_fetch_aborted; gambatte
+  rechecks LCDC.1 each dot of the wait and draws the same; Mealybug
+  m3_lcdc_obj_en_change_variant bands 16-17, dingbat's fifo_obj_abort). These waits are the DMG's 6..11 dots per object (Pan Docs, "Mode 3 length").
 * The window: WX is compared with the x counter as the x counter reaches each value (as the
   previous pixel goes out, WX as it was before that dot's writes: gambatte; SameBoy's "WX
   checks if the window begins *next* pixel"), with the frame's WY condition met. The DMG
@@ -403,7 +407,12 @@ def _pixel_out(px: wp.array(dtype=wp.uint8), s: wp.array(dtype=wp.int32), draw: 
         s[_FRESH] = 0
         if draw != 0:
             lcdc = s[_LCDC]
-            if (lcdc & 0x01) == 0:
+            # LCDC.0 as LCDC.1: one dot behind the palettes, but the line's first pixel takes it as it
+            # is (DMG: docboy's last_lcdc, dingbat's MIXER_PRIORITY_BACK; Mealybug m3_lcdc_bg_en_change)
+            bg_on = s[_F_LCDC] & 0x01
+            if pos == 0:
+                bg_on = lcdc & 0x01
+            if bg_on == 0:
                 c = 0
             # a palette write landing now: this pixel takes old | new (DMG), unless it is the line's first
             pal_or = s[_PAL_OR]
@@ -496,6 +505,14 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
             st[_OI] = st[_OI] + 1
             st[_PHASE] = _PIXEL
             checked = 0
+        if (st[_LCDC] & 0x02) == 0 and (st[_PHASE] == _WAIT or st[_PHASE] == _X0
+                                         or (st[_PHASE] == _FETCH and st[_COUNT] < 5)):
+            # LCDC.1 cleared while the object waits or before its fetch's last dot: the fetch is
+            # abandoned and the object not drawn (DMG: SameBoy's object_fetch_aborted; gambatte
+            # rechecks LCDC.1 each dot of the wait), and the pixels go on from the write's own dot
+            # (Mealybug m3_lcdc_obj_en_change_variant bands 16-17; gambatte; dingbat's fifo_obj_abort)
+            st[_PHASE] = _PIXEL
+            st[_OI] = st[_OI] + 1
         if st[_PHASE] == _PIXEL:
             pos = st[_POS]
             if checked != 0:
@@ -526,13 +543,6 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                         st[_END] = d
                     _latch_window_match(st)
                 advance = 1
-        if (st[_LCDC] & 0x02) == 0 and (st[_PHASE] == _WAIT or st[_PHASE] == _X0
-                                         or (st[_PHASE] == _FETCH and st[_COUNT] < 5)):
-            # LCDC.1 cleared while the object waits or before its fetch's last dot: the fetch is
-            # abandoned and the object not drawn (DMG: SameBoy's object_fetch_aborted; gambatte
-            # rechecks LCDC.1 each dot of the wait)
-            st[_PHASE] = _PIXEL
-            st[_OI] = st[_OI] + 1
         if st[_PHASE] == _WAIT:
             if st[_STEP] < 5 or st[_BGN] == 0:
                 advance = 1

@@ -33,7 +33,7 @@ import torch
 from .base import OptionError
 from .ram_map import FieldReader, RamField
 
-__all__ = ["MAX_WORLD_SIDE", "WorldMap", "WorldRect", "WorldTransform", "parse_world", "to_world"]
+__all__ = ["MAX_WORLD_SIDE", "WorldMap", "WorldRect", "WorldTransform", "parse_world", "require_world", "to_world"]
 
 MAX_WORLD_SIDE = 4096           # world tiles per axis (a world heatmap of 4096 x 4096 int64 counts: 128 MB)
 MAX_MAP_BITS = 12               # a map id field of at most 12 bits: the device table has 2**bits rows
@@ -152,6 +152,16 @@ def parse_world(data, fields: dict[str, RamField], where: str = "ram_map.world")
                                       f"{cols[0]}..{cols[1]} (maps must not share world tiles)")
         rects[map_id] = rect
     return WorldMap(resolved["map"], resolved["y"], resolved["x"], rects, source)
+
+
+def require_world(ram_map, where: str) -> WorldMap:
+    """The RAM map's world layout (``envs/world.py``) for an option ``world: true``; OptionError naming ``where``
+    when the task's RAM map has none."""
+    if ram_map is None or ram_map.world is None:
+        whose = "the task has no ram_map" if ram_map is None else f"its RAM map ({ram_map.game or 'inline'}) has none"
+        raise OptionError(where, f"counts world tiles, which needs a world layout in the RAM map, but {whose}: add "
+                                 f"world: {{map, y, x, maps}} to the RAM map (docs/training.md, World maps)")
+    return ram_map.world
 
 
 def to_world(map_id: torch.Tensor, y: torch.Tensor, x: torch.Tensor,

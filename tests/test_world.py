@@ -257,3 +257,26 @@ def test_hamlet_walk_is_continuous_in_the_world():
     assert image.shape == (height, width, 3) == (26 * scale, 34 * scale, 3)
     assert tuple(image[13 * scale + scale // 2, 15 * scale + scale // 2]) != (0, 0, 0)   # the exit tile, visited
     assert tuple(image[0, 16 * scale]) == OUTLINE_RGB                                  # the route's top-left corner
+
+
+def test_agent_view_logs_the_heatmap_after_every_evaluation():
+    """AgentView writes agent/visit_heatmap when an evaluation ends (not in the sanity check, nor with
+    image_every 0), at the run's env_steps: the picture of the env's heatmap feature."""
+    from types import SimpleNamespace
+
+    from gbx_lightning.callbacks import AgentView
+
+    class Heatmap:
+        def picture(self):
+            return b"png", 3, 4
+
+    env = SimpleNamespace(feature=lambda name: Heatmap() if name == "heatmap" else None)
+    module = SimpleNamespace(env=env, env_steps=1234, opt_steps=7, last_eval_clip=None)
+    written = []
+    for image_every, sanity, expected in ((500, False, [("agent/visit_heatmap", b"png", 3, 4, 1234)]),
+                                          (500, True, []), (0, False, [])):
+        view = AgentView(image_every=image_every)
+        view._write = lambda trainer, *args: written.append(args)
+        written.clear()
+        view.on_validation_end(SimpleNamespace(sanity_checking=sanity, is_global_zero=True), module)
+        assert written == expected

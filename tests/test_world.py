@@ -213,7 +213,8 @@ def test_hamlet_walk_is_continuous_in_the_world():
     left, with no goal so the episode goes on across the exit. The world positions after each step, by hand from
     the layout: one row (13) on both sides of the exit, the columns one step apart but at the exit's warps, which
     carry the walker over the other map's warp tile (15 -> 17 going east, 16 -> 14 going west). The world heatmap
-    counts every one of them; explore and the distinct milestone over world tiles count the 25 tiles walked."""
+    counts every one of them; explore and the distinct milestone over world tiles count the 25 tiles walked, and
+    the observation's visited grid (explore's world cells) sees across the exit."""
     pytest.importorskip("warp")
     from gbx_lightning.envs import GameBoyEnv
     from gbx_lightning.roms import hamlet
@@ -222,12 +223,13 @@ def test_hamlet_walk_is_continuous_in_the_world():
     env = GameBoyEnv(1, task={"base": "hamlet/route", "goal": None, "heatmap": {"world": True},
                               "reward": [{"name": "explore", "world": True, "weight": 1.0}],
                               "milestones": [{"name": "world_tiles", "kind": "distinct", "world": True}]},
-                     stack_k=2, cpu_threads=1, max_steps=len(actions))
+                     obs={"visited": {"radius": 2}}, stack_k=2, cpu_threads=1, max_steps=len(actions))
     env.reset(seed=0)
     world = WorldTransform(load_ram_map("hamlet").world, env.device)
-    path, total = [], 0.0
+    path, total, rows_seen = [], 0.0, []
     for letter in actions:
-        _, reward, terminated, truncated, info = env.step(torch.full((1,), CODEC[letter], dtype=torch.int32))
+        obs, reward, terminated, truncated, info = env.step(torch.full((1,), CODEC[letter], dtype=torch.int32))
+        rows_seen.append(info["final_obs"][0, 0].reshape(-1)[10:15].tolist())   # the visited grid's row dy = 0
         y, x, inside = world.positions(env)
         assert bool(inside[0])
         path.append((int(y[0]), int(x[0])))
@@ -242,6 +244,10 @@ def test_hamlet_walk_is_continuous_in_the_world():
     # the last step ends the episode (max_steps): RAM then holds the next episode's start (the features counted
     # where it ended)
     assert path[:-1] == walk[:-1] and path[-1] == (4, 3)
+    # on the route at world (13, 17), the grid around the player reaches back over the exit: (13, 15), the
+    # village's exit tile, two columns left, is marked; (13, 16), the route's edge, not yet; walking back, all five
+    k = walk.index((13, 17))
+    assert rows_seen[k] == [255, 0, 255, 0, 0] and rows_seen[walk.index((13, 16))] == [255] * 5
     rows = {y for y, _ in walk[walk.index((13, 14)):]}
     assert rows == {13}                 # the exit keeps the walker's world row
     tiles = len({(4, 3), *walk})

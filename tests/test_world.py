@@ -257,6 +257,13 @@ def test_hamlet_walk_is_continuous_in_the_world():
     for p in walk:
         expected[p] += 1
     assert torch.equal(counts, expected)
+    # the world counts are in the env's state: another env's heatmap loads them exactly
+    again = GameBoyEnv(1, task={"base": "hamlet/route", "goal": None, "heatmap": {"world": True}}, stack_k=2,
+                       cpu_threads=1)
+    state = env.state_dict()
+    assert state["features"]["heatmap"]["counts"].shape == (26, 34)
+    again.feature("heatmap").load_state_dict(state["features"]["heatmap"], "heatmap")
+    assert torch.equal(again.feature("heatmap").counts, expected)
     png, height, width = env.feature("heatmap").picture()
     image = np.asarray(Image.open(io.BytesIO(png)))
     scale = 512 // 34

@@ -187,6 +187,9 @@ def test_world_options_need_a_layout():
         GameBoyEnv(1, task={"base": "hamlet/route", "reward": [{"name": "explore", "fields": ["map"], "world": True}]},
                    cpu_threads=1)
     assert "reward[0].fields must be left out with world: true" in str(err.value)
+    with pytest.raises(OptionError, match=r"task.milestones\[0\].world must be true \(distinct milestones only"):
+        GameBoyEnv(1, task={"base": "hamlet/route", "milestones": [{"name": "p", "kind": "peak", "field": "y",
+                                                                    "world": True}]}, cpu_threads=1)
 
 
 # ---------------------------------------------------------------------------------------------- the picture

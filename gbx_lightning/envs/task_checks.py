@@ -173,8 +173,9 @@ def _check_milestones(milestones, at: str, ram_map: RamMap | None, counters: lis
         if m.kind not in MILESTONE_KINDS:
             raise OptionError(f"{where}.kind", f"must be one of {list(MILESTONE_KINDS)}, got {short(m.kind)}")
         if not isinstance(m.world, bool) or m.world and m.kind != "distinct":
+            on = "" if m.kind == "distinct" else f" on a {m.kind}"
             raise OptionError(f"{where}.world", f"must be true (distinct milestones only: world tiles) or false, got "
-                                                f"{short(m.world)}" + ("" if m.kind == "distinct" else f" on a {m.kind}"))
+                                                f"{short(m.world)}{on}")
         if m.world:
             if m.field is not None or m.fields is not None:
                 raise OptionError(f"{where}.fields", "must be left out with world: true (the world layout names the "

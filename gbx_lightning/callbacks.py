@@ -338,8 +338,9 @@ class AgentView(Callback):
 
     * Every ``image_every`` optimizer steps: ``agent/observations``, a grid of the first ``envs``
       envs' current observation stacks (``observation_grid``), at the run's env_steps.
-    * At the same steps, for a task with a ``heatmap`` (``envs/features/heatmap.py``): ``agent/visit_heatmap``, where the
-      training envs have stood so far (``media.heatmap_grey``).
+    * At the same steps and after every evaluation, for a task with a ``heatmap`` (``envs/features/heatmap.py``):
+      ``agent/visit_heatmap``, where the training envs have stood so far (``VisitHeatmap.picture``: one map, or a
+      whole world with its maps outlined).
     * After every evaluation: ``eval/clip``, env 0's evaluation episode as an animated GIF (the
       screens it saw, ``delay_cs`` hundredths of a second each), also written to
       ``clip_dir/eval_step{opt_steps:08d}.gif``.
@@ -399,23 +400,27 @@ class AgentView(Callback):
             return
         if getattr(pl_module.env, "obs_vector", 0):
             obs = obs[:, 1:]    # the frames: GameBoyEnv's obs puts a data plane (bytes, not shades) in front
-        from gbx_lightning.media import encode_png, encode_png_grey, heatmap_grey
+        from gbx_lightning.media import encode_png
 
         grid = observation_grid(obs, self.envs)
         self._write(trainer, "agent/observations", encode_png(grid, self.scale), grid.shape[0] * self.scale,
                     grid.shape[1] * self.scale, pl_module.env_steps)
-        feature = getattr(pl_module.env, "feature", None)   # GameBoyEnv's features (envs/features/)
-        heatmap = feature("heatmap") if callable(feature) else None
-        image = None if heatmap is None else heatmap_grey(heatmap.counts.cpu().numpy())
-        if image is not None:
+        self._write_heatmap(trainer, pl_module)
 
-            scale = max(1, 256 // max(image.shape))   # a small map drawn at least ~256 pixels wide
-            self._write(trainer, "agent/visit_heatmap", encode_png_grey(image, scale), image.shape[0] * scale,
-                        image.shape[1] * scale, pl_module.env_steps)
+    def _write_heatmap(self, trainer, pl_module) -> None:
+        feature = getattr(getattr(pl_module, "env", None), "feature", None)   # GameBoyEnv's features (envs/features/)
+        heatmap = feature("heatmap") if callable(feature) else None
+        picture = None if heatmap is None else heatmap.picture()
+        if picture is not None:
+            self._write(trainer, "agent/visit_heatmap", *picture, pl_module.env_steps)
 
     def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        if self.image_every:
+            self._write_heatmap(trainer, pl_module)     # the heatmap as the evaluation found it
         clip = getattr(pl_module, "last_eval_clip", None)
-        if clip is None or trainer.sanity_checking or not trainer.is_global_zero:
+        if clip is None:
             return
         from gbx_lightning.media import encode_gif
 

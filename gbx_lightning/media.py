@@ -15,8 +15,8 @@ import os
 import numpy as np
 from PIL import Image
 
-__all__ = ["SHADE_GREYS", "encode_png", "save_png", "decode_png_grey", "grey_to_shades", "encode_gif",
-           "save_gif"]
+__all__ = ["OUTLINE_RGB", "SHADE_GREYS", "encode_png", "encode_png_grey", "encode_png_rgb", "heatmap_grey", "save_png",
+           "decode_png_grey", "grey_to_shades", "encode_gif", "save_gif", "world_heatmap_rgb"]
 
 # shade -> 8-bit grey (white, light grey, dark grey, black)
 SHADE_GREYS = np.array([0xFF, 0xAA, 0x55, 0x00], dtype=np.uint8)
@@ -84,6 +84,39 @@ def heatmap_grey(counts: np.ndarray) -> np.ndarray | None:
         return None
     box = np.log1p(counts[: rows[-1] + 1, : cols[-1] + 1].astype(np.float64))
     return np.round(box * (255.0 / box.max())).astype(np.uint8)
+
+
+OUTLINE_RGB = (64, 112, 224)    # a world heatmap's map outlines: blue, apart from the greys of the visits
+
+
+def world_heatmap_rgb(counts: np.ndarray, boxes, scale: int = 1) -> np.ndarray:
+    """uint8 [H * scale, W * scale, 3] for a world's visit counts [H, W]: each cell scale x scale pixels, grey
+    log(1 + count) scaled so the most visited cell is white (unvisited black), and each box (y, x, h, w: a map's
+    place, in cells) outlined one pixel wide in OUTLINE_RGB along its inner edge. The whole world, not cropped: a
+    map keeps its place from picture to picture."""
+    counts = np.asarray(counts)
+    if counts.ndim != 2 or 0 in counts.shape:
+        raise ValueError(f"counts: expected a non-empty [height, width] array, got shape {counts.shape}")
+    _check_scale(scale)
+    level = np.log1p(counts.astype(np.float64))
+    top = level.max()
+    grey = np.zeros(counts.shape, np.uint8) if top == 0 else np.round(level * (255.0 / top)).astype(np.uint8)
+    rgb = np.repeat(_upscale(grey, scale)[..., None], 3, axis=2)
+    for y, x, h, w in boxes:
+        y0, x0, y1, x1 = y * scale, x * scale, (y + h) * scale - 1, (x + w) * scale - 1
+        rgb[y0, x0:x1 + 1] = rgb[y1, x0:x1 + 1] = OUTLINE_RGB
+        rgb[y0:y1 + 1, x0] = rgb[y0:y1 + 1, x1] = OUTLINE_RGB
+    return rgb
+
+
+def encode_png_rgb(rgb: np.ndarray) -> bytes:
+    """Encode a uint8 [H, W, 3] colour image as a PNG."""
+    rgb = np.asarray(rgb)
+    if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3 or 0 in rgb.shape:
+        raise ValueError(f"rgb: expected a non-empty uint8 [height, width, 3] array, got {rgb.dtype} {rgb.shape}")
+    buf = io.BytesIO()
+    Image.fromarray(rgb, "RGB").save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def save_png(path: str | os.PathLike, shades: np.ndarray, scale: int = 1) -> None:

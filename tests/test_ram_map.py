@@ -90,7 +90,7 @@ def test_an_env_reads_fields_by_name():
      "task.ram_map.fields.x.stride must be an int in 2..8192, got 1"),
     ({"fields": {}}, "task.ram_map.fields must be a mapping of names to fields ({address: ...} or an address), got {}"),
     ({"fields": {"x": 0xC000}, "titel": "X"}, "task.ram_map.titel is not a RAM map key; keys: game, titles, source, "
-                                              "fields"),
+                                              "fields, world"),
     ("nosuchgame", "task.ram_map is neither a built-in RAM map (hamlet, orchard, pokered) nor a RAM map file: no "
                    "file at 'nosuchgame'"),
 ])

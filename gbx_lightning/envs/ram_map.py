@@ -13,6 +13,9 @@ A RAM map is a YAML file beside the task (``ram_map: ram.yaml`` in the task file
       party_hp: {address: 0xD16C, size: 2, endian: big, count: 6, stride: 44}
       money: {address: 0xD347, size: 3, endian: big, bcd: true}
       x: 0xD362                              # just an address: one byte
+    world: {map: map, y: y, x: x, maps: {0: {name: Pallet Town, y: 234, x: 50, h: 18, w: 20}, ...}}   # optional
+
+``world`` (optional) is the game's world layout: each map's place in one world grid (``envs/world.py``).
 
 A field is ``count`` numbers (default 1), each ``size`` bytes (1..4) from ``address + k * stride`` (stride
 default ``size``), little endian unless ``endian: big``, binary unless ``bcd: true`` (two decimal digits a
@@ -81,6 +84,7 @@ class RamMap:
     source: str = ""
     fields: dict[str, RamField] = field(default_factory=dict)
     path: str = ""          # the file it was read from ("" inline)
+    world: Any = None       # a WorldMap (envs/world.py): each map's place in one world grid, or None
 
     def __contains__(self, name) -> bool:
         return name in self.fields
@@ -139,10 +143,10 @@ def load_ram_map(spec, where: str = "task.ram_map", base_dir: Path | None = None
 
 def _from_mapping(data, where: str) -> RamMap:
     if not isinstance(data, Mapping):
-        raise OptionError(where, f"must be a mapping (game, titles, source, fields), got {_short(data)}")
+        raise OptionError(where, f"must be a mapping (game, titles, source, fields, world), got {_short(data)}")
     for key in data:
-        if key not in ("game", "titles", "source", "fields"):
-            raise OptionError(f"{where}.{key}", "is not a RAM map key; keys: game, titles, source, fields")
+        if key not in ("game", "titles", "source", "fields", "world"):
+            raise OptionError(f"{where}.{key}", "is not a RAM map key; keys: game, titles, source, fields, world")
     for key in ("game", "source"):
         if not isinstance(data.get(key, ""), str):
             raise OptionError(f"{where}.{key}", f"must be a string, got {_short(data[key])}")
@@ -156,7 +160,11 @@ def _from_mapping(data, where: str) -> RamMap:
     out = {}
     for name, spec in fields.items():
         out[str(name)] = _field(str(name), spec, f"{where}.fields.{name}")
-    return RamMap(data.get("game", ""), list(titles), data.get("source", ""), out)
+    world = None
+    if data.get("world") is not None:
+        from .world import parse_world     # world.py reads fields with this module's FieldReader
+        world = parse_world(data["world"], out, f"{where}.world")
+    return RamMap(data.get("game", ""), list(titles), data.get("source", ""), out, world=world)
 
 
 def _int(where: str, value, low: int, high: int) -> int:

@@ -12,9 +12,11 @@ device for every env at once, their state in the env's checkpoints.
 Fields are names of the task's ``ram_map`` (or WRAM addresses: one byte each). Every item is a term (its value
 times ``weight``, then clipped to ``clip: [low, high]`` when given; a negative weight makes a penalty):
 
-  * ``explore`` (``fields``, ``weight``, ``bits``, ``novelty_weight``, ``novelty_bits``): per env, a bitset of
-    ``bits`` cells (``rewards.cell_index``: exact when the fields' widths fit, else hashed) remembers which tuples
-    of the fields' values this episode has shown at a step's end; value = 1 on a step that shows a new one. The
+  * ``explore`` (``fields`` or ``world``, ``weight``, ``bits``, ``novelty_weight``, ``novelty_bits``): per env, a
+    bitset of ``bits`` cells (``rewards.cell_index``: exact when the fields' widths fit, else hashed) remembers which
+    tuples of the fields' values this episode has shown at a step's end; value = 1 on a step that shows a new one.
+    ``world: true`` instead of ``fields``: the cells are world tiles of the RAM map's world layout
+    (``envs/world.py``; a position off the world is its own (map, y, x) cell, apart from every world tile). The
     start's cell is marked when the episode starts (not paid). ``novelty_weight`` (default 0: off) adds a second
     bitset shared by all envs and never cleared: ``novelty_weight`` more on the first visit of a cell by any env
     in the run (every env that reaches it in that same step is paid).
@@ -36,6 +38,7 @@ from .base import StateError
 from .ram_map import FieldReader, RamField
 from .reward_item import Param, RewardContext, RewardItem
 from .rewards import cell_index, popcount_bytes, progress_gain, visit_cells
+from .world import WorldTransform
 
 __all__ = ["Explore", "RamBits", "RamMax", "RamSum"]
 
@@ -77,28 +80,43 @@ class _RamItem(RewardItem):
         return value if self.clip is None else value.clamp(self.clip[0], self.clip[1])
 
 
+def _optional_refs_problem(value) -> str | None:
+    return None if value is None else _refs_problem(value)
+
+
 class Explore(_RamItem):
-    """term, per step: first visits of a tuple of RAM fields per episode (module docstring)."""
+    """term, per step: first visits of a tuple of RAM fields (or of a world tile) per episode (module docstring)."""
     FIELD_PARAMS = {"fields": True}
-    PARAMS = {"fields": Param(problem=_refs_problem), "weight": Param(1.0, bounds={}),
+    PARAMS = {"fields": Param(None, problem=_optional_refs_problem), "world": Param(False, choices=(False, True)),
+              "weight": Param(1.0, bounds={}),
               "bits": Param(1 << 16, problem=_power_of_two(64, 1 << 24)),
               "novelty_weight": Param(0.0, bounds={}),
               "novelty_bits": Param(1 << 20, problem=_power_of_two(64, 1 << 28)),
               "clip": Param(None, problem=_clip_problem)}
 
     @classmethod
+    def check(cls, params: dict) -> tuple[str, str] | None:
+        if (params["fields"] is None) == (not params["world"]):
+            return "fields", ("must list the RAM map fields whose tuples are counted (e.g. [map, y, x]), or be left "
+                              "out with world: true (world tiles)" if params["fields"] is None else
+                              "must be left out with world: true (the world layout names the fields it reads)")
+        return None
+
+    @classmethod
     def check_fields(cls, params: dict) -> tuple[str, str] | None:
-        for j, f in enumerate(params["fields"]):
+        for j, f in enumerate(params["fields"] or []):
             if f.count != 1:
                 return f"fields[{j}]", (f"must be one number per env (a cell is a tuple of numbers), got "
                                         f"{f.describe()} "
                                         f"with count {f.count}")
         return None
 
-    def __init__(self, fields: list[RamField], weight: float, bits: int, novelty_weight: float, novelty_bits: int,
-                 clip, num_envs: int, device: torch.device):
-        self.readers = [FieldReader(f, device) for f in fields]
-        self.widths = [f.bits for f in fields]
+    def __init__(self, fields: list[RamField] | None, world, weight: float, bits: int, novelty_weight: float,
+                 novelty_bits: int, clip, num_envs: int, device: torch.device):
+        # world: the RAM map's WorldMap (the pipeline resolves world: true to it), or None
+        self.world = None if world is None else WorldTransform(world, device)
+        self.readers = [] if fields is None else [FieldReader(f, device) for f in fields]
+        self.widths = self.world.cell_widths if self.world is not None else [f.bits for f in fields]
         self.weight, self.clip = float(weight), clip
         self.log2_bits = bits.bit_length() - 1
         self.visited = torch.zeros((num_envs, max(1, bits // 64)), dtype=torch.int64, device=device)
@@ -107,7 +125,8 @@ class Explore(_RamItem):
         self.seen = torch.zeros(novelty_bits if self.novelty_weight else 0, dtype=torch.uint8, device=device)
 
     def _cells(self, env, log2_bits: int) -> torch.Tensor:
-        values = torch.stack([r(env)[:, 0] for r in self.readers], 1)
+        values = self.world.cells(env) if self.world is not None else torch.stack([r(env)[:, 0] for r in self.readers],
+                                                                                   1)
         return cell_index(values, self.widths, log2_bits)
 
     def __call__(self, ctx: RewardContext) -> torch.Tensor:

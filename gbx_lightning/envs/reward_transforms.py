@@ -97,6 +97,7 @@ from .ram_rewards import Explore, RamBits, RamMax, RamSum
 from .reward_item import REQUIRED, WRAM, Param, RewardContext, RewardItem, RewardSpecError, param_problem
 from .reward_items import Clip, FailPenalty, GoalDistance, RamTerm, ReturnNorm, Scale, StepCost, SuccessBonus
 from .screen_novelty import ScreenNovelty
+from .world import require_world
 
 __all__ = ["BUILTINS", "PRESETS", "Param", "RewardContext", "RewardItem", "RewardPipeline", "RewardSpecError", "WRAM",
            "build_reward_pipeline", "check_reward_spec", "preset_spec"]
@@ -282,6 +283,11 @@ def _resolve_fields(cls, params: dict, ram_map: RamMap | None, where: str) -> di
                 out[key] = [resolve_field(ram_map, ref, f"{where}.{key}[{j}]") for j, ref in enumerate(value)]
             else:
                 out[key] = resolve_field(ram_map, value, f"{where}.{key}")
+        except OptionError as err:
+            raise RewardSpecError(err.option, err.message) from None
+    if "world" in cls.PARAMS:       # world: true -> the RAM map's world layout (envs/world.py); false -> None
+        try:
+            out["world"] = require_world(ram_map, f"{where}.world") if params.get("world") else None
         except OptionError as err:
             raise RewardSpecError(err.option, err.message) from None
     bad = cls.check_fields(out)

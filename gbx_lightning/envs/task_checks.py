@@ -20,6 +20,7 @@ from gbx_lightning.roms import available_roms
 from .base import OptionError
 from .goal import GoalError, load_goal
 from .ram_map import RamField, RamMap, resolve_field
+from .world import require_world
 from .reward_item import WRAM, RewardSpecError
 from .reward_transforms import PRESETS, check_reward_spec
 from .task_types import (MILESTONE_KINDS, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, Template,
@@ -177,12 +178,21 @@ def _check_milestones(milestones, at: str, ram_map: RamMap | None, counters: lis
         seen.add(m.name)
         if m.kind not in MILESTONE_KINDS:
             raise OptionError(f"{where}.kind", f"must be one of {list(MILESTONE_KINDS)}, got {short(m.kind)}")
+        if not isinstance(m.world, bool) or m.world and m.kind != "distinct":
+            on = "" if m.kind == "distinct" else f" on a {m.kind}"
+            raise OptionError(f"{where}.world", f"must be true (distinct milestones only: world tiles) or false, got "
+                                                f"{short(m.world)}{on}")
+        if m.world:
+            if m.field is not None or m.fields is not None:
+                raise OptionError(f"{where}.fields", "must be left out with world: true (the world layout names the "
+                                                     "fields it reads)")
+            require_world(ram_map, f"{where}.world")
         if m.kind == "distinct":
             refs = m.fields if m.fields is not None else [m.field] if m.field is not None else None
-            if m.field is not None and m.fields is not None or not isinstance(refs, list) or not refs:
+            if not m.world and (m.field is not None and m.fields is not None or not isinstance(refs, list) or not refs):
                 raise OptionError(f"{where}.fields", f"must list the fields whose distinct tuples are counted (e.g. "
                                                      f"[map]), got {short(m.fields if m.field is None else m.field)}")
-            for j, ref in enumerate(refs):
+            for j, ref in enumerate(refs or []):
                 f = resolve_field(ram_map, ref, f"{where}.fields[{j}]")
                 if f.count != 1:
                     raise OptionError(f"{where}.fields[{j}]", f"must be one number per env, got {f.describe()}")
@@ -249,7 +259,22 @@ def missing_required(task: Task, options_rom=None) -> str | None:
 
 
 def check_heatmap(spec, ram_map: RamMap | None, where: str = "task.heatmap") -> dict[str, RamField | None]:
-    """The heatmap's fields (y, x, map) from the RAM map; OptionError naming the first bad one."""
+    """The heatmap's fields (y, x, map) from the RAM map (its world layout's, with ``world: true``); OptionError
+    naming the first bad one."""
+    if not isinstance(spec.world, bool):
+        raise OptionError(f"{where}.world", f"must be true or false, got {spec.world!r}")
+    if spec.world:
+        for key in ("y", "x", "map"):
+            if getattr(spec, key) is not None:
+                raise OptionError(f"{where}.{key}", "must be left out with world: true (the world layout names the "
+                                                    "fields it reads)")
+        world = require_world(ram_map, f"{where}.world")
+        if not isinstance(spec.cell, int) or isinstance(spec.cell, bool) or spec.cell < 1:
+            raise OptionError(f"{where}.cell", f"must be an int >= 1, got {spec.cell!r}")
+        return {"y": world.y, "x": world.x, "map": world.map}
+    for axis in ("y", "x"):
+        if getattr(spec, axis) is None:
+            raise OptionError(f"{where}.{axis}", "is required (a RAM map field), unless world: true")
     fields = {}
     for axis in ("y", "x"):
         f = fields[axis] = resolve_field(ram_map, getattr(spec, axis), f"{where}.{axis}")

@@ -67,7 +67,8 @@ class Milestone:
                   ``count: peak``: the highest rise of its number of 1 bits at any step
         increase  ``field``: the sum of its step-to-step increases (mod 2**bits: a counter that wraps)
 
-    ``at_least: k``: report 1 where the value reached k, else 0 (a flag: "got the first badge")."""
+    ``at_least: k``: report 1 where the value reached k, else 0 (a flag: "got the first badge"). ``world: true``
+    (distinct, no fields): the cells are world tiles of the RAM map's world layout (``envs/world.py``)."""
     name: str
     kind: str
     field: str | int | None = None
@@ -75,6 +76,7 @@ class Milestone:
     at_least: int | None = None
     bits: int = 4096
     count: str = "now"
+    world: bool = False
 
 
 @dataclass
@@ -116,12 +118,14 @@ class Heatmap:
     """A map-visit heatmap for the dashboards (``envs/features/heatmap.py``): visits counted at each (``y``, ``x``) of
     the RAM map's fields, over all training envs, drawn as the image ``agent/visit_heatmap``; with ``map``, only
     where that field equals ``map_value`` (one map of a game with many). ``cell``: coordinates per grid cell (8 for
-    pixel coordinates on 8x8 tiles)."""
-    y: str | int
-    x: str | int
+    pixel coordinates on 8x8 tiles). ``world: true`` (no y, x, map): one picture of the RAM map's world layout
+    (``envs/world.py``), every listed map at its place, outlined."""
+    y: str | int | None = None
+    x: str | int | None = None
     map: str | int | None = None
     map_value: int = 0
     cell: int = 1
+    world: bool = False
 
 
 @dataclass
@@ -171,7 +175,7 @@ CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a 
 MilestoneFields = _fields_of(Milestone, "A milestone's fields (name and kind required).", required=("name", "kind"))
 RamGoalFields = _fields_of(RamGoal, "A RAM goal's fields (field and at_least required).",
                            required=("field", "at_least"))
-HeatmapFields = _fields_of(Heatmap, "A heatmap's fields (y and x required).", required=("y", "x"))
+HeatmapFields = _fields_of(Heatmap, "A heatmap's fields (y and x, or world: true).")
 SwarmFields = _fields_of(Swarm, "Swarm's fields (the rest: Swarm's defaults).")
 PoolFields = _fields_of(Pool, "A state pool's fields (score required).", required=("score",),
                         replace={"score": dict[str, float], "swarm": Union[SwarmFields, None]})

@@ -12,6 +12,7 @@ ends, so the training log shows ``episode_<name>_mean`` and evaluation ``<name>_
       - {name: seen, kind: bits, field: dex_seen, count: peak}  # the most new bits at any step
       - {name: levels, kind: peak, field: party_levels}        # highest rise of the party's level sum
       - {name: first_badge, kind: bits, field: badges, at_least: 1}   # a flag
+      - {name: world_tiles, kind: distinct, world: true}        # world tiles (the RAM map's world layout)
 
 Per kind, with v the field's value at a step's end (the sum of its numbers; ``bits``: its number of 1 bits) and
 v0 the value at the episode's start:
@@ -33,6 +34,7 @@ import torch
 from ..base import StateError
 from ..ram_map import FieldReader, RamMap, resolve_field
 from ..rewards import cell_index, popcount_bytes, visit_cells
+from ..world import WorldTransform
 from .base import Feature, Step
 
 __all__ = ["MilestoneTracker"]
@@ -58,7 +60,12 @@ class MilestoneTracker(Feature):
         self.names = [m.name for m in self.milestones]
         self.num_envs, self.device = num_envs, device
         self.readers: list[list[FieldReader]] = []
+        self.worlds: dict[int, WorldTransform] = {}     # distinct milestones over world tiles (world: true)
         for i, m in enumerate(self.milestones):
+            if m.world:
+                self.worlds[i] = WorldTransform(ram_map.world, device)
+                self.readers.append(self.worlds[i].readers)
+                continue
             refs = (m.fields if m.fields is not None else [m.field]) if m.kind == "distinct" else [m.field]
             where = f"task.milestones[{i}]"
             self.readers.append([FieldReader(resolve_field(ram_map, ref, where), device) for ref in refs])
@@ -79,6 +86,8 @@ class MilestoneTracker(Feature):
     def _value(self, i: int, env) -> torch.Tensor:
         """v of milestone i (int64 [N]); for distinct, the cell index."""
         m, readers = self.milestones[i], self.readers[i]
+        if i in self.worlds:
+            return cell_index(self.worlds[i].cells(env), self.worlds[i].cell_widths, m.bits.bit_length() - 1)
         if m.kind == "distinct":
             values = torch.stack([r(env)[:, 0] for r in readers], 1)
             return cell_index(values, [r.field.bits for r in readers], m.bits.bit_length() - 1)

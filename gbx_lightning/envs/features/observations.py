@@ -12,7 +12,8 @@ vector, and the frames follow (``obs[:, 1:]``, the newest last, as before). The 
     ``FieldReader`` decodes (big-endian and BCD fields decoded; a one-byte field is the byte ``read_ram`` reads);
   * with ``visited``, ``(2r + 1)**2`` bytes, row-major from ``(dy, dx) = (-r, -r)`` to ``(r, r)``: 255 where the
     cell ``(y + dy * stride, x + dx * stride)`` (the other fields as they are now) is one the task's ``explore``
-    reward item has marked in this episode, else 0 (also 0 outside the fields' range). ``y, x``: the explore
+    reward item has marked in this episode, else 0 (also 0 outside the fields' range; an explore item with
+    ``world: true``: the world tiles around the player's, across map edges). ``y, x``: the explore
     item's last two fields (Pokemon Red's ``[map, y, x]``, orchard's ``[player_y, player_x]``); the middle
     byte, the player's own cell, is always 255. It is what the item pays for, so it can be hashed like it;
   * zeros to the end of the plane.
@@ -118,7 +119,7 @@ def check_obs(spec, reward, ram_map: RamMap | None) -> ObsLayout | None:
             raise OptionError("obs.visited", "needs an explore item in the task's reward (its fields' last two are the "
                                              "player's y and x; e.g. {name: explore, fields: [map, y, x]}): the "
                                              "grid shows the cells it has marked")
-        if len(items[explore_index].get("fields") or []) < 2:
+        if not items[explore_index].get("world") and len(items[explore_index].get("fields") or []) < 2:
             raise OptionError("obs.visited", f"needs the task's explore item (reward[{explore_index}]) to have at "
                                              f"least two fields, the player's y and x last")
     if not fields and radius is None:
@@ -167,7 +168,8 @@ class StructuredObs:
     def visited_grid(self, env, mark_current: bool = False) -> torch.Tensor:
         """int64 [N, (2r+1)^2]: 255 where the cell at each offset from the player's is marked, else 0."""
         e = self.explore
-        values = torch.stack([r(env)[:, 0] for r in e.readers], 1)         # int64 [N, F]
+        # int64 [N, F]; an explore item over world tiles: (region, Y, X), the grid's neighbours in the world
+        values = e.world.cells(env) if e.world is not None else torch.stack([r(env)[:, 0] for r in e.readers], 1)
         n, g = values.shape[0], self.dy.shape[0]
         cells = values[:, None, :].expand(n, g, -1).clone()                # [N, G, F]
         cells[:, :, -2] += self.dy

@@ -22,8 +22,8 @@ default ``size``), little endian unless ``endian: big``, binary unless ``bcd: tr
 byte). A byte range such as a flag array is ``count`` one-byte numbers. Every byte must lie in WRAM
 ($C000-$DFFF): what ``GameBoyEnv.read_ram`` reads on the device.
 
-``FieldReader`` decodes a field for every env at once (torch ops on the env's device, no host sync):
-int64 ``[N, count]``.
+``FieldReader`` (``ram_fields.py``, with ``RamField``) decodes a field for every env at once (torch ops on the
+env's device, no host sync): int64 ``[N, count]``.
 """
 from __future__ import annotations
 
@@ -33,47 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 import yaml
 
 from .base import OptionError
+from .ram_fields import FieldReader, RamField
+from .world import parse_world
 
 __all__ = ["FieldReader", "RamField", "RamMap", "builtin_ram_maps", "load_ram_map", "resolve_field"]
 
 WRAM = (0xC000, 0xDFFF)
 RAM_MAP_FILE = "ram.yaml"       # a built-in map: roms/tasks/GAME/ram.yaml (not a task: roms.available_tasks skips it)
 _FIELD_KEYS = ("address", "size", "count", "stride", "endian", "bcd", "meaning")
-
-
-@dataclass(frozen=True)
-class RamField:
-    """``count`` numbers of ``size`` bytes from ``address`` (module docstring)."""
-    name: str
-    address: int
-    size: int = 1
-    count: int = 1
-    stride: int | None = None
-    endian: str = "little"
-    bcd: bool = False
-    meaning: str = ""
-
-    @property
-    def step(self) -> int:
-        return self.size if self.stride is None else self.stride
-
-    @property
-    def span(self) -> int:
-        """Bytes from the first to the last one the field covers."""
-        return (self.count - 1) * self.step + self.size
-
-    @property
-    def bits(self) -> int:
-        """Bits of one number (its wrap width as a counter)."""
-        return 8 * self.size
-
-    def describe(self) -> str:
-        shape = f"{self.count} x {self.size} B" if self.count > 1 else f"{self.size} B"
-        return f"{self.name} (0x{self.address:04X}, {shape})"
 
 
 @dataclass
@@ -162,7 +132,6 @@ def _from_mapping(data, where: str) -> RamMap:
         out[str(name)] = _field(str(name), spec, f"{where}.fields.{name}")
     world = None
     if data.get("world") is not None:
-        from .world import parse_world     # world.py reads fields with this module's FieldReader
         world = parse_world(data["world"], out, f"{where}.world")
     return RamMap(data.get("game", ""), list(titles), data.get("source", ""), out, world=world)
 
@@ -226,39 +195,6 @@ def resolve_field(ram_map: RamMap | None, ref, where: str) -> RamField:
         game = f" ({ram_map.game})" if ram_map.game else ""
         raise OptionError(where, f"is not a field of the task's RAM map{game}: {ref!r}; fields: {ram_map.names()}")
     return ram_map.fields[ref]
-
-
-class FieldReader:
-    """A field's numbers for every env, decoded on the device: ``reader(env) -> int64 [N, count]``.
-
-    value[n, k] = sum_j digit(byte[n, k, j]) * base**(place of j), byte[n, k, j] the j-th byte of number k at
-    ``address + k * stride + j``; place of j is j (little endian) or size - 1 - j (big endian); base 256 (binary)
-    or 100 with digit(b) = 10 * (b >> 4) + (b & 15) (BCD).
-    """
-
-    def __init__(self, ram_field: RamField, device: torch.device):
-        self.field = f = ram_field
-        k = torch.arange(f.count, device=device)[:, None] * f.step
-        self.index = (k + torch.arange(f.size, device=device)[None, :]).reshape(-1)     # [count * size]
-        places = torch.arange(f.size, device=device)
-        if f.endian == "big":
-            places = f.size - 1 - places
-        self.scale = (100 if f.bcd else 256) ** places.to(torch.int64)                   # [size]
-        self.contiguous = f.step == f.size
-
-    def decode(self, raw: torch.Tensor) -> torch.Tensor:
-        """int64 [N, count] from the field's bytes uint8 [N, span]."""
-        f = self.field
-        data = raw if self.contiguous else raw[:, self.index]
-        data = data.reshape(raw.shape[0], f.count, f.size).to(torch.int64)
-        if f.bcd:
-            data = 10 * (data >> 4) + (data & 15)
-        if f.size == 1:
-            return data[..., 0]
-        return (data * self.scale).sum(-1)
-
-    def __call__(self, env) -> torch.Tensor:
-        return self.decode(env.read_ram(self.field.address, self.field.span))
 
 
 def ram_map_summary(ram_map: RamMap) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .base import OptionError
-from .ram_map import FieldReader, RamField
+from .ram_fields import FieldReader, RamField
 
 __all__ = ["MAX_WORLD_SIDE", "WorldMap", "WorldRect", "WorldTransform", "parse_world", "require_world", "to_world"]
 

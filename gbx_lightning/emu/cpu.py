@@ -513,6 +513,13 @@ def store_cpu_staged(ms: MachinePtr, env: int, c: CpuStaged):
     m.r32[env, R_STOPPED] = c.stopped
 
 
+@wp.func_native("return ((const unsigned char*)ptr)[i];")
+def load_u8(ptr: wp.uint64, i: int) -> int:
+    """The byte at ptr + i, a plain load (the CPU shape's opcode fetch from ROM: i >= 0 by construction,
+    which Warp's array index cannot see, so it would test i for its negative-index wrap)."""
+    ...
+
+
 def _make_machine_kernel(staged: bool, name: str, module):
     """The machine kernel `name` in the CPU shape (staged = False) or the CUDA shape (True),
     registered in Warp module `module` (None: this module's). Every `wp.static(staged)` below
@@ -593,6 +600,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
         next_ev = wp.int64(0)
         rom0_base = int(0)
         romx_off = int(0)
+        romx_base = int(0)
+        rom_ptr = wp.uint64(rom.ptr)
         fast_until = wp.int64(0)
         frame_deadline = wp.int64(0)
         while fi < nf:
@@ -654,6 +663,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     # folds away on the fetch path (both are >= 0 by construction)
                     rom0_base = mbc[env, REG_ROM0_BASE] & 0x7FFFFFFF
                     romx_off = (mbc[env, REG_ROMX_BASE] + 0x4000) & 0x7FFFFFFF
+                    romx_base = mbc[env, REG_ROMX_BASE]      # (the fetch's: + PC, >= 0 for PC >= $4000)
                     fast_until = r64[env, T_DMA_END]
                     if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                         fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
@@ -709,10 +719,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                 pc_step = 1 - rg[R_HALT_BUG]
                 rg[R_HALT_BUG] = 0
                 if wp.static(not staged):
-                    # (that instruction alone, like EI's: pc_step then stays what it is for the
-                    # whole run, no reset per instruction)
+                    # (that instruction alone, like EI's, and its fetch off the ROM path: the ROM
+                    # path adds 1, only the other one pc_step)
                     if pc_step == 0:
                         limit = c.t
+                        rom_lim = 0
                 if wp.static(staged):
                     c.limit = limit
                 running = bool(True)
@@ -730,11 +741,15 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     else:
                         op = int(-1)
                         if c.pc < rom_lim:           # (fast and in ROM: one compare)
-                            op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
+                            # (a plain load: the index is >= 0 by construction, and Warp's index
+                            # would test it for the negative wrap)
+                            op = load_u8(rom_ptr, c.pc + wp.where(c.pc < 0x4000, rom0_base, romx_base))
+                            c.pc = (c.pc + 1) & 0xFFFF
                         else:
                             op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
-                    c.pc = (c.pc + pc_step) & 0xFFFF
+                            c.pc = (c.pc + pc_step) & 0xFFFF
                     if wp.static(staged):
+                        c.pc = (c.pc + pc_step) & 0xFFFF
                         pc_step = 1
                     c.t = c.t + FOUR
                     # ---- execute: one branch per opcode group (OPCODE_GROUPS, a byte table); the

@@ -602,6 +602,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
         romx_off = int(0)
         romx_base = int(0)
         rom_ptr = wp.uint64(rom.ptr)
+        groups_ptr = wp.uint64(groups.ptr)
         fast_until = wp.int64(0)
         frame_deadline = wp.int64(0)
         while fi < nf:
@@ -822,7 +823,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         c.w16 = -1     # 16-bit destination (BC DE HL SP AF), -1: none
                         c.v16 = 0
                     else:
-                        g = int(groups_v[op & 0xFF])
+                        g = load_u8(groups_ptr, op)     # (op is a byte: no mask, no wrap test)
                         w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                         v16 = int(0)
                     if g == G_LD_R_R:  # LD r[y], r[z]
@@ -982,8 +983,13 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                         else:
-                            w16 = p
-                            v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
+                            # (stored here, not through the write-back after the chain)
+                            if p == 3:
+                                rg[R_SP] = (rg[R_SP] + 1 - 2 * q) & 0xFFFF
+                            else:
+                                v = ((rg[2 * p] << 8) | rg[2 * p + 1]) + 1 - 2 * q
+                                rg[2 * p] = (v >> 8) & 0xFF
+                                rg[2 * p + 1] = v & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_LD_RP_NN:  # LD rp, nn
                         p = (op >> 4) & 3

@@ -515,8 +515,8 @@ def store_cpu_staged(ms: MachinePtr, env: int, c: CpuStaged):
 
 @wp.func_native("return ((const unsigned char*)ptr)[i];")
 def load_u8(ptr: wp.uint64, i: int) -> int:
-    """The byte at ptr + i, a plain load (the CPU shape's opcode fetch from ROM: i >= 0 by construction,
-    which Warp's array index cannot see, so it would test i for its negative-index wrap)."""
+    """The byte at ptr + i, a plain load (the CPU shape's opcode fetch from ROM and its decode table: the
+    address is valid by construction, where Warp's array index would test i for its negative-index wrap)."""
     ...
 
 
@@ -600,7 +600,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
         next_ev = wp.int64(0)
         rom0_base = int(0)
         romx_off = int(0)
-        romx_base = int(0)
+        rom0_at = wp.uint64(0)
+        romx_at = wp.uint64(0)
         rom_ptr = wp.uint64(rom.ptr)
         groups_ptr = wp.uint64(groups.ptr)
         fast_until = wp.int64(0)
@@ -664,7 +665,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     # folds away on the fetch path (both are >= 0 by construction)
                     rom0_base = mbc[env, REG_ROM0_BASE] & 0x7FFFFFFF
                     romx_off = (mbc[env, REG_ROMX_BASE] + 0x4000) & 0x7FFFFFFF
-                    romx_base = mbc[env, REG_ROMX_BASE]      # (the fetch's: + PC, >= 0 for PC >= $4000)
+                    # the fetch's: the address of ROM byte PC in each half ($4000-$7FFF: >= 0 by construction)
+                    rom0_at = rom_ptr + wp.uint64(rom0_base)
+                    romx_at = wp.uint64(wp.int64(rom_ptr) + wp.int64(mbc[env, REG_ROMX_BASE]))
                     fast_until = r64[env, T_DMA_END]
                     if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                         fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
@@ -744,7 +747,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if c.pc < rom_lim:           # (fast and in ROM: one compare)
                             # (a plain load: the index is >= 0 by construction, and Warp's index
                             # would test it for the negative wrap)
-                            op = load_u8(rom_ptr, c.pc + wp.where(c.pc < 0x4000, rom0_base, romx_base))
+                            op = load_u8(wp.where(c.pc < 0x4000, rom0_at, romx_at), c.pc)
                             c.pc = (c.pc + 1) & 0xFFFF
                         else:
                             op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
@@ -885,14 +888,23 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         rg[R_F] = res >> 8
                     elif g == G_INC_DEC_R:  # INC r[y] (z = 4) / DEC r[y] (z = 5)
                         y = (op >> 3) & 7
-                        z = op & 7
-                        v = rg[y]
-                        if z == 4:
-                            rg[y] = (v + 1) & 0xFF
-                            rg[R_F] = (rg[R_F] & CF) | fl(v == 0xFF, ZF) | fl((v & 15) == 15, HF)
+                        if wp.static(staged):
+                            z = op & 7
+                            v = rg[y]
+                            if z == 4:
+                                rg[y] = (v + 1) & 0xFF
+                                rg[R_F] = (rg[R_F] & CF) | fl(v == 0xFF, ZF) | fl((v & 15) == 15, HF)
+                            else:
+                                rg[y] = (v - 1) & 0xFF
+                                rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                         else:
-                            rg[y] = (v - 1) & 0xFF
-                            rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
+                            # without a branch: dec = op & 1 (N), and H is the carry (borrow) into bit 4
+                            # of v +- 1, which is bit 4 of v ^ r
+                            dec = op & 1
+                            v = rg[y]
+                            r = (v + 1 - 2 * dec) & 0xFF
+                            rg[y] = r
+                            rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
                     elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                         z = op & 7
                         if wp.static(staged):

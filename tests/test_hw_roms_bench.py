@@ -69,3 +69,23 @@ def test_bench_emu_rejects_unknown_buttons():
     spec.loader.exec_module(bench)
     with pytest.raises(SystemExit, match="--buttons: expected names"):
         bench.main(["--buttons", "right+turbo"])
+
+
+def test_bench_emu_step_only_against_gambatte(capsys):
+    """--step-only --peers gambatte: only the env-step rows, paired against gambatte alone (issue 38's
+    ours / gambatte per core with frames read every --step-frames)."""
+    pytest.importorskip("warp")
+    bench = _load()
+    bench.main(["--rom", "cpu_mix", "--envs", "2", "--renders", "obs", "--step-only", "--peers", "gambatte",
+                "--step-frames", "2", "--env-frames", "4", "--peer-frames", "3", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "VecGameBoy" not in out and "PyBoy" not in out
+    rows = [line for line in out.splitlines() if line.startswith("env step")]
+    assert len(rows) == 1 and "2 frames, 2 envs, render=obs" in rows[0], out
+    if "unavailable" not in out:
+        assert re.search(r"\d+\.\d\dx \(\d+\.\d\d\.\.\d+\.\d\d\)$", rows[0]), rows[0]
+
+
+def test_bench_emu_rejects_unknown_peers():
+    with pytest.raises(SystemExit, match="--peers: expected names"):
+        _load().main(["--peers", "mgba"])

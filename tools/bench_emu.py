@@ -4,6 +4,8 @@
     python tools/bench_emu.py --rom game.gb --repeats 5 --envs 16,64,256
     python tools/bench_emu.py --suite              # one row per idiom ROM (+ workload, orchard, gamelike, cpu_mix)
     python tools/bench_emu.py --suite --counters   # instructions and run ends per frame instead
+    python tools/bench_emu.py --rom cpu_mix --envs 16 --step-only --peers gambatte --repeats 9
+                                                   # ours / gambatte per core, frames read every 24
 
 --suite runs every idiom ROM (tests/roms/idiom_*.asm: game-like loops built on one idiom of
 real game code each), the workload and orchard ROMs, gamelike (a game's whole frame: a music
@@ -36,7 +38,9 @@ moves when other processes compete).  With --step-frames K it also times RL env
 steps: one run_frames(K) call per step (buttons released after 8 frames), of
 which only the last frame is drawn, as an env does it; their ratios are against
 peers drawing every frame, so they show what an env gets, not a like-for-like
-race (a peer could skip drawing too).  Nothing here is asserted: it prints a table.
+race (a peer could skip drawing too).  --step-only times only those env steps, and
+--peers gambatte leaves PyBoy out: the paired column is then ours / gambatte per core with
+frames read every --step-frames (issue 38's figure).  Nothing here is asserted: it prints a table.
 """
 from __future__ import annotations
 
@@ -260,6 +264,10 @@ def main(argv=None) -> None:
     ap.add_argument("--step-frames", type=int, default=24,
                     help="also time RL env steps of this many frames (run_frames(K) per step, the largest "
                          "--envs; 0: skip; default 24)")
+    ap.add_argument("--step-only", action="store_true",
+                    help="time only the env steps (--step-frames), not the one-launch-per-frame rows")
+    ap.add_argument("--peers", default="pyboy,gambatte",
+                    help="comma-separated peers to run (pyboy, gambatte; default both)")
     ap.add_argument("--suite", action="store_true",
                     help="one row per idiom ROM (tests/roms/idiom_*.asm) plus workload and orchard: "
                          "VecGameBoy (first --envs value; full, obs) against gambatte, paired")
@@ -284,8 +292,13 @@ def main(argv=None) -> None:
     renders = [r for r in args.renders.split(",") if r]
     rom, rom_name = load_rom(args.rom)
 
+    peer_names = {p for p in args.peers.split(",") if p}
+    if not peer_names or peer_names - {"pyboy", "gambatte"}:
+        raise SystemExit(f"--peers: expected names from pyboy, gambatte joined by ',', got {args.peers!r}")
+    if args.step_only and args.step_frames <= 0:
+        raise SystemExit(f"--step-only: expected --step-frames > 0, got {args.step_frames}")
     runs = {}
-    for envs in envs_list:
+    for envs in envs_list if not args.step_only else []:
         for render in renders:
             frames = max(1, args.env_frames // envs)
             runs[f"VecGameBoy {envs:>4} envs, render={render}"] = bench_vecgameboy(rom, envs, render, frames, mask)
@@ -296,14 +309,16 @@ def main(argv=None) -> None:
             runs[f"env step of {args.step_frames} frames, {envs} envs, render={render}"] = bench_env_step(
                 rom, envs, render, args.step_frames, steps, mask)
     peers = {}
-    try:
-        peers["PyBoy (render on)"] = bench_pyboy(rom, args.peer_frames, mask)
-    except ImportError as e:
-        print(f"PyBoy unavailable: {e}")
-    try:
-        peers["gambatte (render on)"] = bench_gambatte(rom, args.peer_frames, mask)
-    except ImportError as e:
-        print(f"gambatte unavailable: {e}")
+    if "pyboy" in peer_names:
+        try:
+            peers["PyBoy (render on)"] = bench_pyboy(rom, args.peer_frames, mask)
+        except ImportError as e:
+            print(f"PyBoy unavailable: {e}")
+    if "gambatte" in peer_names:
+        try:
+            peers["gambatte (render on)"] = bench_gambatte(rom, args.peer_frames, mask)
+        except ImportError as e:
+            print(f"gambatte unavailable: {e}")
     everything = {**runs, **peers}
 
     # Each VecGameBoy run is followed at once by a run of each peer, and the CPU-time ratio

@@ -5,6 +5,9 @@ machine kernel's cost split by compiled function, the working tree against a git
                               [--frames 60] [--skip 30] [--top 25]
 
 --rom takes a comma-separated list: one valgrind run measures every ROM on both sides.
+--gambatte also counts gambatte on the same ROMs, frames and buttons (its whole process per frame:
+the emulator, the binding, the frame's Python call) and prints gambatte / ours, a deterministic
+stand-in for the per-core speed ratio tools/bench_emu.py times (docs/performance.md, issue 38).
 
 Instruction counts are deterministic, so unlike wall-clock or CPU-time figures they do not move
 with the load of a shared machine: the same ROM, frames and buttons (Right held) give the same
@@ -98,6 +101,19 @@ def child(args) -> int:
         execs = [e for e in kernel.module.execs.values() if e is not None]
         forward = ctypes.cast(execs[0].get_kernel_hooks(kernel).forward, ctypes.c_void_p).value
         maps[pkg] = {"forward": forward, "object": str(execs[0].binary_path)}
+    if args.gambatte:
+        sys.path.insert(0, str(REPO / "tests"))
+        import oracles
+
+        for spec in args.rom.split(","):
+            g = oracles.Gambatte(load_rom(spec)[0])
+            for _ in range(args.skip):
+                g.step(1)
+            lib.grind_start()
+            for _ in range(args.frames):
+                g.step(1)
+            lib.grind_stop()
+            runs.append(["gambatte", spec])
     Path(args.map_out).write_text(json.dumps({"runs": runs, "maps": maps}))
     return 0
 
@@ -185,6 +201,8 @@ def grind(tmp: Path, pkgs: list[str], roms: list[str], args, client: Path) -> di
            "--envs", str(args.envs), "--frames", str(args.frames), "--skip", str(args.skip)]
     if args.per_frame:
         cmd.append("--per-frame")
+    if args.gambatte:
+        cmd.append("--gambatte")
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"grind_emu: the valgrind run failed:\n{proc.stderr[-3000:]}")
@@ -193,7 +211,16 @@ def grind(tmp: Path, pkgs: list[str], roms: list[str], args, client: Path) -> di
     if len(dumps) != len(info["runs"]):
         raise SystemExit(f"grind_emu: expected {len(info['runs'])} callgrind dumps, found {len(dumps)}")
     events = event_names(dumps[0])
-    return events, {tuple(run): attribute(instr_costs(d), info["maps"][run[0]]) for run, d in zip(info["runs"], dumps)}
+    return events, {tuple(run): (dump_totals(d) if run[0] == "gambatte" else attribute(instr_costs(d), info["maps"][run[0]]))
+                    for run, d in zip(info["runs"], dumps)}
+
+
+def dump_totals(callgrind_out: Path) -> list[int]:
+    """The whole dump's cost per event (its totals: line): gambatte's, every function of the process."""
+    for line in callgrind_out.read_text().splitlines():
+        if line.startswith("totals:"):
+            return [int(v) for v in line.split()[1:]]
+    raise SystemExit(f"grind_emu: no totals line in {callgrind_out}")
 
 
 def main(argv=None) -> int:
@@ -213,6 +240,9 @@ def main(argv=None) -> int:
     ap.add_argument("--addresses", metavar="EVENT", default=None,
                     help="also list the kernel body's 20 costliest instructions by EVENT (Ir, Bcm, ...), as "
                          "offsets into the object file's .text (objdump -d the cached object to read them)")
+    ap.add_argument("--gambatte", action="store_true",
+                    help="also count gambatte (tests/oracles.py) on each ROM, the same frames and buttons, and print "
+                         "its x86 instructions per frame and gambatte / ours: the speed ratio per core in counts")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--pkgdir", help=argparse.SUPPRESS)
     ap.add_argument("--pkg", help=argparse.SUPPRESS)
@@ -256,6 +286,7 @@ def main(argv=None) -> int:
 
     for spec in roms:
         cols = {("base" if p == "emu_base" else "work"): results[(p, spec)] for p in pkgs}
+        gambatte = results.get(("gambatte", spec))
         print(f"{load_rom(spec)[1]}, {args.envs} envs, render={args.render}, {args.frames} frames measured after "
               f"{args.skip}{' (one launch per frame)' if args.per_frame else ''}: per env-frame, x86 instructions "
               f"(Ir){', mispredicted branches (Bcm, Bim), data cache misses (D1m, DLm)' if args.sim else ''}")
@@ -270,6 +301,10 @@ def main(argv=None) -> int:
             ratio = f"  {vals['work'] / vals['base']:13.3f}" if len(cols) == 2 and vals["base"] > 0 else ""
             print(f"{n[:40]:40s}" + "".join(f"{value(costs[c], k):14,.0f}" if k == "Ir" else f"{value(costs[c], k):14,.1f}"
                                             for k in shown for c in cols) + ratio)
+        if gambatte is not None:
+            g_ir = gambatte[events.index("Ir")] / args.frames
+            print(f"{'gambatte (whole process, per frame)':40s}" + "".join(f"{g_ir:14,.0f}" for _ in cols)
+                  + "   gambatte / ours: " + ", ".join(f"{c} {g_ir / value(totals[c], 'Ir'):.2f}x" for c in cols))
         if args.addresses:
             for c, a in addrs.items():
                 top = sorted(a.items(), key=lambda kv: -value(kv[1], args.addresses))[:20]

@@ -513,6 +513,13 @@ def store_cpu_staged(ms: MachinePtr, env: int, c: CpuStaged):
     m.r32[env, R_STOPPED] = c.stopped
 
 
+@wp.func_native("return ((const unsigned char*)ptr)[i];")
+def load_u8(ptr: wp.uint64, i: int) -> int:
+    """The byte at ptr + i, a plain load (the CPU shape's opcode fetch from ROM and its decode table: the
+    address is valid by construction, where Warp's array index would test i for its negative-index wrap)."""
+    ...
+
+
 def _make_machine_kernel(staged: bool, name: str, module):
     """The machine kernel `name` in the CPU shape (staged = False) or the CUDA shape (True),
     registered in Warp module `module` (None: this module's). Every `wp.static(staged)` below
@@ -593,6 +600,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
         next_ev = wp.int64(0)
         rom0_base = int(0)
         romx_off = int(0)
+        rom0_at = wp.uint64(0)
+        romx_at = wp.uint64(0)
+        rom_ptr = wp.uint64(rom.ptr)
+        groups_ptr = wp.uint64(groups.ptr)
         fast_until = wp.int64(0)
         frame_deadline = wp.int64(0)
         while fi < nf:
@@ -654,6 +665,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     # folds away on the fetch path (both are >= 0 by construction)
                     rom0_base = mbc[env, REG_ROM0_BASE] & 0x7FFFFFFF
                     romx_off = (mbc[env, REG_ROMX_BASE] + 0x4000) & 0x7FFFFFFF
+                    # the fetch's: the address of ROM byte PC in each half ($4000-$7FFF: >= 0 by construction)
+                    rom0_at = rom_ptr + wp.uint64(rom0_base)
+                    romx_at = wp.uint64(wp.int64(rom_ptr) + wp.int64(mbc[env, REG_ROMX_BASE]))
                     fast_until = r64[env, T_DMA_END]
                     if flat != 0 or r64[env, T_BOOT_MAPPED] != wp.int64(0):
                         fast_until = NEVER     # boot ROM overlay / flat bus: every access is slow
@@ -709,10 +723,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                 pc_step = 1 - rg[R_HALT_BUG]
                 rg[R_HALT_BUG] = 0
                 if wp.static(not staged):
-                    # (that instruction alone, like EI's: pc_step then stays what it is for the
-                    # whole run, no reset per instruction)
+                    # (that instruction alone, like EI's, and its fetch off the ROM path: the ROM
+                    # path adds 1, only the other one pc_step)
                     if pc_step == 0:
                         limit = c.t
+                        rom_lim = 0
                 if wp.static(staged):
                     c.limit = limit
                 running = bool(True)
@@ -730,11 +745,15 @@ def _make_machine_kernel(staged: bool, name: str, module):
                     else:
                         op = int(-1)
                         if c.pc < rom_lim:           # (fast and in ROM: one compare)
-                            op = int(rom_v[wp.where(c.pc < 0x4000, rom0_base, romx_off) + (c.pc & 0x3FFF)])
+                            # (a plain load: the index is >= 0 by construction, and Warp's index
+                            # would test it for the negative wrap)
+                            op = load_u8(wp.where(c.pc < 0x4000, rom0_at, romx_at), c.pc)
+                            c.pc = (c.pc + 1) & 0xFFFF
                         else:
                             op = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
-                    c.pc = (c.pc + pc_step) & 0xFFFF
+                            c.pc = (c.pc + pc_step) & 0xFFFF
                     if wp.static(staged):
+                        c.pc = (c.pc + pc_step) & 0xFFFF
                         pc_step = 1
                     c.t = c.t + FOUR
                     # ---- execute: one branch per opcode group (OPCODE_GROUPS, a byte table); the
@@ -807,7 +826,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         c.w16 = -1     # 16-bit destination (BC DE HL SP AF), -1: none
                         c.v16 = 0
                     else:
-                        g = int(groups_v[op & 0xFF])
+                        g = load_u8(groups_ptr, op)     # (op is a byte: no mask, no wrap test)
                         w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
                         v16 = int(0)
                     if g == G_LD_R_R:  # LD r[y], r[z]
@@ -869,14 +888,23 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         rg[R_F] = res >> 8
                     elif g == G_INC_DEC_R:  # INC r[y] (z = 4) / DEC r[y] (z = 5)
                         y = (op >> 3) & 7
-                        z = op & 7
-                        v = rg[y]
-                        if z == 4:
-                            rg[y] = (v + 1) & 0xFF
-                            rg[R_F] = (rg[R_F] & CF) | fl(v == 0xFF, ZF) | fl((v & 15) == 15, HF)
+                        if wp.static(staged):
+                            z = op & 7
+                            v = rg[y]
+                            if z == 4:
+                                rg[y] = (v + 1) & 0xFF
+                                rg[R_F] = (rg[R_F] & CF) | fl(v == 0xFF, ZF) | fl((v & 15) == 15, HF)
+                            else:
+                                rg[y] = (v - 1) & 0xFF
+                                rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                         else:
-                            rg[y] = (v - 1) & 0xFF
-                            rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
+                            # without a branch: dec = op & 1 (N), and H is the carry (borrow) into bit 4
+                            # of v +- 1, which is bit 4 of v ^ r
+                            dec = op & 1
+                            v = rg[y]
+                            r = (v + 1 - 2 * dec) & 0xFF
+                            rg[y] = r
+                            rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
                     elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                         z = op & 7
                         if wp.static(staged):
@@ -967,8 +995,13 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                         else:
-                            w16 = p
-                            v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
+                            # (stored here, not through the write-back after the chain)
+                            if p == 3:
+                                rg[R_SP] = (rg[R_SP] + 1 - 2 * q) & 0xFFFF
+                            else:
+                                v = ((rg[2 * p] << 8) | rg[2 * p + 1]) + 1 - 2 * q
+                                rg[2 * p] = (v >> 8) & 0xFF
+                                rg[2 * p + 1] = v & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_LD_RP_NN:  # LD rp, nn
                         p = (op >> 4) & 3

@@ -458,7 +458,7 @@ def _screen_shades(screen: np.ndarray) -> np.ndarray:
 
 
 def _stat_line(io: np.ndarray, phase: int, ly: int) -> int:
-    """ppu._stat_line on the host: OR of the enabled STAT sources in this PPU state."""
+    """ppu._line_of_sources on the host: OR of the enabled STAT sources in this PPU state."""
     if not io[0x40] & 0x80:
         return 0
     stat = int(io[0x41])

@@ -54,7 +54,9 @@ Lines 144..153 are mode 1. r32[R_PPU_MODE] holds the mode, or one of these phase
                   LY=1 452 T after it).
 
 The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled sources
-(LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. Writing
+(LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. The mode-2
+source is a pulse, not a level: high in [ls, ls+2) (PH_LINE_START, PH_VBLANK_START), at ls+2
+alone on line 0 after VBlank, low through the rest of mode 2 (interrupt_mode). Writing
 STAT on the DMG behaves as if $FF were written for one cycle (Pan Docs, STAT), which can
 raise a spurious interrupt: from mode 0, mode 1 or LY=LYC, not from mode 2 (_stat_write_glitch).
 
@@ -128,10 +130,15 @@ def stat_mode_bits(phase: int) -> int:
 
 @wp.func
 def interrupt_mode(phase: int) -> int:
-    """The mode the STAT interrupt line sees (one M-cycle ahead of the STAT bits)."""
+    """The mode the STAT interrupt line sees (one M-cycle ahead of the STAT bits). Its mode-2
+    source is a pulse in the line's first M-cycle, not the whole of mode 2: a STAT write enabling
+    it one M-cycle later raises nothing (gbmicrotest oam_int_if_level_c/d, DMG and AGS; gambatte
+    agrees, tests/roms/stat_write_glitch.asm)."""
     m = phase
     if phase == PH_LINE_START or phase == PH_VBLANK_START:
         m = 2
+    elif phase == 2:
+        m = 3  # no source
     elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LY153_GAP or phase == PH_LINE0_START:
         m = 1
     elif phase == PH_LCD_ON_LINE0:
@@ -308,6 +315,9 @@ def _advance(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
     phase = r32[R_PPU_MODE]
     nxt = NEVER
     if phase == PH_LINE_START or phase == PH_LINE0_START:
+        if phase == PH_LINE0_START and (int(io[0x41]) & 0x20) != 0 and r32[R_STAT_LINE] == 0:
+            # line 0's mode-2 pulse: it rises and falls here (interrupt_mode: no mode-2 level)
+            io[0x0F] = wp.uint8(int(io[0x0F]) | 2)
         r32[R_PPU_MODE] = 2
         nxt = ls + wp.int64(MODE3_START_T)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:

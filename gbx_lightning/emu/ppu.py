@@ -137,11 +137,9 @@ def interrupt_mode(phase: int) -> int:
     m = phase
     if phase == PH_LINE_START or phase == PH_VBLANK_START:
         m = 2
-    elif phase == 2:
-        m = 3  # no source
     elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LY153_GAP or phase == PH_LINE0_START:
         m = 1
-    elif phase == PH_LCD_ON_LINE0:
+    elif phase == PH_LCD_ON_LINE0 or phase == 2:
         m = 3  # no source
     return m
 
@@ -220,16 +218,15 @@ def _stat_write_glitch(io: IO, r32: R32) -> int:
     mode 1, or LY=LYC, but not mode 2 (gbmicrotest stat_write_glitch_l0_c, _l1_d, _l154_c/d,
     DMG: no interrupt from a write in mode 2; gambatte agrees at every M-cycle of a line,
     tests/roms/stat_write_glitch.asm)."""
-    line = _line_of_sources(io, r32, 0x58)
     phase = r32[R_PPU_MODE]
     if (int(io[0x40]) & 0x80) != 0 and (phase == PH_LINE_START or phase == PH_VBLANK_START):
         # The write still sees the previous line's HBlank and LY=LYC, which the old enables
         # held high already (so nothing rises) or did not.
         stat = int(io[0x41])
-        line = 1
         if (stat & 0x08) != 0 or ((stat & 0x40) != 0 and int(io[0x45]) == r32[R_LY] - 1):
-            line = 0
-    return line
+            return 0
+        return 1
+    return _line_of_sources(io, r32, 0x58)
 
 
 @wp.func
@@ -663,11 +660,9 @@ def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -
     if reg == 0x41:
         # DMG quirk: for one cycle STAT acts as if every source were enabled
         # (_stat_write_glitch), raising IF unless the line is already high.
-        old_line = m.r32[env, R_STAT_LINE]
-        if _stat_write_glitch(io_row(ms, env), r32_row(ms, env)) == 1 and old_line == 0:
+        if m.r32[env, R_STAT_LINE] == 0 and _stat_write_glitch(io_row(ms, env), r32_row(ms, env)) == 1:
             raise_if(ms, env, 2)
-            old_line = 1
-        m.r32[env, R_STAT_LINE] = old_line
+            m.r32[env, R_STAT_LINE] = 1
         m.io[env, 0x41] = wp.uint8((int(m.io[env, 0x41]) & 0x07) | (value & 0x78))
     elif reg != 0x44:
         m.io[env, reg] = wp.uint8(value)

@@ -13,6 +13,9 @@ from gbx_lightning.emu.cartridge import (
 from gbx_lightning.roms.asm import NINTENDO_LOGO as ASM_LOGO, assemble, fix_checksums
 
 
+BANK = 0x4000
+
+
 def make_rom(cart_type=0x00, rom_code=0, ram_code=0, title="CARTTEST") -> bytes:
     return assemble(f'title "{title}"\ncart_type ${cart_type:02X}\nrom_size {rom_code}\n'
                     f'ram_size {ram_code}\norg $100\nnop\njp $150\n')
@@ -92,6 +95,28 @@ def test_truncated_rom_disagrees_with_header():
     with pytest.raises(RomError, match=r"\$0148 = \$02 declares 128 KiB \(8 banks\) but the file is "
                                         r"65536 bytes \(64 KiB, 4 banks\)"):
         load_cartridge(rom[:64 * 1024])
+
+
+def test_file_larger_than_its_header_runs_as_the_file():
+    rom = make_rom(0x01, rom_code=2)          # 128 KiB, built and declared
+    bigger = patched(rom, 0x148, 0x00)        # now declares 32 KiB
+    with pytest.warns(RomWarning, match=r"\$0148 = \$00 declares 32 KiB but the file is 128 KiB; "
+                                        r"using all 8 banks of the file"):
+        cart = load_cartridge(bigger)
+    assert cart.rom_banks == 8 and cart.rom.size == 128 * 1024
+
+
+def test_file_larger_than_its_header_must_be_a_power_of_two():
+    padded = make_rom(0x01, rom_code=0) + bytes(BANK)        # 48 KiB, 32 KiB declared
+    with pytest.raises(RomError, match=r"declares 32 KiB but the file is 49152 bytes \(3 banks\); a file "
+                                       r"larger than its header must be a power of two up to 8192 KiB"):
+        load_cartridge(padded)
+
+
+def test_mbc1_header_asking_for_more_ram_than_it_reaches_gets_32k():
+    with pytest.warns(RomWarning, match=r"asks for 128 KiB of RAM, but an MBC1 addresses 32 KiB"):
+        cart = load_cartridge(make_rom(0x03, rom_code=0, ram_code=4))
+    assert cart.ram_bytes == 32 * 1024
 
 
 def test_unknown_rom_size_code():

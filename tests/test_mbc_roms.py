@@ -1,6 +1,7 @@
-"""The MBC2 and MBC1M test ROMs (tests/roms/mbc2.asm, mbc1m.asm) on VecGameBoy and the oracles.
+"""The MBC2, MBC1M and header-undersized MBC1 test ROMs (tests/roms/mbc2.asm, mbc1m.asm,
+mbc1_header_small.asm) on VecGameBoy and the oracles.
 
-Both ROMs check Pan Docs facts (see their headers) and print PASS/FAIL over serial.
+The first two check Pan Docs facts (see their headers) and print PASS/FAIL over serial.
 - mbc2: passes on VecGameBoy, gambatte and PyBoy.
 - mbc1m: passes on VecGameBoy and PyBoy. gambatte, as the installed binding loads it, has
   no MBC1M: libgambatte keeps its multicart mapper behind a load flag (MULTICART_COMPAT,
@@ -127,3 +128,39 @@ def test_mbc1m_passes_on_pyboy(roms):
     assert load_cartridge(image).multicart
     res = oracles.run_pyboy(image, FRAMES)
     assert res.serial == b"PASS\n" and res.result_byte == oracles.RESULT_PASS
+
+
+def undersized_header_rom() -> bytes:
+    """mbc1_header_small as built (256 KiB, 16 banks), its header then saying 32 KiB of ROM
+    and 128 KiB of RAM, as gbmicrotest's mbc1_rom_banks does (32 KiB declared, 2 MiB file)."""
+    rom = bytearray(build("mbc1_header_small")[0])
+    rom[0x148], rom[0x149] = 0x00, 0x04
+    return fix_checksums(rom)
+
+
+def test_undersized_header_loads_with_a_warning():
+    from gbx_lightning.emu.cartridge import RomWarning
+    with pytest.warns(RomWarning) as caught:
+        cart = load_cartridge(undersized_header_rom())
+    notes = [str(w.message) for w in caught]
+    assert len(notes) == 2, notes
+    assert "declares 32 KiB but the file is 256 KiB; using all 16 banks" in notes[0]
+    assert "an MBC1 addresses 32 KiB (4 banks); using 32 KiB" in notes[1]
+    assert (cart.rom_banks, cart.ram_bytes) == (16, 32 * 1024)
+
+
+def test_undersized_header_reads_every_bank_of_the_file():
+    """Banks 9 and 15 (beyond the 2 the header declares) and 18 wrapping at the file's 16."""
+    pytest.importorskip("warp")
+    from gbx_lightning.emu import VecGameBoy
+    with pytest.warns(Warning):
+        gb = VecGameBoy(undersized_header_rom(), ENVS)
+    gb.run_frames(FRAMES)
+    for env in range(ENVS):
+        assert gb.serial_output(env) == b"PASS\n", f"env {env}: {gb.serial_output(env)!r}"
+
+
+def test_undersized_header_passes_on_gambatte():
+    pytest.importorskip("gambaterm")
+    res = oracles.run_gambatte(undersized_header_rom(), FRAMES)
+    assert res.verdict == "PASS\n" and res.result_byte == oracles.RESULT_PASS

@@ -54,9 +54,11 @@ Lines 144..153 are mode 1. r32[R_PPU_MODE] holds the mode, or one of these phase
                   LY=1 452 T after it).
 
 The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled sources
-(LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. Writing
+(LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. The mode-2
+source is a pulse, not a level: high in [ls, ls+2) (PH_LINE_START, PH_VBLANK_START), at ls+2
+alone on line 0 after VBlank, low through the rest of mode 2 (interrupt_mode). Writing
 STAT on the DMG behaves as if $FF were written for one cycle (Pan Docs, STAT), which can
-raise a spurious interrupt.
+raise a spurious interrupt: from mode 0, mode 1 or LY=LYC, not from mode 2 (_stat_write_glitch).
 
 Cost: events are processed through one env's rows of io/r32/r64 (``state.io_row`` ...),
 built once per catch-up. The line's OAM selection is made once, as mode 3 starts, and kept in
@@ -128,13 +130,16 @@ def stat_mode_bits(phase: int) -> int:
 
 @wp.func
 def interrupt_mode(phase: int) -> int:
-    """The mode the STAT interrupt line sees (one M-cycle ahead of the STAT bits)."""
+    """The mode the STAT interrupt line sees (one M-cycle ahead of the STAT bits). Its mode-2
+    source is a pulse in the line's first M-cycle, not the whole of mode 2: a STAT write enabling
+    it one M-cycle later raises nothing (gbmicrotest oam_int_if_level_c/d, DMG and AGS; gambatte
+    agrees, tests/roms/stat_write_glitch.asm)."""
     m = phase
     if phase == PH_LINE_START or phase == PH_VBLANK_START:
         m = 2
     elif phase == PH_VBLANK_LINE or phase == PH_LY153 or phase == PH_LY153_GAP or phase == PH_LINE0_START:
         m = 1
-    elif phase == PH_LCD_ON_LINE0:
+    elif phase == PH_LCD_ON_LINE0 or phase == 2:
         m = 3  # no source
     return m
 
@@ -207,8 +212,21 @@ def _line_of_sources(io: IO, r32: R32, stat: int) -> int:
 
 
 @wp.func
-def _stat_line(ms: MachinePtr, env: int, stat: int) -> int:
-    return _line_of_sources(io_row(ms, env), r32_row(ms, env), stat)
+def _stat_write_glitch(io: IO, r32: R32) -> int:
+    """1 if a STAT write, acting for one cycle as if every source were enabled, sees a source
+    rise: mode 0 (the line's first M-cycle included: the mode-2 request there is not seen),
+    mode 1, or LY=LYC, but not mode 2 (gbmicrotest stat_write_glitch_l0_c, _l1_d, _l154_c/d,
+    DMG: no interrupt from a write in mode 2; gambatte agrees at every M-cycle of a line,
+    tests/roms/stat_write_glitch.asm)."""
+    phase = r32[R_PPU_MODE]
+    if (int(io[0x40]) & 0x80) != 0 and (phase == PH_LINE_START or phase == PH_VBLANK_START):
+        # The write still sees the previous line's HBlank and LY=LYC, which the old enables
+        # held high already (so nothing rises) or did not.
+        stat = int(io[0x41])
+        if (stat & 0x08) != 0 or ((stat & 0x40) != 0 and int(io[0x45]) == r32[R_LY] - 1):
+            return 0
+        return 1
+    return _line_of_sources(io, r32, 0x58)
 
 
 @wp.func
@@ -294,6 +312,9 @@ def _advance(ms: MachinePtr, env: int, io: IO, r32: R32, r64: R64, now: wp.int64
     phase = r32[R_PPU_MODE]
     nxt = NEVER
     if phase == PH_LINE_START or phase == PH_LINE0_START:
+        if phase == PH_LINE0_START and (int(io[0x41]) & 0x20) != 0 and r32[R_STAT_LINE] == 0:
+            # line 0's mode-2 pulse: it rises and falls here (interrupt_mode: no mode-2 level)
+            io[0x0F] = wp.uint8(int(io[0x0F]) | 2)
         r32[R_PPU_MODE] = 2
         nxt = ls + wp.int64(MODE3_START_T)
     elif phase == 2 or phase == PH_LCD_ON_LINE0:
@@ -638,10 +659,10 @@ def ppu_reg_write(ms: MachinePtr, env: int, reg: int, value: int, t: wp.int64) -
         moved = _mode3_write(ms, env, reg, value, t)
     if reg == 0x41:
         # DMG quirk: for one cycle STAT acts as if every source were enabled
-        line = _stat_line(ms, env, 0xF8)
-        if line == 1 and m.r32[env, R_STAT_LINE] == 0:
+        # (_stat_write_glitch), raising IF unless the line is already high.
+        if m.r32[env, R_STAT_LINE] == 0 and _stat_write_glitch(io_row(ms, env), r32_row(ms, env)) == 1:
             raise_if(ms, env, 2)
-        m.r32[env, R_STAT_LINE] = line
+            m.r32[env, R_STAT_LINE] = 1
         m.io[env, 0x41] = wp.uint8((int(m.io[env, 0x41]) & 0x07) | (value & 0x78))
     elif reg != 0x44:
         m.io[env, reg] = wp.uint8(value)

@@ -458,12 +458,12 @@ def _screen_shades(screen: np.ndarray) -> np.ndarray:
 
 
 def _stat_line(io: np.ndarray, phase: int, ly: int) -> int:
-    """ppu._stat_line on the host: OR of the enabled STAT sources in this PPU state."""
+    """ppu._line_of_sources on the host: OR of the enabled STAT sources in this PPU state."""
     if not io[0x40] & 0x80:
         return 0
     stat = int(io[0x41])
     mode = {PH_LINE_START: 2, PH_VBLANK_START: 2, PH_VBLANK_LINE: 1, PH_LY153: 1, PH_LY153_GAP: 1,
-            PH_LINE0_START: 1, PH_LCD_ON_LINE0: 3}.get(phase, phase)
+            PH_LINE0_START: 1, PH_LCD_ON_LINE0: 3, 2: 3}.get(phase, phase)
     compared = ly
     if phase in (PH_LINE_START, PH_VBLANK_START, PH_VBLANK_LINE, PH_LY153_GAP):
         compared = -1

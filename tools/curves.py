@@ -61,10 +61,12 @@ def read_run(run_dir: Path, metric: str) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path)
-    ap.add_argument("--metric", default="eval/success_rate")
+    ap.add_argument("--metric", default="eval/success_rate",
+                    help="an evaluation metric as logged (eval/mazes_mean) or as the registry names it (mazes_mean)")
     ap.add_argument("--minutes", type=float, default=None)
     args = ap.parse_args(argv)
-    runs = {str(r): read_run(r, args.metric) for r in args.runs}
+    metric = args.metric if args.metric.startswith("eval/") else f"eval/{args.metric}"
+    runs = {str(r): read_run(r, metric) for r in args.runs}
     steps = sorted({s for run in runs.values() for s, _, _ in run["evals"]})
     names = [Path(r).parent.name + "/" + Path(r).name for r in runs]
     print("| env steps | " + " | ".join(names) + " |")

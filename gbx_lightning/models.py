@@ -31,6 +31,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from gbx_lightning.heap import ReusedTensors
+
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
            "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
            "PixelVectorLSTMPolicy", "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "cpp_compiler"]
@@ -199,15 +201,21 @@ def _small_pixel_convs(k: int, channels: tuple[int, int]) -> nn.Sequential:
     )
 
 
-def _pixel_input(obs: torch.Tensor, channels_last: bool) -> torch.Tensor:
+def _pixel_input(obs: torch.Tensor, channels_last: bool, reused: ReusedTensors | None = None) -> torch.Tensor:
     """uint8 shades 0..3 -> float [0, 1] (the values of ``obs.float() / 3``), NHWC in memory where the convolutions
     are (``channels_last``). The frames are interleaved while still uint8 (``stack`` of the K channel planes: on a
-    CPU much faster than a uint8 ``contiguous(channels_last)``), then converted and divided in place: with the
-    three-pass way before, this took 31% of acting's CPU time at the Pokemon configs' sizes."""
+    CPU much faster than a uint8 ``contiguous(channels_last)``), then converted and divided in place. With
+    ``reused`` (the policy's ``ReusedTensors``) both are written into memory kept from the previous call: a fresh
+    94 MB float minibatch per update step was page-faulted in each time (``gbx_lightning/heap.py``)."""
+    get = reused.get if reused is not None else (lambda name, shape, dtype, device:
+                                                 torch.empty(shape, dtype=dtype, device=device))
     if channels_last and obs.dim() == 4:
-        nhwc = torch.stack(obs.unbind(1), dim=-1)                       # [N, H, W, K] uint8
-        return nhwc.float().div_(PIXEL_SHADES).permute(0, 3, 1, 2)    # [N, K, H, W], channels_last strides
-    return obs.float().div_(PIXEL_SHADES)
+        n, k, h, w = obs.shape
+        nhwc = torch.stack(obs.unbind(1), dim=-1, out=get("nhwc_u8", (n, h, w, k), torch.uint8, obs.device))
+        out = get("nhwc", (n, h, w, k), torch.float32, obs.device).copy_(nhwc).div_(PIXEL_SHADES)
+        return out.permute(0, 3, 1, 2)                                  # [N, K, H, W], channels_last strides
+    # copy, then divide in place: torch.div(uint8, out=float) converts into a temporary of the output's size first
+    return get("pixels", obs.shape, torch.float32, obs.device).copy_(obs).div_(PIXEL_SHADES)
 
 
 def _to_channels_last(convs: nn.Module, channels_last: bool) -> nn.Module:
@@ -231,11 +239,13 @@ class _PixelPolicy(ActorCritic):
         self.channels_last = bool(channels_last)
         _to_channels_last(self.convs, self.channels_last)
         self.compile_update = bool(compile_update)
+        self._inputs = ReusedTensors()   # the float pixels of the last call's batch, rewritten by the next
         self._compiled_evaluate = None   # torch.compile's wrapper, made at the first update
         self.compile_seconds: float | None = None   # wall time of the first compiled update (compiling included)
 
     def torso(self, obs):
-        return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
+        reused = None if torch.compiler.is_compiling() else self._inputs   # compiled: Inductor plans the memory
+        return self.dense(self.convs(_pixel_input(obs, self.channels_last, reused)))
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``ActorCritic.evaluate``; with ``compile_update`` through ``torch.compile`` (Inductor: C++ on a CPU),
@@ -454,9 +464,10 @@ class PixelLSTMPolicy(RecurrentActorCritic):
         self._lstm_and_heads(hidden, lstm_size, lstm_layers)
         self.channels_last = bool(channels_last)
         _to_channels_last(self.convs, self.channels_last)
+        self._inputs = ReusedTensors()
 
     def torso(self, obs):
-        return self.dense(self.convs(_pixel_input(obs, self.channels_last)))
+        return self.dense(self.convs(_pixel_input(obs, self.channels_last, self._inputs)))
 
 
 class MLPLSTMPolicy(RecurrentActorCritic):
@@ -528,10 +539,11 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
     with torch.no_grad():
         flat = policy.convs(torch.zeros(1, policy.obs_shape[0] - 1, *policy.obs_shape[1:])).shape[1]
     policy.dense = nn.Sequential(_init(nn.Linear(flat + width, int(hidden)), g), nn.ReLU())
+    policy._inputs = ReusedTensors()
 
 
 def _pixel_vector_features(policy: ActorCritic, obs: torch.Tensor) -> torch.Tensor:
-    frames = obs[:, 1:].float() / PIXEL_SHADES
+    frames = _pixel_input(obs[:, 1:], False, policy._inputs)
     vector = obs[:, 0].reshape(obs.shape[0], -1)[:, :policy.vector_size].float() / 255.0
     return policy.dense(torch.cat([policy.convs(frames), policy.vector_mlp(vector)], 1))
 

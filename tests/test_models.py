@@ -140,3 +140,42 @@ def test_compile_update_is_the_eager_update_and_repeats_itself_bit_for_bit():
         assert torch.equal(a, b)
     torch.testing.assert_close(compiled.state_dict(), eager.state_dict(), rtol=1e-3, atol=1e-4)
 
+
+
+@pytest.mark.parametrize("name,channels_last", [("pixel_cnn", True), ("pixel_cnn", False), ("pixel_lstm", True)])
+def test_reused_input_memory_gives_what_fresh_memory_gives(name, channels_last):
+    """The float pixels go into memory kept from the previous call (gbx_lightning/heap.py, ReusedTensors): batches of
+    other sizes give outputs and gradients bit for bit equal to a copy of the policy that has never run (its memory starts empty: copies do not share it), acting between them (no_grad) changes nothing, and the memory is reused, not reallocated."""
+    import copy
+    torch.manual_seed(0)
+    policy = make_policy(name, (4, 72, 80), 5, channels_last=channels_last)
+    gen = torch.Generator().manual_seed(3)
+    for n in (7, 3, 7, 12):
+        obs = torch.randint(0, 4, (n, 4, 72, 80), dtype=torch.uint8, generator=gen)
+        fresh = copy.deepcopy(policy)
+        assert not fresh._inputs._flat
+        with torch.no_grad():
+            acted = (policy.step(obs, policy.initial_state(n))[:2] if name == "pixel_lstm" else policy(obs))
+        results = []
+        for p in (policy, fresh):
+            p.zero_grad()
+            out = p.step(obs, p.initial_state(n))[:2] if name == "pixel_lstm" else p(obs)
+            (out[0].square().sum() + out[1].sum()).backward()
+            results.append((out[0].detach(), out[1].detach(), p.convs[0].weight.grad.clone()))
+        for a, b in zip(*results):
+            assert torch.equal(a, b)
+        torch.testing.assert_close(acted[0], results[0][0], rtol=0, atol=1e-6)   # the LSTM's kernels differ
+    flat = dict(policy._inputs._flat)
+    policy.torso(obs[:5])
+    assert all(policy._inputs._flat[k] is flat[k] for k in flat)   # 5 <= 12 rows: the same memory
+
+
+def test_reused_input_memory_written_under_a_live_graph_fails_its_backward():
+    """Two forwards with gradient and then the first one's backward: the second wrote the memory the first graph
+    holds, and autograd says so (the version counter), rather than computing gradients from the second batch."""
+    policy = make_policy("pixel_cnn", (4, 72, 80), 5, channels_last=True)
+    obs = torch.randint(0, 4, (2, 4, 8 * 9, 80), dtype=torch.uint8)
+    first = policy(obs)[1].sum()
+    policy(obs.flip(0))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        first.backward()

@@ -35,6 +35,7 @@ import torch
 from gbx_lightning.algos.base import RLModule
 from gbx_lightning.algos.build import factory_parts
 from gbx_lightning.algos.config import ConfigError, require, require_number
+from gbx_lightning.heap import ReusedTensors
 from gbx_lightning.models import is_recurrent
 from gbx_lightning.rl import apply_sample_transforms, explained_variance, gae, ppo_loss
 
@@ -93,6 +94,7 @@ class PPOModule(RLModule):
         """
         super().__init__(lr=lr, **kwargs)
         self.opt_steps_per_batch = epochs * minibatches
+        self._minibatch = ReusedTensors()   # the minibatch's observations, gathered into the same memory each step
 
     @classmethod
     def check_args(cls, hp: dict[str, Any]) -> None:
@@ -174,7 +176,9 @@ class PPOModule(RLModule):
                 if envs is not None:   # the LSTM replays these envs' T steps: [T * len(envs)], time-major as mb
                     new_logprobs, entropy, new_values = self.evaluate_rollout(batch, envs)
                 else:
-                    new_logprobs, entropy, new_values = self.policy.evaluate(b_obs[mb], b_actions[mb])
+                    mb_obs = torch.index_select(b_obs, 0, mb, out=self._minibatch.get(
+                        "obs", (mb.shape[0], *b_obs.shape[1:]), b_obs.dtype, b_obs.device))
+                    new_logprobs, entropy, new_values = self.policy.evaluate(mb_obs, b_actions[mb])
                 out = ppo_loss(new_logprobs, b_logprobs[mb], b_advantages[mb], new_values, b_values[mb],
                                b_returns[mb], entropy, clip_coef=hp.clip_coef, value_clip=hp.value_clip,
                                normalize_advantages=hp.normalize_advantages, value_coef=hp.value_coef,

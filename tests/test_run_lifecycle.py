@@ -382,3 +382,41 @@ def test_an_old_env_state_in_the_checkpoint_is_one_line_no_traceback(tmp_path, c
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
         "error: --ckpt_path: GameBoyEnv.load_state_dict: this env state was saved by the old GameBoyEnv layout "
         "(version 1, before tasks")
+
+
+def test_init_from_starts_a_new_run_from_another_runs_policy(cfg, tmp_path, capsys):
+    """--init_from: the policy starts as the other run's checkpoint left it (compared after one update at a learning
+    rate too small to move it), while counters, optimizer and logs start fresh; a resume ignores it and says so."""
+    runs = tmp_path / "runs"
+    assert _run(cfg, runs) == 0
+    source = runs / "tiny" / "version_0" / "checkpoints" / "last.ckpt"
+    trained = {k: v for k, v in torch.load(source, weights_only=False)["state_dict"].items() if k.startswith("policy.")}
+    assert _run(cfg, runs, "--run_name", "warm", "--init_from", str(source), "--trainer.max_steps", "4",
+                "--model.init_args.lr", "1e-12", "--model.init_args.anneal_lr", "false") == 0
+    assert _run(cfg, runs, "--run_name", "cold", "--trainer.max_steps", "4", "--model.init_args.lr", "1e-12",
+                "--model.init_args.anneal_lr", "false") == 0
+    warm = torch.load(runs / "warm" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
+    cold = torch.load(runs / "cold" / "version_0" / "checkpoints" / "last.ckpt", weights_only=False)
+    for name, value in trained.items():
+        torch.testing.assert_close(warm["state_dict"][name], value, rtol=0, atol=1e-8)
+    assert max((cold["state_dict"][k] - v).abs().max().item() for k, v in trained.items()) > 0.01
+    assert warm["gbx"]["opt_steps"] == cold["gbx"]["opt_steps"] == 4     # its own counters, not the source's 8
+    assert warm["gbx"]["env_steps"] == cold["gbx"]["env_steps"]
+    capsys.readouterr()
+    assert _run(cfg, runs, "--run_name", "warm", "--ckpt_path", "last", "--init_from", str(source),
+                "--trainer.max_steps", "8") == 0
+    assert (f"fit: resuming: --init_from {source} is not used (the checkpoint holds the weights)"
+            in capsys.readouterr().err)
+
+
+def test_init_from_refuses_what_cannot_be_this_policy_in_one_line(cfg, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert _run(cfg, runs) == 0
+    source = runs / "tiny" / "version_0" / "checkpoints" / "last.ckpt"
+    assert _run(cfg, runs, "--run_name", "a", "--init_from", str(tmp_path / "nope.ckpt")) != 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"--init_from {tmp_path / 'nope.ckpt'}: no such file")
+    assert _run(cfg, runs, "--run_name", "b", "--init_from", str(source),
+                "--model.init_args.policy.init_args.hidden", "[32]") != 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "config error: init_from policy weight body.1.weight has shape [16, 150] there, [32, 150] here (another "
+        "observation, action set or policy size)")

@@ -189,6 +189,23 @@ class RLModule(LightningModule):
             self.policy = build_policy(self.policy_factory, env)
         return self.policy
 
+    initial_policy: dict | None = None   # policy weights to start fit from (the CLI's --init_from)
+
+    def _start_policy_from(self, weights: dict) -> None:
+        """Load ``weights`` (a ``policy.state_dict()`` of another run) into the policy; ConfigError naming the first
+        difference when they are another policy's (other layers, or shapes from another observation or action set)."""
+        own = self.policy.state_dict()
+        missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
+        if missing or extra:
+            raise ConfigError("init_from", f"holds another policy's weights: {len(missing)} of this policy's "
+                              f"missing ({', '.join(missing[:3]) or '-'}), {len(extra)} not this policy's "
+                              f"({', '.join(extra[:3]) or '-'})")
+        for name, value in own.items():
+            if tuple(weights[name].shape) != tuple(value.shape):
+                raise ConfigError("init_from", f"policy weight {name} has shape {list(weights[name].shape)} there, "
+                                  f"{list(value.shape)} here (another observation, action set or policy size)")
+        self.policy.load_state_dict(weights)
+
     def _make_env(self, num_envs: int):
         return build_env(self.env_factory, self.hparams.env_device, num_envs, self._attached_trainer())
 
@@ -202,6 +219,9 @@ class RLModule(LightningModule):
             if self.env is None:
                 self.env = self._make_env(self.hparams.num_envs)
                 self.build_policy(self.env)
+            if self.initial_policy is not None:   # --init_from; a resume's checkpoint restore overrides it after
+                self._start_policy_from(self.initial_policy)
+                self.initial_policy = None
             self._check_rollout_memory()
             if learner_device.type == "cpu":
                 keep_freed_memory()   # the update's large tensors reuse freed memory (gbx_lightning/heap.py)

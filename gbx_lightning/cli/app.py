@@ -30,7 +30,7 @@ from gbx_lightning.checks import ConfigError, number_problem
 from gbx_lightning.cli.errors import first_line, old_layout_error
 from gbx_lightning.cli.launch import ProcessCheck, check_strategy
 from gbx_lightning.cli.runs import (FreshRun, RunConfig, check_checkpoint, checkpoint_counters, find_best,
-                                    resolve_run_dir)
+                                    policy_weights, resolve_run_dir)
 from gbx_lightning.registry import (CORE_METRICS, CheckpointRegistry, describe, known_metrics, live_entries,
                                     metric_problem, print_registry_table, read_records, registry_path)
 from gbx_lightning.safety import GracefulStop, NonFiniteGuard, StopOnSignal, max_time_seconds
@@ -152,6 +152,11 @@ class GbxCLI(LightningCLI):
         parser.add_argument("--best_keep", type=int, default=3,
                             help="Evaluated checkpoints (checkpoints/eval/) kept by fit: the best N by best_metric "
                                  "(-1: all). Independent of checkpoint_keep.")
+        parser.add_argument("--init_from", type=Optional[str], default=None,
+                            help="fit: start the policy from the weights in this checkpoint (another run's: an "
+                                 "earlier level, stage or game with the same policy and observation); the "
+                                 "optimizer, counters, envs and RNG start fresh. A resume (--ckpt_path) ignores it: "
+                                 "the run's own checkpoint holds its weights.")
         parser.add_argument("--log_every", type=int, default=1, help="Optimizer steps per JSONL/logger record.")
         parser.add_argument("--torch_threads", type=Optional[int], default=None,
                             help="torch intra-op CPU threads (default: torch's choice). 1 is fastest for small "
@@ -281,6 +286,13 @@ class GbxCLI(LightningCLI):
                                                            cfg.get("version"))
         if self.ckpt_path is not None:
             check_checkpoint(self.ckpt_path)
+        self.initial_policy = None
+        if self.subcommand == "fit" and cfg.get("init_from") is not None:
+            if self.ckpt_path is None:
+                self.initial_policy = policy_weights(cfg.init_from)
+            elif rank_zero_only.rank == 0:
+                print(f"fit: resuming: --init_from {cfg.init_from} is not used (the checkpoint holds the weights)",
+                      file=sys.stderr, flush=True)
         if self.subcommand == "fit" and not self.run_dir.exists():
             self.fresh_run.run_dir = self.run_dir
         registry = registry_path(self.run_dir)
@@ -316,6 +328,8 @@ class GbxCLI(LightningCLI):
         self.training_log = TrainingLog(run_dir / "train.jsonl", config=self._config_dict(), log_every=cfg.log_every,
                                         run_name=self.run_name)
         self.model.env_state_max_bytes = int(cfg.env_state_max_mb * (1 << 20))
+        if self.subcommand == "fit" and self.initial_policy is not None:
+            self.model.initial_policy = self.initial_policy   # loaded once the env has sized the policy (setup)
         checkpointing = trainer_cfg.get("enable_checkpointing") is not False
         if checkpointing:
             cycle = int(getattr(self.model, "opt_steps_per_batch", 1))

@@ -20,7 +20,7 @@ from gbx_lightning.algos.config import old_layout_problem
 from gbx_lightning.checks import ConfigError
 from gbx_lightning.registry import Best, RegistryError, best_checkpoint, registry_path
 
-__all__ = ["FreshRun", "RunConfig", "RunError", "check_checkpoint", "checkpoint_counters", "find_best",
+__all__ = ["FreshRun", "RunConfig", "RunError", "check_checkpoint", "checkpoint_counters", "find_best", "policy_weights",
            "resolve_run_dir"]
 
 
@@ -111,6 +111,27 @@ def check_checkpoint(path: str) -> None:
     if problem is not None:
         raise RunError(f"--ckpt_path {path}: the checkpoint {problem}; it was saved by an earlier gbx_lightning: "
                        f"resume it with that version, or start a fresh run")
+
+
+def policy_weights(path: str) -> dict:
+    """The policy's weights in checkpoint ``path`` (``--init_from``), keyed as in ``policy.state_dict()``; RunError
+    in one line when the file is missing, not a checkpoint, from an earlier layout, or holds no policy."""
+    if not Path(path).is_file():
+        raise RunError(f"--init_from {path}: no such file")
+    try:
+        ckpt = read_checkpoint_head(path)
+    except Exception as err:  # noqa: BLE001 - whatever torch.load makes of a file that is not a checkpoint
+        raise RunError(f"--init_from {path}: not a checkpoint ({type(err).__name__})") from None
+    state = ckpt.get("state_dict") if isinstance(ckpt, dict) else None
+    if not isinstance(state, dict):
+        raise RunError(f"--init_from {path}: not a checkpoint of fit (no state_dict)")
+    problem = old_layout_problem(ckpt.get("hyper_parameters") or {})
+    if problem is not None:
+        raise RunError(f"--init_from {path}: the checkpoint {problem}; it was saved by an earlier gbx_lightning")
+    weights = {k[len("policy."):]: v.clone() for k, v in state.items() if k.startswith("policy.")}
+    if not weights:
+        raise RunError(f"--init_from {path}: the checkpoint holds no policy weights")
+    return weights
 
 
 def checkpoint_counters(path: str) -> dict:

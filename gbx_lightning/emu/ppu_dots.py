@@ -71,8 +71,9 @@ scroll), 6..11 per object):
   of its cycle inserts a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change, SameBoy).
 
 Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
-STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
-at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
+STAT shows mode 3; on the line the LCD is switched on, LCD_ON_PIPE_DELAY_T later); mode 0
+begins at the dot of the last pixel (the shortest line: dot 167, so at 87 + 167 = 254,
+ppu.py's value). A write in the M-cycle at t lands on dot
 t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
 dot, as in gambatte, and that one pixel is drawn with old | new (the DMG; so for OBP0/OBP1 on
 an object's pixel; not the line's first pixel, which takes the new value; no pixel when none goes
@@ -111,6 +112,9 @@ from .render import LINE_BUF_WORDS, RENDER_FULL, RENDER_OBS, objects_on_line, st
 from .state import PPU_LOG_WORDS, R_LCD_WARMUP, R_WIN_LINE, R_WY_TRIGGERED, T_LINE_START, MachinePtr, machine
 
 PIPE_START_T = wp.constant(87)    # line start -> the pipeline's dot 0 (mode 3 shows from 82)
+# The line the LCD is switched on: its pipeline (mode 3, and so mode 0 and its request) starts 2 T
+# later than on other lines (ppu.py, lcdc_write: gbmicrotest int_hblank_*_scx*, DMG; gambatte agrees)
+LCD_ON_PIPE_DELAY_T = wp.constant(2)
 WRITE_PHASE = wp.constant(wp.int64(0))     # a write in the M-cycle at t lands at t + WRITE_PHASE
                                            # (BGP, LCDC.0 and OBP0 writes: gambatte's pixel)
 MAX_END_DOT = wp.constant(360)    # a guard: the last pixel comes by dot ~290, the line ends at 369
@@ -624,7 +628,8 @@ def _run(ms: MachinePtr, env: int, ly: int, t: wp.int64, draw: int) -> int:
 def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: wp.int64) -> int:
     """Log a write to PPU register $FF00 + reg in the M-cycle at t, which falls in line ly's mode 3
     (the register not yet changed). Returns the dot of the line's last pixel if the write may move it
-    (LCDC, WY, WX, or SCX before the pipeline reads it): ppu.py then moves mode 3's end; else -1."""
+    (LCDC, WY, WX, or SCX before the pipeline reads it), plus LCD_ON_PIPE_DELAY_T on the LCD-on line
+    (so PIPE_START_T after the line's start is mode 3's end): ppu.py then moves mode 3's end; else -1."""
     m = machine(ms)
     log = ppu_log_row(ms, env)
     n = log[LOG_COUNT]
@@ -637,7 +642,9 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
         log[LOG_WINDOW] = (m.r32[env, R_WY_TRIGGERED] | (m.r32[env, R_WIN_LINE] << 8)
                            | (wp.where(ly == 0, m.r32[env, R_LCD_WARMUP], 0) << 16))
         log[LOG_TIMING] = 0
-    dot = int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
+    # (LOG_WINDOW bit 16: the line the LCD is switched on, whose pipeline starts LCD_ON_PIPE_DELAY_T later)
+    dot = (int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
+           - ((log[LOG_WINDOW] >> 16) & 1) * LCD_ON_PIPE_DELAY_T)
     if n < PPU_LOG_WORDS - LOG_FIRST:
         log[LOG_FIRST + n] = ((dot + DOT_BIAS) << 16) | ((reg & 0xFF) << 8) | (value & 0xFF)
         log[LOG_COUNT] = n + 1
@@ -646,7 +653,7 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
         log[LOG_TIMING] = 1
         r = _run(ms, env, ly, t, 0)
         log[LOG_STARTS] = r >> 16
-        end = r & 0xFFFF
+        end = (r & 0xFFFF) + ((log[LOG_WINDOW] >> 16) & 1) * LCD_ON_PIPE_DELAY_T   # (read again: not kept live)
     return end
 
 

@@ -24,7 +24,7 @@ CASES = (["hblank_l1", "hblank_l2"] + [f"hblank_scx{i}" for i in range(8)]
          + ["oam_l1", "oam_l2", "oam_halt", "oam_nops", "line153_lyc0"]
          + [f"early_nops_scx{i}" for i in range(8)] + [f"early_incs_scx{i}" for i in range(8)]
          + [f"early_halt_scx{i}" for i in range(8)] + [f"ei_halt_scx{i}" for i in range(8)]
-         + ["lyc1_halt", "lyc2_halt"] + [f"stat_read_scx{i}" for i in range(8)])
+         + ["lyc1_halt", "lyc2_halt"] + [f"stat_read_scx{i}" for i in range(8)] + ["lyc2_late_halt"])
 LOG = 0xD000
 FRAMES = 600
 

@@ -130,6 +130,29 @@ MACRO early
     jp NoInt
 ENDM
 
+; gbmicrotest lyc2_int_halt_a/_b: LYC := \1 and the LY=LYC source enabled a line
+; after LCD on (in line 1's mode 2), DIV written, HALT.
+MACRO late_lyc_halt
+    di
+    xor a
+    ldh [rIF], a
+    lcd_on_timed
+    rept 114
+    nop
+    endr
+    ld a, \1
+    ldh [rLYC], a
+    ld a, STAT_LYC
+    ldh [rSTAT], a
+    ld a, IE_STAT
+    ldh [rIE], a
+    ei
+    ldh [rDIV], a
+    halt
+    nop
+    jp NoInt
+ENDM
+
 ; LY=LYC with LYC := \1, enabled with the LCD off; EI, LCD on, XOR A, HALT
 ; (gbmicrotest int_lyc_halt, lyc2_int_halt_*).
 MACRO lyc_halt
@@ -418,6 +441,8 @@ StatRead6:
     stat_read 6
 StatRead7:
     stat_read 7
+Lyc2LateHalt:
+    late_lyc_halt 2
 LycHalt1:
     lyc_halt 1
 LycHalt2:
@@ -434,4 +459,5 @@ Cases:
     dw EiHalt0, EiHalt1, EiHalt2, EiHalt3, EiHalt4, EiHalt5, EiHalt6, EiHalt7
     dw LycHalt1, LycHalt2
     dw StatRead0, StatRead1, StatRead2, StatRead3, StatRead4, StatRead5, StatRead6, StatRead7
+    dw Lyc2LateHalt
     dw 0

@@ -145,7 +145,7 @@ def dots_compiled() -> int:
 LOG_COUNT = wp.constant(0)        # writes logged on the current line (0: none)
 LOG_REGS_A = wp.constant(1)       # LCDC | SCY << 8 | SCX << 16 | BGP << 24 as mode 3 started
 LOG_REGS_B = wp.constant(2)       # OBP0 | OBP1 << 8 | WY << 16 | WX << 24
-LOG_WINDOW = wp.constant(3)       # the WY condition | the window's line counter << 8
+LOG_WINDOW = wp.constant(3)       # the WY condition | the window's line counter << 8 | the LCD-on line << 24
 LOG_TIMING = wp.constant(4)       # 1 if a logged write may have moved mode 3's end
 LOG_STARTS = wp.constant(5)       # window starts on this line, from the last timing pass
 LOG_FIRST = wp.constant(8)        # entries: (dot + DOT_BIAS) << 16 | register << 8 | value
@@ -610,8 +610,8 @@ def _line_objects(ms: MachinePtr, env: int, ly: int, log: wp.array(dtype=wp.int3
     m = machine(ms)
     dma_sync(ms, env, t)
     # (the LCD-on line has no OAM scan: as a line no object reaches, ppu._mode3_length; LOG_WINDOW
-    # bit 16, set when the log starts)
-    return objects_on_line(m.oam, env, ly + ((log[LOG_WINDOW] >> 8) & 0x100), (log[LOG_REGS_A] & 0xFF) | 0x02)
+    # bit 24, set when the log starts)
+    return objects_on_line(m.oam, env, ly + ((log[LOG_WINDOW] >> 16) & 0x100), (log[LOG_REGS_A] & 0xFF) | 0x02)
 
 
 @wp.func
@@ -639,12 +639,13 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
                            | (int(m.io[env, 0x47]) << 24))
         log[LOG_REGS_B] = (int(m.io[env, 0x48]) | (int(m.io[env, 0x49]) << 8) | (int(m.io[env, 0x4A]) << 16)
                            | (int(m.io[env, 0x4B]) << 24))
+        # (the LCD-on flag at bit 24: the window's line counter passes 255 when it starts twice a line)
         log[LOG_WINDOW] = (m.r32[env, R_WY_TRIGGERED] | (m.r32[env, R_WIN_LINE] << 8)
-                           | (wp.where(ly == 0, m.r32[env, R_LCD_WARMUP], 0) << 16))
+                           | (wp.where(ly == 0, m.r32[env, R_LCD_WARMUP], 0) << 24))
         log[LOG_TIMING] = 0
-    # (LOG_WINDOW bit 16: the line the LCD is switched on, whose pipeline starts LCD_ON_PIPE_DELAY_T later)
+    # (LOG_WINDOW bit 24: the line the LCD is switched on, whose pipeline starts LCD_ON_PIPE_DELAY_T later)
     dot = (int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
-           - ((log[LOG_WINDOW] >> 16) & 1) * LCD_ON_PIPE_DELAY_T)
+           - ((log[LOG_WINDOW] >> 24) & 1) * LCD_ON_PIPE_DELAY_T)
     if n < PPU_LOG_WORDS - LOG_FIRST:
         log[LOG_FIRST + n] = ((dot + DOT_BIAS) << 16) | ((reg & 0xFF) << 8) | (value & 0xFF)
         log[LOG_COUNT] = n + 1
@@ -653,7 +654,7 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
         log[LOG_TIMING] = 1
         r = _run(ms, env, ly, t, 0)
         log[LOG_STARTS] = r >> 16
-        end = (r & 0xFFFF) + ((log[LOG_WINDOW] >> 16) & 1) * LCD_ON_PIPE_DELAY_T   # (read again: not kept live)
+        end = (r & 0xFFFF) + ((log[LOG_WINDOW] >> 24) & 1) * LCD_ON_PIPE_DELAY_T   # (read again: not kept live)
     return end
 
 

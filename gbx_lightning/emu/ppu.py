@@ -51,7 +51,12 @@ Lines 144..153 are mode 1. r32[R_PPU_MODE] holds the mode, or one of these phase
                   scan - STAT reads mode 0, no mode-2 interrupt, OAM and VRAM stay open.
                   The line runs as if it had started 4 T before the LCDC write
                   (LCD_ON_LINE0_LEAD; lcdon_timing: mode 3 read 80 T after the write,
-                  LY=1 452 T after it).
+                  LY=1 452 T after it), but its mode 3 (the pixel pipeline) starts 2 T later
+                  than on other lines, at ls+84 (ppu_dots.LCD_ON_PIPE_DELAY_T), so mode 0
+                  and its request come at write + 252 + SCX mod 8 (gbmicrotest
+                  int_hblank_{nops,incs,halt}_scx*, DMG; gambatte agrees; a STAT read
+                  cannot tell ls+82 from ls+84 for mode 3's start:
+                  tests/roms/stat_irq_lcdon.asm).
 
 The STAT interrupt (IF bit 1) fires on the rising edge of the OR of the enabled sources
 (LY=LYC, mode 0, mode 1, mode 2), so a source already high blocks the others. The mode-2
@@ -87,7 +92,8 @@ import warp as wp
 
 from .dma import dma_sync
 from .interrupts import raise_if
-from .ppu_dots import LOG_COUNT, PIPE_START_T, dots_compiled, log_mode3_write, mode3_end_logged, ppu_log_row
+from .ppu_dots import (LCD_ON_PIPE_DELAY_T, LOG_COUNT, PIPE_START_T, dots_compiled, log_mode3_write, mode3_end_logged,
+                       ppu_log_row)
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
                      objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
                      window_visible)
@@ -536,7 +542,7 @@ def lcdc_write(ms: MachinePtr, env: int, value: int, t: wp.int64):
         m.r64[env, T_LINE_START] = t - wp.int64(LCD_ON_LINE0_LEAD)
         m.r32[env, R_LCD_WARMUP] = 1
         m.r32[env, R_PPU_MODE] = PH_LCD_ON_LINE0
-        m.r64[env, T_PPU_EVENT] = t - wp.int64(LCD_ON_LINE0_LEAD) + wp.int64(MODE3_START_T)
+        m.r64[env, T_PPU_EVENT] = t - wp.int64(LCD_ON_LINE0_LEAD) + wp.int64(MODE3_START_T + LCD_ON_PIPE_DELAY_T)
     _wy_check(ms, env)
     stat_update(ms, env, t)
 

@@ -71,8 +71,9 @@ scroll), 6..11 per object):
   of its cycle inserts a pixel of colour 0 (DMG; Mealybug Tearoom m3_wx_4_change, SameBoy).
 
 Dots are counted from the pipeline's start, PIPE_START_T after the line's start (5 dots after
-STAT shows mode 3); mode 0 begins at the dot of the last pixel (the shortest line: dot 167, so
-at 87 + 167 = 254, ppu.py's value). A write in the M-cycle at t lands on dot
+STAT shows mode 3; on the line the LCD is switched on, LCD_ON_PIPE_DELAY_T later); mode 0
+begins at the dot of the last pixel (the shortest line: dot 167, so at 87 + 167 = 254,
+ppu.py's value). A write in the M-cycle at t lands on dot
 t + WRITE_PHASE - (line start + PIPE_START_T): a BGP write shows from the pixel output at that
 dot, as in gambatte, and that one pixel is drawn with old | new (the DMG; so for OBP0/OBP1 on
 an object's pixel; not the line's first pixel, which takes the new value; no pixel when none goes
@@ -111,6 +112,9 @@ from .render import LINE_BUF_WORDS, RENDER_FULL, RENDER_OBS, objects_on_line, st
 from .state import PPU_LOG_WORDS, R_LCD_WARMUP, R_WIN_LINE, R_WY_TRIGGERED, T_LINE_START, MachinePtr, machine
 
 PIPE_START_T = wp.constant(87)    # line start -> the pipeline's dot 0 (mode 3 shows from 82)
+# The line the LCD is switched on: its pipeline (mode 3, and so mode 0 and its request) starts 2 T
+# later than on other lines (ppu.py, lcdc_write: gbmicrotest int_hblank_*_scx*, DMG; gambatte agrees)
+LCD_ON_PIPE_DELAY_T = wp.constant(2)
 WRITE_PHASE = wp.constant(wp.int64(0))     # a write in the M-cycle at t lands at t + WRITE_PHASE
                                            # (BGP, LCDC.0 and OBP0 writes: gambatte's pixel)
 MAX_END_DOT = wp.constant(360)    # a guard: the last pixel comes by dot ~290, the line ends at 369
@@ -141,7 +145,7 @@ def dots_compiled() -> int:
 LOG_COUNT = wp.constant(0)        # writes logged on the current line (0: none)
 LOG_REGS_A = wp.constant(1)       # LCDC | SCY << 8 | SCX << 16 | BGP << 24 as mode 3 started
 LOG_REGS_B = wp.constant(2)       # OBP0 | OBP1 << 8 | WY << 16 | WX << 24
-LOG_WINDOW = wp.constant(3)       # the WY condition | the window's line counter << 8
+LOG_WINDOW = wp.constant(3)       # the WY condition | the window's line counter << 8 | the LCD-on line << 24
 LOG_TIMING = wp.constant(4)       # 1 if a logged write may have moved mode 3's end
 LOG_STARTS = wp.constant(5)       # window starts on this line, from the last timing pass
 LOG_FIRST = wp.constant(8)        # entries: (dot + DOT_BIAS) << 16 | register << 8 | value
@@ -606,8 +610,8 @@ def _line_objects(ms: MachinePtr, env: int, ly: int, log: wp.array(dtype=wp.int3
     m = machine(ms)
     dma_sync(ms, env, t)
     # (the LCD-on line has no OAM scan: as a line no object reaches, ppu._mode3_length; LOG_WINDOW
-    # bit 16, set when the log starts)
-    return objects_on_line(m.oam, env, ly + ((log[LOG_WINDOW] >> 8) & 0x100), (log[LOG_REGS_A] & 0xFF) | 0x02)
+    # bit 24, set when the log starts)
+    return objects_on_line(m.oam, env, ly + ((log[LOG_WINDOW] >> 16) & 0x100), (log[LOG_REGS_A] & 0xFF) | 0x02)
 
 
 @wp.func
@@ -624,7 +628,8 @@ def _run(ms: MachinePtr, env: int, ly: int, t: wp.int64, draw: int) -> int:
 def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: wp.int64) -> int:
     """Log a write to PPU register $FF00 + reg in the M-cycle at t, which falls in line ly's mode 3
     (the register not yet changed). Returns the dot of the line's last pixel if the write may move it
-    (LCDC, WY, WX, or SCX before the pipeline reads it): ppu.py then moves mode 3's end; else -1."""
+    (LCDC, WY, WX, or SCX before the pipeline reads it), plus LCD_ON_PIPE_DELAY_T on the LCD-on line
+    (so PIPE_START_T after the line's start is mode 3's end): ppu.py then moves mode 3's end; else -1."""
     m = machine(ms)
     log = ppu_log_row(ms, env)
     n = log[LOG_COUNT]
@@ -634,10 +639,13 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
                            | (int(m.io[env, 0x47]) << 24))
         log[LOG_REGS_B] = (int(m.io[env, 0x48]) | (int(m.io[env, 0x49]) << 8) | (int(m.io[env, 0x4A]) << 16)
                            | (int(m.io[env, 0x4B]) << 24))
+        # (the LCD-on flag at bit 24: the window's line counter passes 255 when it starts twice a line)
         log[LOG_WINDOW] = (m.r32[env, R_WY_TRIGGERED] | (m.r32[env, R_WIN_LINE] << 8)
-                           | (wp.where(ly == 0, m.r32[env, R_LCD_WARMUP], 0) << 16))
+                           | (wp.where(ly == 0, m.r32[env, R_LCD_WARMUP], 0) << 24))
         log[LOG_TIMING] = 0
-    dot = int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
+    # (LOG_WINDOW bit 24: the line the LCD is switched on, whose pipeline starts LCD_ON_PIPE_DELAY_T later)
+    dot = (int(t + WRITE_PHASE - m.r64[env, T_LINE_START]) - PIPE_START_T
+           - ((log[LOG_WINDOW] >> 24) & 1) * LCD_ON_PIPE_DELAY_T)
     if n < PPU_LOG_WORDS - LOG_FIRST:
         log[LOG_FIRST + n] = ((dot + DOT_BIAS) << 16) | ((reg & 0xFF) << 8) | (value & 0xFF)
         log[LOG_COUNT] = n + 1
@@ -646,7 +654,7 @@ def log_mode3_write(ms: MachinePtr, env: int, ly: int, reg: int, value: int, t: 
         log[LOG_TIMING] = 1
         r = _run(ms, env, ly, t, 0)
         log[LOG_STARTS] = r >> 16
-        end = r & 0xFFFF
+        end = (r & 0xFFFF) + ((log[LOG_WINDOW] >> 24) & 1) * LCD_ON_PIPE_DELAY_T   # (read again: not kept live)
     return end
 
 

@@ -96,9 +96,9 @@ from . import state as S
 from .cartridge import CART_TYPE_NAMES, MBC1, MBC2, MBC3, MBC5, MBC_NONE
 from .mbc import (RAM_MBC2, REG_RAM_BASE, REG_ROMX_BASE, REG_RTC_DH, REG_RTC_LATCHED, REG_RTC_S,
                   REG_RTC_SUBSEC, REG_RTC_T_HI, REG_RTC_T_LO, mbc_regs_after_writes)
-from .ppu import (LCD_ON_LINE0_LEAD, LINE_STEP_T, LY153_GAP_T, LY153_ZERO_T, MODE3_START_T, PH_LCD_ON_LINE0,
-                  PH_LINE0_START, PH_LINE_START, PH_LY153, PH_LY153_GAP, PH_VBLANK_LINE, PH_VBLANK_START,
-                  R_LCD_WARMUP)
+from .ppu import (LCD_ON_LINE0_LEAD, LCD_ON_PIPE_DELAY_T, LINE_STEP_T, LY153_GAP_T, LY153_ZERO_T, MODE3_START_T,
+                  PH_LCD_ON_LINE0, PH_LINE0_START, PH_LINE_START, PH_LY153, PH_LY153_GAP, PH_VBLANK_LINE,
+                  PH_VBLANK_START, R_LCD_WARMUP)
 from .savestate import masked_copy
 
 __all__ = ["PYBOY_STATE_VERSION", "PyBoyStateError", "PyBoyState", "parse_pyboy_state",
@@ -501,8 +501,8 @@ def _ppu_rows(st: PyBoyState, t_now: int, io, r32, r64) -> int:
         remaining = lcd["clock_target"] - (lcd["clock"] + lag)
         if (lcd["stat"] & 3) == 3 and remaining > 0 and dot >= m3_start:
             m3 = dot + remaining - m3_start      # PyBoy's own mode-3 end for this line
-        if ly == 0 and first and dot < m3_start:
-            phase, event = PH_LCD_ON_LINE0, ls + m3_start
+        if ly == 0 and first and dot < m3_start + LCD_ON_PIPE_DELAY_T:   # (its mode 3 starts 2 T later)
+            phase, event = PH_LCD_ON_LINE0, ls + m3_start + LCD_ON_PIPE_DELAY_T
         elif dot < LINE_STEP_T:
             phase, event = (PH_LINE0_START if ly == 0 else PH_LINE_START), ls + LINE_STEP_T
         elif dot < m3_start:

@@ -259,6 +259,38 @@ def test_read_memory_regions():
     assert gb.read_memory(0, 0, 0) == b""
 
 
+def test_echo_ram_data_accesses_reach_wram():
+    """LD (HL),r / LD r,(HL) / ALU (HL) / INC (HL) at the echo addresses ($E000-$FDFF) reach
+    WRAM ($C000-$DDFF), at both ends of the echo range; $BFFF (a cart without RAM) reads $FF.
+    (The CPU shape decides WRAM and echo first, by one range test: bus.read_data8_cpu.)"""
+    prog = bytes([0x3E, 0x5A,          # ld a,$5A
+                  0x21, 0x00, 0xE0,    # ld hl,$E000
+                  0x77,                # ld (hl),a        ; $C000 = $5A
+                  0x3E, 0xA5,          # ld a,$A5
+                  0x21, 0xFF, 0xDD,    # ld hl,$DDFF
+                  0x77,                # ld (hl),a        ; $DDFF = $A5
+                  0x21, 0xFF, 0xFD,    # ld hl,$FDFF
+                  0x46,                # ld b,(hl)        ; B = $A5 (echo of $DDFF)
+                  0x21, 0x00, 0xC0,    # ld hl,$C000
+                  0x4E,                # ld c,(hl)        ; C = $5A
+                  0x21, 0x00, 0xE0,    # ld hl,$E000
+                  0x86,                # add a,(hl)       ; A = $A5 + $5A = $FF
+                  0x34,                # inc (hl)         ; $C000 = $5B
+                  0x21, 0xFF, 0xBF,    # ld hl,$BFFF
+                  0x56,                # ld d,(hl)        ; D = $FF (no cartridge RAM)
+                  0x21, 0x01, 0xDE,    # ld hl,$DE01
+                  0x71,                # ld (hl),c        ; $DE01 = $5A
+                  0x21, 0x01, 0xFE,    # ld hl,$FE01
+                  0x5E]) + LOOP        # ld e,(hl)        ; OAM, not echo: not WRAM's $DE01
+    gb = VecGameBoy(make_rom({0x100: prog}), 1)
+    gb.run_frames(1)
+    r = gb.registers(0)
+    assert (r["a"], r["b"], r["c"], r["d"]) == (0xFF, 0xA5, 0x5A, 0xFF)
+    assert gb.read_memory(0, 0xC000, 1) == b"\x5B" and gb.read_memory(0, 0xE000, 1) == b"\x5B"
+    assert gb.read_memory(0, 0xDDFF, 1) == b"\xA5"
+    assert gb.read_memory(0, 0xDE01, 1) == b"\x5A" and r["e"] in (0x00, 0xFF)   # (OAM: $00 or locked $FF)
+
+
 def test_state_is_per_env_and_rom_shared():
     gb = VecGameBoy(make_rom({0x100: LOOP}), 4)
     assert 0 < gb.state_bytes_per_env < 64 * 1024

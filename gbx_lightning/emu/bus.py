@@ -545,6 +545,87 @@ def write_data8(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), hram: 
     return limit, fast
 
 
+# ---- the CPU shape's data accesses (cpu.machine_kernel, staged = False) -----------------------
+# read_data8 / write_data8 with WRAM and its echo ($C000-$FDFF) decided first, by one unsigned range
+# test, and reached by plain loads and stores on the row's address (an array index tests its index
+# for the negative wrap). The CUDA shape keeps read_data8 / write_data8 (its footprint: docs/gpu.md).
+
+@wp.func_native("return ((const unsigned char*)ptr)[i];")
+def load_u8(ptr: wp.uint64, i: int) -> int:
+    """The byte at ptr + i, a plain load (the CPU shape's opcode fetch from ROM, its decode table and
+    its WRAM data accesses: the address is valid by construction, where Warp's array index would test
+    i for its negative-index wrap)."""
+    ...
+
+
+@wp.func_native("((unsigned char*)ptr)[i] = (unsigned char)v;")
+def store_u8(ptr: wp.uint64, i: int, v: int):
+    """The byte at ptr + i = v, a plain store (as load_u8)."""
+    ...
+
+
+@wp.func(inline=True)
+def read_data8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram_at: wp.uint64,
+                   hram: wp.array(dtype=wp.uint8), vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64,
+                   fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, addr: int, t: wp.int64) -> int:
+    """read_data8 with WRAM and echo RAM first (wram_at: this env's WRAM row's address). Echo
+    reads took bus_read before (the same byte: fast is False during OAM DMA, whose bus conflicts
+    bus_read handles)."""
+    v = int(-1)
+    w = addr - 0xC000
+    if fast and wp.uint32(w) < wp.uint32(0x3E00):
+        v = load_u8(wram_at, w & 0x1FFF)
+    elif fast and addr < 0x8000:
+        v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
+    elif addr >= 0xFF00:
+        if hram_fast:                      # I/O and HRAM are not on the OAM DMA's buses
+            if addr >= 0xFF80:
+                v = int(hram[addr - 0xFF80])
+            else:
+                v = io_read_fast(io, r32, r64, addr - 0xFF00, t)
+    elif fast and addr >= 0x8000 and addr < 0xA000:
+        if vram_free(io, r32, r64, t):
+            v = int(vram[addr - 0x8000])
+            r32[R_IDLE] = 0                # (not checked for idle loops: mode 3 may hide it)
+    if v < 0:
+        v = bus_read(ms, env, addr, t)
+    return v
+
+
+@wp.func(inline=True)
+def write_data8_cpu(ms: MachinePtr, env: int, wram_at: wp.uint64, hram: wp.array(dtype=wp.uint8),
+                    vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64, fast: bool, hram_fast: bool,
+                    addr: int, value: int, t: wp.int64, limit: wp.int64):
+    """write_data8 with WRAM and echo RAM first (as read_data8_cpu)."""
+    done = int(0)
+    w = addr - 0xC000
+    if fast and wp.uint32(w) < wp.uint32(0x3E00):
+        store_u8(wram_at, w & 0x1FFF, value)
+        r32[R_IDLE] = 0                    # (the idle-loop check: something was written)
+        done = 1
+    elif addr >= 0xFF00:
+        if hram_fast:
+            if addr >= 0xFF80:
+                if addr < 0xFFFF:
+                    hram[addr - 0xFF80] = wp.uint8(value)
+                    r32[R_IDLE] = 0
+                    done = 1
+            elif addr == 0xFF00:           # (the idle check compares the P1 state itself)
+                if p1_write(io, r32, int(hram[127]), value) != 0:
+                    limit = END_RUN
+                done = 1
+    elif fast and addr >= 0x8000 and addr < 0xA000:
+        if vram_free(io, r32, r64, t):
+            vram[addr - 0x8000] = wp.uint8(value)
+            r32[R_IDLE] = 0
+            done = 1
+    if done == 0:
+        if bus_write(ms, env, addr, value, t) != 0:
+            limit = END_RUN
+            fast = False
+    return limit, fast
+
+
 @wp.func
 def bus_peek(ms: MachinePtr, env: int, addr: int, t: wp.int64) -> int:
     """Side-effect-free read for debuggers/tests (state is synced at the end of each run)."""

@@ -11,20 +11,20 @@ flags) stays in the env's r32 words, addressed through a local 1-d view (``rg``)
 
 Layout for speed (the measurements: docs/performance.md): the fetch/decode/execute loop is
 written out in the kernel body, and its memory accesses are four inlined helpers in bus.py
-(read8 / write8 for opcodes, operands and the stack; read_data8 / write_data8 for data)
-that answer the common cases on plain env rows and locals - ROM through the MBC's bank
-offsets, WRAM, HRAM, VRAM outside mode 3, the I/O registers games poll (P1, LY, DIV,
-STAT) - and otherwise call bus_read / bus_write out of line, with the machine's address
-(MachinePtr). A struct passed into an inlined function that reaches an out-of-line call
-is copied whole on every access, hence the rows and scalars. No read ends the run; a
-write ends it only if it can change what the scheduler decided (an interrupt that may now
-be taken, the next event, the frame's end, the MBC banks or the DMA window the loop
-caches), by lowering the run limit to END_RUN, which a Warp function returns rather than
-assigns. Per instruction the loop does only the fetch (from ROM first), one jump on the
-opcode's group and the run-limit test: the EI delay and the HALT bug are handled by the
-scheduler around the run (see machine_kernel), and OAM DMA ends a run so the fast-path
-flag is fixed within it. Polling loops are skipped while their outcome cannot change
-(idle.py).
+(read8 / write8 for opcodes, operands and the stack; read_data8 / write_data8 for data, in
+the CPU shape read_data8_cpu / write_data8_cpu, which decide WRAM and echo RAM first) that
+answer the common cases on plain env rows and locals - ROM through the MBC's bank offsets,
+WRAM, HRAM, VRAM outside mode 3, the I/O registers games poll (P1, LY, DIV, STAT) - and
+otherwise call bus_read / bus_write out of line, with the machine's address (MachinePtr). A
+struct passed into an inlined function that reaches an out-of-line call is copied whole on
+every access, hence the rows and scalars. No read ends the run; a write ends it only if it
+can change what the scheduler decided (an interrupt that may now be taken, the next event,
+the frame's end, the MBC banks or the DMA window the loop caches), by lowering the run
+limit to END_RUN, which a Warp function returns rather than assigns. Per instruction the
+loop does only the fetch (from ROM first), one jump on the opcode's group and the run-limit
+test: the EI delay and the HALT bug are handled by the scheduler around the run (see
+machine_kernel), and OAM DMA ends a run so the fast-path flag is fixed within it. Polling
+loops are skipped while their outcome cannot change (idle.py).
 
 Two kernels from this one source (``_make_machine_kernel``, with ``wp.static(staged)`` switches
 that Warp resolves at codegen): ``machine_kernel``, the shape above, which the CPU device runs,
@@ -66,8 +66,8 @@ import warp as wp
 # (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (END_RUN, bus_write, events_sync, read8, read_data8, sleep_until, stop_enter, sync_all,
-                  write8, write_data8)
+from .bus import (END_RUN, bus_write, events_sync, load_u8, read8, read_data8, read_data8_cpu, sleep_until, stop_enter,
+                  sync_all, write8, write_data8, write_data8_cpu)
 from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
@@ -513,13 +513,6 @@ def store_cpu_staged(ms: MachinePtr, env: int, c: CpuStaged):
     m.r32[env, R_STOPPED] = c.stopped
 
 
-@wp.func_native("return ((const unsigned char*)ptr)[i];")
-def load_u8(ptr: wp.uint64, i: int) -> int:
-    """The byte at ptr + i, a plain load (the CPU shape's opcode fetch from ROM and its decode table: the
-    address is valid by construction, where Warp's array index would test i for its negative-index wrap)."""
-    ...
-
-
 def _make_machine_kernel(staged: bool, name: str, module):
     """The machine kernel `name` in the CPU shape (staged = False) or the CUDA shape (True),
     registered in Warp module `module` (None: this module's). Every `wp.static(staged)` below
@@ -579,6 +572,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
         wram_e = wp.array(ptr=wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1]), shape=(wram.shape[1],), dtype=wp.uint8)
         hram_e = wp.array(ptr=wp.uint64(hram.ptr) + wp.uint64(env) * wp.uint64(hram.shape[1]), shape=(hram.shape[1],), dtype=wp.uint8)
         vram_e = wp.array(ptr=wp.uint64(vram.ptr) + wp.uint64(env) * wp.uint64(vram.shape[1]), shape=(vram.shape[1],), dtype=wp.uint8)
+        wram_at = wp.uint64(wram.ptr) + wp.uint64(env) * wp.uint64(wram.shape[1])   # (the CPU shape's WRAM data accesses)
         if wp.static(staged):
             groups_v = wp.array(ptr=wp.uint64(groups.ptr), shape=(768,), dtype=wp.uint8)   # (opcode_groups_array)
         else:
@@ -838,7 +832,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             rg[y] = dv
                         else:
-                            v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                            v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                             c.t = c.t + FOUR
                             rg[y] = v
                     elif g == G_LD_HL_R:  # LD (HL), r[z]
@@ -846,7 +840,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             c.wv = rg[z]
                         else:
-                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), rg[z], c.t, limit)
+                            limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), rg[z], c.t, limit)
                             c.t = c.t + FOUR
                     # ALU A, r[z] (z = op & 7): one group per operation, so the operation needs no second jump
                     elif g == G_ADD_R:
@@ -870,7 +864,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             res = alu_staged(rg[R_A], rg[R_F], y, dv)
                         else:
-                            v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                            v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                             c.t = c.t + FOUR
                             res = alu(rg[R_A], rg[R_F], y, v)
                         rg[R_A] = res & 0xFF
@@ -910,7 +904,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             v = dv
                         else:
-                            v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                            v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                             c.t = c.t + FOUR
                         r = int(0)
                         if z == 4:
@@ -922,7 +916,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             c.wv = r
                         else:
-                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
+                            limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
                             c.t = c.t + FOUR
                     elif g == G_LD_R_N:  # LD r[y], n
                         y = (op >> 3) & 7
@@ -940,7 +934,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
-                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
+                            limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
                             c.t = c.t + FOUR
                     elif g == G_JR:  # JR d (y = 3) / JR cc, d (y = 4..7)
                         y = (op >> 3) & 7
@@ -977,10 +971,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             if p < 2:
                                 addr = get_rp(rg, rg[R_SP], p)
                             if q == 0:
-                                limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
+                                limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                                 c.t = c.t + FOUR
                             else:
-                                v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
+                                v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
                             if p >= 2:
@@ -1063,7 +1057,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             cz = op2 & 7
                             v = int(0)
                             if cz == 6:
-                                vm = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
+                                vm = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                                 c.t = c.t + FOUR
                                 v = vm
                             else:
@@ -1081,7 +1075,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 r = v | (1 << cy)
                             if cx != 1:
                                 if cz == 6:
-                                    limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
+                                    limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), r, c.t, limit)
                                     c.t = c.t + FOUR
                                 else:
                                     rg[cz] = r
@@ -1097,10 +1091,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:
-                                limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | n, rg[R_A], c.t, limit)
+                                limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | n, rg[R_A], c.t, limit)
                                 c.t = c.t + FOUR
                             else:
-                                v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | n, c.t)
+                                v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | n, c.t)
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
                     elif g == G_LDH_C:  # LD (C), A (y = 4) / LD A, (C) (y = 6)
@@ -1112,10 +1106,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[R_A] = dv
                         else:
                             if y == 4:
-                                limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | rg[R_C], rg[R_A], c.t, limit)
+                                limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, 0xFF00 | rg[R_C], rg[R_A], c.t, limit)
                                 c.t = c.t + FOUR
                             else:
-                                v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | rg[R_C], c.t)
+                                v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, 0xFF00 | rg[R_C], c.t)
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
                     elif g == G_LD_NN_A:  # LD (nn), A (y = 5) / LD A, (nn) (y = 7)
@@ -1133,10 +1127,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
                             if y == 5:
-                                limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
+                                limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                                 c.t = c.t + FOUR
                             else:
-                                v = read_data8(ms, env, rom_v, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
+                                v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
                     elif g == G_JP:  # JP nn (C3) / JP cc, nn (y = 0..3)
@@ -1376,9 +1370,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
-                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_SP] & 0xFF, c.t, limit)
+                            limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_SP] & 0xFF, c.t, limit)
                             c.t = c.t + FOUR
-                            limit, fast = write_data8(ms, env, wram_e, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
+                            limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
                             c.t = c.t + FOUR
                     else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                         rg[R_LOCKED] = 1

@@ -9,7 +9,10 @@ evaluation included (not the ~20 s of imports before); without a registry, the t
     python tools/curves.py lightning_logs/hamlet_house_ppo/version_0 lightning_logs/hamlet_house_ppo/version_1 ...
     python tools/curves.py RUN... --metric eval/success_rate --minutes 15
 
-``--minutes M``: also print, per run, the best and the last success rate reached within M minutes.
+``--minutes M``: also print, per run, the best and the last success rate reached within M minutes. "Worse than
+random" compares in the metric's direction: lower is better for failures and steps to success (``LOWER_IS_BETTER``),
+higher for the rest; episode length has no direction (longer is better where an agent must survive, worse where it
+must finish quickly) and gets no such line.
 """
 from __future__ import annotations
 
@@ -20,6 +23,17 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+LOWER_IS_BETTER = ("failed_mean", "steps_to_success")
+NO_DIRECTION = ("length_mean",)
+
+
+def worse_than_random(metric: str, value: float, random: float) -> bool | None:
+    """Whether ``value`` is worse than the random policy's ``random`` on ``metric``; None: no direction."""
+    name = metric.removeprefix("eval/")
+    if name in NO_DIRECTION:
+        return None
+    return value > random if name in LOWER_IS_BETTER else value < random
 
 
 def _written_at(run_dir: Path) -> dict[int, datetime]:
@@ -80,8 +94,11 @@ def main(argv=None) -> int:
     print("| random policy | " + " | ".join("" if r["random"] is None else f"{r['random']:.3f}"
                                             for r in runs.values()) + " |")
     for name, run in zip(names, runs.values()):
-        below = [s for s, v, _ in run["evals"] if v is not None and run["random"] is not None and v < run["random"]]
-        line = f"{name}: {len(run['evals'])} evaluations, below random at {below or 'none'}"
+        worse = [s for s, v, _ in run["evals"] if v is not None and run["random"] is not None
+                 and worse_than_random(metric, v, run["random"])]
+        line = f"{name}: {len(run['evals'])} evaluations"
+        if worse_than_random(metric, 0.0, 0.0) is not None:
+            line += f", worse than random at {worse or 'none'}"
         if args.minutes is not None:
             within = [v for _, v, w in run["evals"] if v is not None and w <= args.minutes * 60]
             line += (f"; within {args.minutes:g} min: best {max(within):.3f}, last {within[-1]:.3f}" if within else

@@ -20,6 +20,7 @@ import re
 import numpy as np
 import pytest
 
+from gbx_lightning.envs.ram_map import load_ram_map
 from gbx_lightning.roms import asm, build_rom, orchard, rom_source_path
 
 from tests._game_helpers import (
@@ -251,6 +252,12 @@ def test_select_trace_starts_the_level(started, levels, rom, symbols, level):
     assert var(orchard.SCORE) == var(orchard.SCORE + 1) == 0
     assert (var(orchard.PLAYER_X), var(orchard.PLAYER_Y)) == tuple(8 * c for c in layout["start"])
     assert got["rows"] == layout["rows"]
+    # the beetles where the level table puts them, walking its way, read through the RAM map's fields
+    fields = load_ram_map("orchard").fields
+    beetles = [tuple(var(fields[name].address + fields[name].stride * i) for name in ("hazard_x", "hazard_y",
+                                                                                      "hazard_dir"))
+               for i in range(orchard.LEVELS[level].beetles)]
+    assert beetles == [(8 * x, 8 * y, d) for x, y, d in layout["hazards"]]
     # the menu showed the choice just before START; play shows it on the status bar
     assert got["menu_state"] == orchard.STATE_SELECT and got["menu_choice"] == level
     assert text_matches(got["menu"], rom, symbols, 3, "SELECT LEVEL", 4)

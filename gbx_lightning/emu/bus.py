@@ -565,6 +565,22 @@ def store_u8(ptr: wp.uint64, i: int, v: int):
 
 
 @wp.func(inline=True)
+def operand8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
+                 hram: wp.array(dtype=wp.uint8), fast: bool, hram_fast: bool, rom0_base: int, romx_off: int,
+                 rom0_at: wp.uint64, romx_at: wp.uint64, rom_lim: int, addr: int, t: wp.int64) -> int:
+    """An operand read (the bytes after the opcode, at PC) in the CPU shape: the opcode fetch's plain
+    load at addr + the half's bank base (rom0_at / romx_at: the address of ROM byte addr in each half)
+    when addr < rom_lim (the run's ROM limit: $8000 while the fast paths hold, else 0), else read8.
+    The fetch's one compare instead of read8's tests of `fast` and of the address against ROM."""
+    v = int(0)
+    if addr < rom_lim:
+        v = load_u8(wp.where(addr < 0x4000, rom0_at, romx_at), addr)
+    else:
+        v = read8(ms, env, rom, wram, hram, fast, hram_fast, rom0_base, romx_off, addr, t)
+    return v
+
+
+@wp.func(inline=True)
 def read_data8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram_at: wp.uint64,
                    hram: wp.array(dtype=wp.uint8), vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64,
                    fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, addr: int, t: wp.int64) -> int:

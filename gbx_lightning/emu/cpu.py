@@ -66,7 +66,7 @@ import warp as wp
 # (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (END_RUN, bus_write, events_sync, load_u8, read8, read_data8, read_data8_cpu, sleep_until, stop_enter,
+from .bus import (END_RUN, bus_write, events_sync, load_u8, operand8_cpu, read8, read_data8, read_data8_cpu, sleep_until, stop_enter,
                   sync_all, write8, write_data8, write_data8_cpu)
 from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
@@ -874,7 +874,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             res = alu_staged(rg[R_A], rg[R_F], y, imm)
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             res = alu(rg[R_A], rg[R_F], y, n)
@@ -923,7 +923,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             rg[y] = imm
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             rg[y] = n
@@ -931,7 +931,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             c.wv = imm
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
@@ -945,7 +945,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 if imm >= 0x80 and (rg[R_IDLE] & 1) != 0:
                                     c.t = idle_branch(ms, env, c.pc, c.t, c.limit)
                         else:
-                            d = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            d = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 3 or cond(rg[R_F], y - 4):
@@ -1003,9 +1003,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = (imm_hi << 8) | imm
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             w16 = p
@@ -1049,7 +1049,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             elif cx != 1:
                                 rg[cz] = r
                         else:
-                            op2 = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            op2 = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             cx = op2 >> 6
@@ -1087,7 +1087,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             else:
                                 rg[R_A] = dv
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:
@@ -1120,9 +1120,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             else:
                                 rg[R_A] = dv
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
@@ -1144,9 +1144,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                     c.t = idle_branch(ms, env, target, c.t, c.limit)
                                 c.pc = target
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             if z == 3 or cond(rg[R_F], y):
@@ -1192,9 +1192,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             do_push = True
                             v = c.pc
                             if z == 4 or z == 5 and q == 1:    # CALL
-                                lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                                lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                                 c.t = c.t + FOUR
-                                hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                                 c.t = c.t + FOUR
                                 c.pc = (c.pc + 2) & 0xFFFF
                                 v = c.pc
@@ -1295,7 +1295,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 c.v16 = r
                                 c.t = c.t + FOUR
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             rg[R_F] = fl((rg[R_SP] & 15) + (n & 15) > 15, HF) | fl((rg[R_SP] & 0xFF) + n > 0xFF, CF)
@@ -1364,9 +1364,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             c.wv = rg[R_SP]                    # low byte at nn, high byte at nn + 1
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo

@@ -66,8 +66,8 @@ import warp as wp
 # (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (END_RUN, bus_write, events_sync, load_u8, operand8_cpu, read8, read_data8, read_data8_cpu, sleep_until, stop_enter,
-                  sync_all, write8, write_data8, write_data8_cpu)
+from .bus import (END_RUN, bus_write, events_sync, load_u8, operand8_cpu, read8, read_data8, read_data8_cpu, sleep_until,
+                  stack_read8_cpu, stack_write8_cpu, stop_enter, sync_all, write8, write_data8, write_data8_cpu)
 from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
@@ -1208,10 +1208,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             if do_push:
                                 c.t = c.t + FOUR
                                 sp = (rg[R_SP] - 1) & 0xFFFF
-                                limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
+                                limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
                                 c.t = c.t + FOUR
                                 sp = (sp - 1) & 0xFFFF
-                                limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
+                                limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
                                 c.t = c.t + FOUR
                                 rg[R_SP] = sp
                                 if z != 5 or q == 1:
@@ -1232,9 +1232,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                     rg[R_IME] = 1          # RETI: enabled at once, no EI delay
                                     c.limit = END_RUN
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
+                            lo = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                            hi = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                             if q == 0:
@@ -1257,9 +1257,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         else:
                             c.t = c.t + FOUR
                             if cond(rg[R_F], y):
-                                lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
+                                lo = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                                 c.t = c.t + FOUR
-                                hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                                hi = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                                 c.t = c.t + FOUR
                                 rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                                 c.pc = (hi << 8) | lo

@@ -328,6 +328,46 @@ def alu_to_a(rg: wp.array(dtype=wp.int32), op: int, v: int):
 
 
 @wp.func(inline=True)
+def alu_store(rg: wp.array(dtype=wp.int32), op: int, v: int):
+    """A, F := alu(A, F, op, v) with each case storing its own result and flags (the CPU shape's
+    ALU A,(HL) and ALU A,n, whose op is not a constant: no common tail after the jump on op).
+    H is bit 4 of a ^ v ^ r (the carry or borrow into bit 4, with or without the carry in), C is bit
+    8 of r (r < 0 after a borrow: two's complement), both moved into place without a compare."""
+    a = rg[R_A]
+    if op == 0:
+        r = a + v
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl((r & 0xFF) == 0, ZF) | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 1:
+        r = a + v + ((rg[R_F] >> 4) & 1)
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl((r & 0xFF) == 0, ZF) | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 2:
+        r = a - v
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl(r == 0, ZF) | NF | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 3:
+        r = a - v - ((rg[R_F] >> 4) & 1)
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl((r & 0xFF) == 0, ZF) | NF | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 4:
+        r = a & v
+        rg[R_A] = r
+        rg[R_F] = fl(r == 0, ZF) | HF
+    elif op == 5:
+        r = a ^ v
+        rg[R_A] = r
+        rg[R_F] = fl(r == 0, ZF)
+    elif op == 6:
+        r = a | v
+        rg[R_A] = r
+        rg[R_F] = fl(r == 0, ZF)
+    else:                                  # CP: SUB's flags, A kept
+        r = a - v
+        rg[R_F] = fl(r == 0, ZF) | NF | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+
+
+@wp.func(inline=True)
 def alu_result(r: int, flags: int) -> int:
     """An ALU result (reduced to 8 bits) | (its flags with Z) << 8."""
     r8 = r & 0xFF
@@ -863,23 +903,23 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         y = (op >> 3) & 7
                         if wp.static(staged):
                             res = alu_staged(rg[R_A], rg[R_F], y, dv)
+                            rg[R_A] = res & 0xFF
+                            rg[R_F] = res >> 8
                         else:
                             v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                             c.t = c.t + FOUR
-                            res = alu(rg[R_A], rg[R_F], y, v)
-                        rg[R_A] = res & 0xFF
-                        rg[R_F] = res >> 8
+                            alu_store(rg, y, v)
                     elif g == G_ALU_N:  # ALU A, n
                         y = (op >> 3) & 7
                         if wp.static(staged):
                             res = alu_staged(rg[R_A], rg[R_F], y, imm)
+                            rg[R_A] = res & 0xFF
+                            rg[R_F] = res >> 8
                         else:
                             n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
-                            res = alu(rg[R_A], rg[R_F], y, n)
-                        rg[R_A] = res & 0xFF
-                        rg[R_F] = res >> 8
+                            alu_store(rg, y, n)
                     elif g == G_INC_DEC_R:  # INC r[y] (z = 4) / DEC r[y] (z = 5)
                         y = (op >> 3) & 7
                         if wp.static(staged):

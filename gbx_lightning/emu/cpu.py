@@ -1029,13 +1029,16 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                         else:
-                            # (stored here, not through the write-back after the chain)
+                            # (stored here, not through the write-back after the chain; BC DE HL by
+                            # their low byte, the high byte only on a carry or borrow out of it: lo
+                            # is then 256 or -1, and lo >> 8 is +1 or -1)
                             if p == 3:
                                 rg[R_SP] = (rg[R_SP] + 1 - 2 * q) & 0xFFFF
                             else:
-                                v = ((rg[2 * p] << 8) | rg[2 * p + 1]) + 1 - 2 * q
-                                rg[2 * p] = (v >> 8) & 0xFF
-                                rg[2 * p + 1] = v & 0xFF
+                                lo = rg[2 * p + 1] + 1 - 2 * q
+                                rg[2 * p + 1] = lo & 0xFF
+                                if lo != (lo & 0xFF):
+                                    rg[2 * p] = (rg[2 * p] + (lo >> 8)) & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_LD_RP_NN:  # LD rp, nn
                         p = (op >> 4) & 3

@@ -938,7 +938,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             v = rg[y]
                             r = (v + 1 - 2 * dec) & 0xFF
                             rg[y] = r
-                            rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
+                            # (Z without a setcc: r - 1 is -1 only for r = 0, so bit 7 of (r - 1) >> 8)
+                            rg[R_F] = (rg[R_F] & CF) | (((r - 1) >> 8) & ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
                     elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                         z = op & 7
                         if wp.static(staged):

@@ -291,6 +291,42 @@ def test_echo_ram_data_accesses_reach_wram():
     assert gb.read_memory(0, 0xDE01, 1) == b"\x5A" and r["e"] in (0x00, 0xFF)   # (OAM: $00 or locked $FF)
 
 
+def test_stack_accesses_in_wram_echo_hram_and_cart_ram():
+    """PUSH/POP/CALL/RET with SP at both ends of WRAM, in echo RAM, in HRAM and at $A000 (a cart
+    without RAM reads $FF). (The CPU shape's stack accesses test WRAM first: bus.stack_read8_cpu /
+    stack_write8_cpu; the rest takes the other paths.)"""
+    prog = bytes([0x31, 0x00, 0xE0,    # ld sp,$E000
+                  0x01, 0x34, 0x12,    # ld bc,$1234
+                  0xC5,                # push bc          ; $DFFF = $12, $DFFE = $34 (WRAM's top)
+                  0x31, 0x02, 0xC0,    # ld sp,$C002
+                  0x11, 0x78, 0x56,    # ld de,$5678
+                  0xD5,                # push de          ; $C001 = $56, $C000 = $78
+                  0xE1,                # pop hl           ; HL = $5678
+                  0x31, 0xFE, 0xDF,    # ld sp,$DFFE
+                  0xD1,                # pop de           ; DE = $1234
+                  0x31, 0x02, 0xE0,    # ld sp,$E002      ; echo of $C002
+                  0x01, 0xBC, 0x9A,    # ld bc,$9ABC
+                  0xC5,                # push bc          ; $C001 = $9A, $C000 = $BC through echo
+                  0x31, 0x00, 0xC0,    # ld sp,$C000
+                  0xF1,                # pop af           ; A = $9A, F = $B0 (low nibble reads 0)
+                  0x31, 0xFE, 0xFF,    # ld sp,$FFFE
+                  0xCD, 0x2C, 0x01,    # call $012C       ; $FFFD = $01, $FFFC = $24
+                  0x31, 0x00, 0xA0,    # ld sp,$A000      ; (at $0124)
+                  0xC1]) + LOOP        # pop bc           ; BC = $FFFF (no cartridge RAM)
+    sub = bytes([0x26, 0x77,           # ld h,$77         ; (at $012C)
+                 0xC9])                # ret
+    assert 0x100 + len(prog) <= 0x12C
+    gb = VecGameBoy(make_rom({0x100: prog, 0x12C: sub}), 1)
+    gb.run_frames(1)
+    r = gb.registers(0)
+    assert (r["a"], r["f"], r["b"], r["c"], r["d"], r["e"], r["h"], r["l"]) == \
+        (0x9A, 0xB0, 0xFF, 0xFF, 0x12, 0x34, 0x77, 0x78)
+    assert r["sp"] == 0xA002
+    assert gb.read_memory(0, 0xDFFE, 2) == b"\x34\x12"
+    assert gb.read_memory(0, 0xC000, 2) == b"\xBC\x9A"
+    assert gb.read_memory(0, 0xFFFC, 2) == b"\x24\x01"
+
+
 def test_state_is_per_env_and_rom_shared():
     gb = VecGameBoy(make_rom({0x100: LOOP}), 4)
     assert 0 < gb.state_bytes_per_env < 64 * 1024

@@ -565,6 +565,56 @@ def store_u8(ptr: wp.uint64, i: int, v: int):
 
 
 @wp.func(inline=True)
+def operand8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
+                 hram: wp.array(dtype=wp.uint8), fast: bool, hram_fast: bool, rom0_base: int, romx_off: int,
+                 rom0_at: wp.uint64, romx_at: wp.uint64, rom_lim: int, addr: int, t: wp.int64) -> int:
+    """An operand read (the bytes after the opcode, at PC) in the CPU shape: the opcode fetch's plain
+    load at addr + the half's bank base (rom0_at / romx_at: the address of ROM byte addr in each half)
+    when addr < rom_lim (the run's ROM limit: $8000 while the fast paths hold, else 0), else read8.
+    The fetch's one compare instead of read8's tests of `fast` and of the address against ROM."""
+    v = int(0)
+    if addr < rom_lim:
+        v = load_u8(wp.where(addr < 0x4000, rom0_at, romx_at), addr)
+    else:
+        v = read8(ms, env, rom, wram, hram, fast, hram_fast, rom0_base, romx_off, addr, t)
+    return v
+
+
+@wp.func(inline=True)
+def stack_read8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram: wp.array(dtype=wp.uint8),
+                    wram_at: wp.uint64, hram: wp.array(dtype=wp.uint8), fast: bool, hram_fast: bool,
+                    rom0_base: int, romx_off: int, addr: int, t: wp.int64) -> int:
+    """A stack read (POP, RET) in the CPU shape: WRAM ($C000-$DFFF, where stacks live) first, by one
+    unsigned range test and a plain load on the row's address (wram_at), else read8 (HRAM, the rest)."""
+    v = int(-1)
+    w = addr - 0xC000
+    if fast and wp.uint32(w) < wp.uint32(0x2000):
+        v = load_u8(wram_at, w)
+    elif addr >= 0xFF80:
+        if hram_fast:                      # HRAM stays reachable during OAM DMA
+            v = int(hram[addr - 0xFF80])
+    if v < 0:
+        v = bus_read(ms, env, addr, t)     # (a stack in ROM, echo RAM, ...: rare)
+    return v
+
+
+@wp.func(inline=True)
+def stack_write8_cpu(ms: MachinePtr, env: int, wram: wp.array(dtype=wp.uint8), wram_at: wp.uint64,
+                     hram: wp.array(dtype=wp.uint8), r32: R32, fast: bool, hram_fast: bool, addr: int, value: int,
+                     t: wp.int64, limit: wp.int64):
+    """A stack write (PUSH, CALL, RST) in the CPU shape: WRAM first as stack_read8_cpu (a write that
+    changes the byte tells the idle-loop check, as in write8), else write8. Returns (limit, fast)."""
+    w = addr - 0xC000
+    if fast and wp.uint32(w) < wp.uint32(0x2000):
+        if load_u8(wram_at, w) != value:
+            r32[R_IDLE] = 0
+        store_u8(wram_at, w, value)
+    else:
+        limit, fast = write8(ms, env, wram, hram, r32, fast, hram_fast, addr, value, t, limit)
+    return limit, fast
+
+
+@wp.func(inline=True)
 def read_data8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram_at: wp.uint64,
                    hram: wp.array(dtype=wp.uint8), vram: wp.array(dtype=wp.uint8), io: IO, r32: R32, r64: R64,
                    fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, addr: int, t: wp.int64) -> int:

@@ -66,8 +66,8 @@ import warp as wp
 # (docs/performance.md).
 wp.set_module_options({"optimization_level": 3})
 
-from .bus import (END_RUN, bus_write, events_sync, load_u8, read8, read_data8, read_data8_cpu, sleep_until, stop_enter,
-                  sync_all, write8, write_data8, write_data8_cpu)
+from .bus import (END_RUN, bus_write, events_sync, load_u8, operand8_cpu, read8, read_data8, read_data8_cpu, sleep_until,
+                  stack_read8_cpu, stack_write8_cpu, stop_enter, sync_all, write8, write_data8, write_data8_cpu)
 from .dma import dma_sync
 from .idle import idle_branch, idle_run_start
 from .interrupts import pending_irqs
@@ -325,6 +325,46 @@ def alu_to_a(rg: wp.array(dtype=wp.int32), op: int, v: int):
     res = alu(rg[R_A], rg[R_F], op, v)
     rg[R_A] = res & 0xFF
     rg[R_F] = res >> 8
+
+
+@wp.func(inline=True)
+def alu_store(rg: wp.array(dtype=wp.int32), op: int, v: int):
+    """A, F := alu(A, F, op, v) with each case storing its own result and flags (the CPU shape's
+    ALU A,(HL) and ALU A,n, whose op is not a constant: no common tail after the jump on op).
+    H is bit 4 of a ^ v ^ r (the carry or borrow into bit 4, with or without the carry in), C is bit
+    8 of r (r < 0 after a borrow: two's complement), both moved into place without a compare."""
+    a = rg[R_A]
+    if op == 0:
+        r = a + v
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl((r & 0xFF) == 0, ZF) | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 1:
+        r = a + v + ((rg[R_F] >> 4) & 1)
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl((r & 0xFF) == 0, ZF) | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 2:
+        r = a - v
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl(r == 0, ZF) | NF | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 3:
+        r = a - v - ((rg[R_F] >> 4) & 1)
+        rg[R_A] = r & 0xFF
+        rg[R_F] = fl((r & 0xFF) == 0, ZF) | NF | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
+    elif op == 4:
+        r = a & v
+        rg[R_A] = r
+        rg[R_F] = fl(r == 0, ZF) | HF
+    elif op == 5:
+        r = a ^ v
+        rg[R_A] = r
+        rg[R_F] = fl(r == 0, ZF)
+    elif op == 6:
+        r = a | v
+        rg[R_A] = r
+        rg[R_F] = fl(r == 0, ZF)
+    else:                                  # CP: SUB's flags, A kept
+        r = a - v
+        rg[R_F] = fl(r == 0, ZF) | NF | (((a ^ v ^ r) & 0x10) << 1) | ((r >> 4) & 0x10)
 
 
 @wp.func(inline=True)
@@ -863,23 +903,23 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         y = (op >> 3) & 7
                         if wp.static(staged):
                             res = alu_staged(rg[R_A], rg[R_F], y, dv)
+                            rg[R_A] = res & 0xFF
+                            rg[R_F] = res >> 8
                         else:
                             v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, hl(rg[R_H], rg[R_L]), c.t)
                             c.t = c.t + FOUR
-                            res = alu(rg[R_A], rg[R_F], y, v)
-                        rg[R_A] = res & 0xFF
-                        rg[R_F] = res >> 8
+                            alu_store(rg, y, v)
                     elif g == G_ALU_N:  # ALU A, n
                         y = (op >> 3) & 7
                         if wp.static(staged):
                             res = alu_staged(rg[R_A], rg[R_F], y, imm)
+                            rg[R_A] = res & 0xFF
+                            rg[R_F] = res >> 8
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
-                            res = alu(rg[R_A], rg[R_F], y, n)
-                        rg[R_A] = res & 0xFF
-                        rg[R_F] = res >> 8
+                            alu_store(rg, y, n)
                     elif g == G_INC_DEC_R:  # INC r[y] (z = 4) / DEC r[y] (z = 5)
                         y = (op >> 3) & 7
                         if wp.static(staged):
@@ -898,7 +938,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             v = rg[y]
                             r = (v + 1 - 2 * dec) & 0xFF
                             rg[y] = r
-                            rg[R_F] = (rg[R_F] & CF) | fl(r == 0, ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
+                            # (Z without a setcc: r - 1 is -1 only for r = 0, so bit 7 of (r - 1) >> 8)
+                            rg[R_F] = (rg[R_F] & CF) | (((r - 1) >> 8) & ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
                     elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                         z = op & 7
                         if wp.static(staged):
@@ -923,7 +964,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             rg[y] = imm
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             rg[y] = n
@@ -931,7 +972,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             c.wv = imm
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, hl(rg[R_H], rg[R_L]), n, c.t, limit)
@@ -945,7 +986,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 if imm >= 0x80 and (rg[R_IDLE] & 1) != 0:
                                     c.t = idle_branch(ms, env, c.pc, c.t, c.limit)
                         else:
-                            d = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            d = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 3 or cond(rg[R_F], y - 4):
@@ -989,13 +1030,16 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                         else:
-                            # (stored here, not through the write-back after the chain)
+                            # (stored here, not through the write-back after the chain; BC DE HL by
+                            # their low byte, the high byte only on a carry or borrow out of it: lo
+                            # is then 256 or -1, and lo >> 8 is +1 or -1)
                             if p == 3:
                                 rg[R_SP] = (rg[R_SP] + 1 - 2 * q) & 0xFFFF
                             else:
-                                v = ((rg[2 * p] << 8) | rg[2 * p + 1]) + 1 - 2 * q
-                                rg[2 * p] = (v >> 8) & 0xFF
-                                rg[2 * p + 1] = v & 0xFF
+                                lo = rg[2 * p + 1] + 1 - 2 * q
+                                rg[2 * p + 1] = lo & 0xFF
+                                if lo != (lo & 0xFF):
+                                    rg[2 * p] = (rg[2 * p] + (lo >> 8)) & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_LD_RP_NN:  # LD rp, nn
                         p = (op >> 4) & 3
@@ -1003,9 +1047,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = (imm_hi << 8) | imm
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             w16 = p
@@ -1049,7 +1093,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             elif cx != 1:
                                 rg[cz] = r
                         else:
-                            op2 = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            op2 = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             cx = op2 >> 6
@@ -1087,7 +1131,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             else:
                                 rg[R_A] = dv
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             if y == 4:
@@ -1120,9 +1164,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             else:
                                 rg[R_A] = dv
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo
@@ -1144,9 +1188,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                     c.t = idle_branch(ms, env, target, c.t, c.limit)
                                 c.pc = target
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             if z == 3 or cond(rg[R_F], y):
@@ -1192,9 +1236,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             do_push = True
                             v = c.pc
                             if z == 4 or z == 5 and q == 1:    # CALL
-                                lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                                lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                                 c.t = c.t + FOUR
-                                hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                                hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                                 c.t = c.t + FOUR
                                 c.pc = (c.pc + 2) & 0xFFFF
                                 v = c.pc
@@ -1208,10 +1252,10 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             if do_push:
                                 c.t = c.t + FOUR
                                 sp = (rg[R_SP] - 1) & 0xFFFF
-                                limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
+                                limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, v >> 8, c.t, limit)
                                 c.t = c.t + FOUR
                                 sp = (sp - 1) & 0xFFFF
-                                limit, fast = write8(ms, env, wram_e, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
+                                limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, v & 0xFF, c.t, limit)
                                 c.t = c.t + FOUR
                                 rg[R_SP] = sp
                                 if z != 5 or q == 1:
@@ -1232,9 +1276,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                     rg[R_IME] = 1          # RETI: enabled at once, no EI delay
                                     c.limit = END_RUN
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
+                            lo = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                            hi = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                             if q == 0:
@@ -1257,9 +1301,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         else:
                             c.t = c.t + FOUR
                             if cond(rg[R_F], y):
-                                lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
+                                lo = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, rg[R_SP], c.t)
                                 c.t = c.t + FOUR
-                                hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
+                                hi = stack_read8_cpu(ms, env, rom_v, wram_e, wram_at, hram_e, fast, hram_fast, rom0_base, romx_off, (rg[R_SP] + 1) & 0xFFFF, c.t)
                                 c.t = c.t + FOUR
                                 rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                                 c.pc = (hi << 8) | lo
@@ -1295,7 +1339,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 c.v16 = r
                                 c.t = c.t + FOUR
                         else:
-                            n = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            n = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 1) & 0xFFFF
                             rg[R_F] = fl((rg[R_SP] & 15) + (n & 15) > 15, HF) | fl((rg[R_SP] & 0xFF) + n > 0xFF, CF)
@@ -1364,9 +1408,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         if wp.static(staged):
                             c.wv = rg[R_SP]                    # low byte at nn, high byte at nn + 1
                         else:
-                            lo = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, c.pc, c.t)
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
                             c.t = c.t + FOUR
-                            hi = read8(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, (c.pc + 1) & 0xFFFF, c.t)
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
                             addr = (hi << 8) | lo

@@ -216,16 +216,24 @@ ACCESS = np.array([_data_access(op) for op in range(256)], dtype=np.int32)
 GROUP_MASK = wp.constant(63)      # the table's second 256 bytes: group | OPERAND_BYTES << 6
 TABLE_GROUP_OPS = wp.constant(256)
 TABLE_ACCESS = wp.constant(512)   # the third 256 bytes: ACCESS
+# the CPU shape's INC r / DEC r, indexed by dec << 8 | v (dec = op & 1): the result (v +- 1) & $FF,
+# then 512 bytes further its Z, N and H (C is kept)
+TABLE_INC_DEC = wp.constant(768)
+INC_DEC_V = np.array([(v + 1 - 2 * d) & 0xFF for d in (0, 1) for v in range(256)], dtype=np.int32)
+INC_DEC_F = np.array([(0x80 if (v + 1 - 2 * d) & 0xFF == 0 else 0) | (0x40 * d)
+                      | (0x20 if (v ^ (v + 1 - 2 * d)) & 0x10 else 0) for d in (0, 1) for v in range(256)],
+                     dtype=np.int32)
 _groups_on_device = {}
 
 
 def opcode_groups_array(device) -> wp.array:
     """The decode table as a Warp byte array on `device` (built once per device): OPCODE_GROUPS
     (what the CPU shape reads), then OPCODE_GROUPS | OPERAND_BYTES << 6, then ACCESS (the CUDA
-    shape's)."""
+    shape's), then INC_DEC_V and INC_DEC_F (the CPU shape's INC r / DEC r)."""
     key = str(device)
     if key not in _groups_on_device:
-        table = np.concatenate([OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS]).astype(np.uint8)
+        table = np.concatenate([OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS,
+                                INC_DEC_V, INC_DEC_F]).astype(np.uint8)
         _groups_on_device[key] = wp.array(table, dtype=wp.uint8, device=device)
     return _groups_on_device[key]
 
@@ -932,14 +940,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[y] = (v - 1) & 0xFF
                                 rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                         else:
-                            # without a branch: dec = op & 1 (N), and H is the carry (borrow) into bit 4
-                            # of v +- 1, which is bit 4 of v ^ r
-                            dec = op & 1
-                            v = rg[y]
-                            r = (v + 1 - 2 * dec) & 0xFF
-                            rg[y] = r
-                            # (Z without a setcc: r - 1 is -1 only for r = 0, so bit 7 of (r - 1) >> 8)
-                            rg[R_F] = (rg[R_F] & CF) | (((r - 1) >> 8) & ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
+                            # without a branch: the result and its Z, N, H from the decode table's
+                            # INC_DEC_V / INC_DEC_F, indexed by dec << 8 | v (dec = op & 1)
+                            t = TABLE_INC_DEC + (((op & 1) << 8) | rg[y])
+                            rg[y] = load_u8(groups_ptr, t)
+                            rg[R_F] = (rg[R_F] & CF) | load_u8(groups_ptr, t + 512)
                     elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                         z = op & 7
                         if wp.static(staged):

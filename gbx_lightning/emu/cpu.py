@@ -869,8 +869,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         c.v16 = 0
                     else:
                         g = load_u8(groups_ptr, op)     # (op is a byte: no mask, no wrap test)
-                        w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
-                        v16 = int(0)
+                        # (16-bit results are stored in their branches: no write-back after the chain)
                     if g == G_LD_R_R:  # LD r[y], r[z]
                         y = (op >> 3) & 7
                         z = op & 7
@@ -1024,10 +1023,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
                             if p >= 2:
-                                w16 = 2
-                                v16 = addr + 1
-                                if p == 3:
-                                    v16 = addr - 1
+                                # HL+ / HL-: L +- 1, H only on a carry or borrow out of L (as INC/DEC rp)
+                                lo = rg[R_L] + 5 - 2 * p
+                                rg[R_L] = lo & 0xFF
+                                if lo != (lo & 0xFF):
+                                    rg[R_H] = (rg[R_H] + (lo >> 8)) & 0xFF
                     elif g == G_INC_DEC_RP:  # INC rp (q = 0) / DEC rp
                         p = (op >> 4) & 3
                         q = (op >> 3) & 1
@@ -1057,8 +1057,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
-                            w16 = p
-                            v16 = (hi << 8) | lo
+                            if p == 3:
+                                rg[R_SP] = (hi << 8) | lo
+                            else:
+                                rg[2 * p] = hi
+                                rg[2 * p + 1] = lo
                     elif g == G_ADD_HL_RP:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
                         p = (op >> 4) & 3
                         a = hl(rg[R_H], rg[R_L])
@@ -1069,8 +1072,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = 2
                             c.v16 = r
                         else:
-                            w16 = 2
-                            v16 = r
+                            rg[R_H] = (r >> 8) & 0xFF
+                            rg[R_L] = r & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_CB:  # CB prefix: rotates/shifts, BIT, RES, SET on r[cz] or (HL)
                         if wp.static(staged):
@@ -1287,10 +1290,12 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                             rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                             if q == 0:
-                                w16 = p
-                                if p == 3:
-                                    w16 = 4
-                                v16 = (hi << 8) | lo
+                                if p == 3:                 # POP AF: F's low nibble reads 0
+                                    rg[R_A] = hi
+                                    rg[R_F] = lo & 0xF0
+                                else:
+                                    rg[2 * p] = hi
+                                    rg[2 * p + 1] = lo
                             else:
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
@@ -1353,8 +1358,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[R_SP] = r
                                 c.t = c.t + wp.int64(8)
                             else:
-                                w16 = 2
-                                v16 = r
+                                rg[R_H] = r >> 8
+                                rg[R_L] = r & 0xFF
                                 c.t = c.t + FOUR
                     elif g == G_JP_HL:  # JP HL
                         c.pc = hl(rg[R_H], rg[R_L])
@@ -1455,18 +1460,6 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[R_F] = lo16 & 0xF0
                         running = c.t < c.limit
                     else:
-                        # write-back of 16-bit results
-                        if w16 >= 0:
-                            hi16 = (v16 >> 8) & 0xFF
-                            lo16 = v16 & 0xFF
-                            if w16 < 3:                   # BC DE HL
-                                rg[2 * w16] = hi16
-                                rg[2 * w16 + 1] = lo16
-                            elif w16 == 3:
-                                rg[R_SP] = v16 & 0xFFFF
-                            else:
-                                rg[R_A] = hi16
-                                rg[R_F] = lo16 & 0xF0
                         running = c.t < limit
                 if wp.static(COUNTERS):
                     r64[env, T_COUNT_RUNS] = r64[env, T_COUNT_RUNS] + wp.int64(1)

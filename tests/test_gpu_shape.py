@@ -117,7 +117,31 @@ def test_operand_bytes_table():
     table = cpu.opcode_groups_array("cpu").numpy().astype(int)
     assert (table[:256] == cpu.OPCODE_GROUPS).all()
     assert ((table[256:512] & 63) == cpu.OPCODE_GROUPS).all() and ((table[256:512] >> 6) == ops).all()
-    assert (table[512:] == cpu.ACCESS).all()
+    assert (table[512:768] == cpu.ACCESS).all()
+
+
+def test_inc_dec_table():
+    """The CPU shape's INC r / DEC r from the decode table's last 1,024 bytes (dec << 8 | v: the
+    result, then Z N H 512 bytes on), against Pan Docs' flags: Z if the result is 0, N for DEC, H on
+    a carry out of (INC) or a borrow into (DEC) bit 3."""
+    from gbx_lightning.emu import cpu
+    table = cpu.opcode_groups_array("cpu").numpy().astype(int)
+    inc_dec = table[768:]
+    assert len(inc_dec) == 1024
+
+    def run(dec, v):
+        return inc_dec[dec << 8 | v], inc_dec[512 + (dec << 8 | v)]
+    assert run(0, 0x00) == (0x01, 0x00)
+    assert run(0, 0x0F) == (0x10, 0x20)          # H
+    assert run(0, 0xFF) == (0x00, 0xA0)          # Z H
+    assert run(0, 0x7F) == (0x80, 0x20)
+    assert run(1, 0x01) == (0x00, 0xC0)          # Z N
+    assert run(1, 0x00) == (0xFF, 0x60)          # N H (borrow into bit 3)
+    assert run(1, 0x10) == (0x0F, 0x60)
+    assert run(1, 0x80) == (0x7F, 0x60)
+    assert run(1, 0x42) == (0x41, 0x40)
+    # no other bit set: C is the old F's, the low nibble 0
+    assert ((inc_dec[512:] & 0x1F) == 0).all()
 
 
 def test_data_access_table():

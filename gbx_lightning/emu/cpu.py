@@ -216,16 +216,24 @@ ACCESS = np.array([_data_access(op) for op in range(256)], dtype=np.int32)
 GROUP_MASK = wp.constant(63)      # the table's second 256 bytes: group | OPERAND_BYTES << 6
 TABLE_GROUP_OPS = wp.constant(256)
 TABLE_ACCESS = wp.constant(512)   # the third 256 bytes: ACCESS
+# the CPU shape's INC r / DEC r, indexed by dec << 8 | v (dec = op & 1): the result (v +- 1) & $FF,
+# then 512 bytes further its Z, N and H (C is kept)
+TABLE_INC_DEC = wp.constant(768)
+INC_DEC_V = np.array([(v + 1 - 2 * d) & 0xFF for d in (0, 1) for v in range(256)], dtype=np.int32)
+INC_DEC_F = np.array([(0x80 if (v + 1 - 2 * d) & 0xFF == 0 else 0) | (0x40 * d)
+                      | (0x20 if (v ^ (v + 1 - 2 * d)) & 0x10 else 0) for d in (0, 1) for v in range(256)],
+                     dtype=np.int32)
 _groups_on_device = {}
 
 
 def opcode_groups_array(device) -> wp.array:
     """The decode table as a Warp byte array on `device` (built once per device): OPCODE_GROUPS
     (what the CPU shape reads), then OPCODE_GROUPS | OPERAND_BYTES << 6, then ACCESS (the CUDA
-    shape's)."""
+    shape's), then INC_DEC_V and INC_DEC_F (the CPU shape's INC r / DEC r)."""
     key = str(device)
     if key not in _groups_on_device:
-        table = np.concatenate([OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS]).astype(np.uint8)
+        table = np.concatenate([OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS,
+                                INC_DEC_V, INC_DEC_F]).astype(np.uint8)
         _groups_on_device[key] = wp.array(table, dtype=wp.uint8, device=device)
     return _groups_on_device[key]
 
@@ -861,8 +869,7 @@ def _make_machine_kernel(staged: bool, name: str, module):
                         c.v16 = 0
                     else:
                         g = load_u8(groups_ptr, op)     # (op is a byte: no mask, no wrap test)
-                        w16 = int(-1)     # 16-bit destination (BC DE HL SP AF), -1: none
-                        v16 = int(0)
+                        # (16-bit results are stored in their branches: no write-back after the chain)
                     if g == G_LD_R_R:  # LD r[y], r[z]
                         y = (op >> 3) & 7
                         z = op & 7
@@ -932,14 +939,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[y] = (v - 1) & 0xFF
                                 rg[R_F] = (rg[R_F] & CF) | fl(v == 1, ZF) | NF | fl((v & 15) == 0, HF)
                         else:
-                            # without a branch: dec = op & 1 (N), and H is the carry (borrow) into bit 4
-                            # of v +- 1, which is bit 4 of v ^ r
-                            dec = op & 1
-                            v = rg[y]
-                            r = (v + 1 - 2 * dec) & 0xFF
-                            rg[y] = r
-                            # (Z without a setcc: r - 1 is -1 only for r = 0, so bit 7 of (r - 1) >> 8)
-                            rg[R_F] = (rg[R_F] & CF) | (((r - 1) >> 8) & ZF) | (dec << 6) | (((v ^ r) & 0x10) << 1)
+                            # without a branch: the result and its Z, N, H from the decode table's
+                            # INC_DEC_V / INC_DEC_F, indexed by dec << 8 | v (dec = op & 1)
+                            t = TABLE_INC_DEC + (((op & 1) << 8) | rg[y])
+                            rg[y] = load_u8(groups_ptr, t)
+                            rg[R_F] = (rg[R_F] & CF) | load_u8(groups_ptr, t + 512)
                     elif g == G_INC_DEC_HL:  # INC (HL) / DEC (HL)
                         z = op & 7
                         if wp.static(staged):
@@ -1019,10 +1023,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
                             if p >= 2:
-                                w16 = 2
-                                v16 = addr + 1
-                                if p == 3:
-                                    v16 = addr - 1
+                                # HL+ / HL-: L +- 1, H only on a carry or borrow out of L (as INC/DEC rp)
+                                lo = rg[R_L] + 5 - 2 * p
+                                rg[R_L] = lo & 0xFF
+                                if lo != (lo & 0xFF):
+                                    rg[R_H] = (rg[R_H] + (lo >> 8)) & 0xFF
                     elif g == G_INC_DEC_RP:  # INC rp (q = 0) / DEC rp
                         p = (op >> 4) & 3
                         q = (op >> 3) & 1
@@ -1052,8 +1057,11 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
                             c.t = c.t + FOUR
                             c.pc = (c.pc + 2) & 0xFFFF
-                            w16 = p
-                            v16 = (hi << 8) | lo
+                            if p == 3:
+                                rg[R_SP] = (hi << 8) | lo
+                            else:
+                                rg[2 * p] = hi
+                                rg[2 * p + 1] = lo
                     elif g == G_ADD_HL_RP:  # ADD HL, rp (H from bit 11, C from bit 15, Z kept)
                         p = (op >> 4) & 3
                         a = hl(rg[R_H], rg[R_L])
@@ -1064,8 +1072,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = 2
                             c.v16 = r
                         else:
-                            w16 = 2
-                            v16 = r
+                            rg[R_H] = (r >> 8) & 0xFF
+                            rg[R_L] = r & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_CB:  # CB prefix: rotates/shifts, BIT, RES, SET on r[cz] or (HL)
                         if wp.static(staged):
@@ -1282,10 +1290,12 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                             rg[R_SP] = (rg[R_SP] + 2) & 0xFFFF
                             if q == 0:
-                                w16 = p
-                                if p == 3:
-                                    w16 = 4
-                                v16 = (hi << 8) | lo
+                                if p == 3:                 # POP AF: F's low nibble reads 0
+                                    rg[R_A] = hi
+                                    rg[R_F] = lo & 0xF0
+                                else:
+                                    rg[2 * p] = hi
+                                    rg[2 * p + 1] = lo
                             else:
                                 c.pc = (hi << 8) | lo
                                 c.t = c.t + FOUR
@@ -1348,8 +1358,8 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[R_SP] = r
                                 c.t = c.t + wp.int64(8)
                             else:
-                                w16 = 2
-                                v16 = r
+                                rg[R_H] = r >> 8
+                                rg[R_L] = r & 0xFF
                                 c.t = c.t + FOUR
                     elif g == G_JP_HL:  # JP HL
                         c.pc = hl(rg[R_H], rg[R_L])
@@ -1450,18 +1460,6 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 rg[R_F] = lo16 & 0xF0
                         running = c.t < c.limit
                     else:
-                        # write-back of 16-bit results
-                        if w16 >= 0:
-                            hi16 = (v16 >> 8) & 0xFF
-                            lo16 = v16 & 0xFF
-                            if w16 < 3:                   # BC DE HL
-                                rg[2 * w16] = hi16
-                                rg[2 * w16 + 1] = lo16
-                            elif w16 == 3:
-                                rg[R_SP] = v16 & 0xFFFF
-                            else:
-                                rg[R_A] = hi16
-                                rg[R_F] = lo16 & 0xF0
                         running = c.t < limit
                 if wp.static(COUNTERS):
                     r64[env, T_COUNT_RUNS] = r64[env, T_COUNT_RUNS] + wp.int64(1)

@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         worse = [s for s, v, _ in run["evals"] if v is not None and run["random"] is not None
                  and worse_than_random(metric, v, run["random"])]
         line = f"{name}: {len(run['evals'])} evaluations"
-        if worse_than_random(metric, 0.0, 0.0) is not None:
+        if metric.removeprefix("eval/") not in NO_DIRECTION:
             line += f", worse than random at {worse or 'none'}"
         if args.minutes is not None:
             within = [v for _, v, w in run["evals"] if v is not None and w <= args.minutes * 60]

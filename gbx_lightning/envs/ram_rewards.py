@@ -36,7 +36,7 @@ import torch
 
 from .base import StateError
 from .ram_map import FieldReader, RamField
-from .reward_item import Param, RewardContext, RewardItem
+from .reward_item import EpisodeCellsItem, Param, RewardContext, RewardItem
 from .rewards import cell_index, popcount_bytes, progress_gain, visit_cells
 from .world import WorldTransform
 
@@ -84,8 +84,9 @@ def _optional_refs_problem(value) -> str | None:
     return None if value is None else _refs_problem(value)
 
 
-class Explore(_RamItem):
+class Explore(_RamItem, EpisodeCellsItem):
     """term, per step: first visits of a tuple of RAM fields (or of a world tile) per episode (module docstring)."""
+    NAME, RUN_TABLE, SIZES = "explore", "seen", "bits, novelty_bits"
     FIELD_PARAMS = {"fields": True}
     PARAMS = {"fields": Param(None, problem=_optional_refs_problem), "world": Param(False, choices=(False, True)),
               "weight": Param(1.0, bounds={}),
@@ -137,8 +138,7 @@ class Explore(_RamItem):
             novel = self.seen[cell] == 0
             self.seen[cell] = 1
             value = value + self.novelty_weight * novel.to(torch.float32)
-        # the episodes that ended forget their cells; sync marks the next episode's start
-        self.visited = self.visited.masked_fill(ctx.done.unsqueeze(1), 0)
+        self.forget_ended(ctx)
         return value if self.clip is None else value.clamp(self.clip[0], self.clip[1])
 
     def sync(self, env) -> None:
@@ -146,32 +146,6 @@ class Explore(_RamItem):
         _, self.visited = visit_cells(self.visited, self._cells(env, self.log2_bits))
         if self.novelty_weight:
             self.seen[self._cells(env, self.novelty_log2)] = 1
-
-    def reset(self) -> None:
-        self.visited = torch.zeros_like(self.visited)
-
-    def visited_count(self) -> torch.Tensor:
-        """int64 [N]: cells each env's episode has visited so far (for tests and dashboards)."""
-        return popcount_bytes(self.visited.view(torch.uint8).reshape(self.visited.shape[0], -1))
-
-    def state_dict(self, per_env: bool = True) -> dict:
-        state = {"visited": self.visited.cpu().clone()} if per_env else {}
-        if self.novelty_weight:      # the run's novelty belongs to no env: kept when a checkpoint leaves envs out
-            state["seen"] = self.seen.cpu().clone()
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        for key in ("visited", "seen"):
-            mine = getattr(self, key)
-            if key not in state:
-                if key == "visited":
-                    setattr(self, key, torch.zeros_like(mine))
-                continue
-            src = torch.as_tensor(state[key])
-            if src.shape != mine.shape or src.dtype != mine.dtype:
-                raise StateError(f"explore.load_state_dict: {key} must be {mine.dtype} {list(mine.shape)} (bits, "
-                                 f"novelty_bits and num_envs as saved), got {src.dtype} {list(src.shape)}")
-            setattr(self, key, src.to(mine.device).clone())
 
 
 class _Progress(_RamItem):

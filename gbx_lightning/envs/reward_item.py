@@ -15,9 +15,12 @@ import torch
 
 from gbx_lightning.checks import number_problem
 
+from .base import StateError
 from .ram_map import WRAM
+from .rewards import popcount_bytes
 
-__all__ = ["Param", "REQUIRED", "RewardContext", "RewardItem", "RewardSpecError", "WRAM", "param_problem"]
+__all__ = ["EpisodeCellsItem", "Param", "REQUIRED", "RewardContext", "RewardItem", "RewardSpecError", "WRAM",
+           "param_problem"]
 
 
 class RewardSpecError(ValueError):
@@ -110,3 +113,43 @@ class RewardItem:
 
     def load_state_dict(self, state: dict) -> None:
         pass
+
+
+class EpisodeCellsItem(RewardItem):
+    """A term that remembers each episode's cells in a bitset (``visited``, int64 [N, bits // 64]) and may count the
+    run's cells in a table (the attribute ``RUN_TABLE`` names; empty when off). The table belongs to the run, not
+    to an env: a checkpoint that leaves the envs out keeps it. ``explore`` and ``screen_novelty`` are the two."""
+    NAME = ""        # the item's name in errors
+    RUN_TABLE = ""   # the attribute holding the run-wide table
+    SIZES = ""       # the parameters that fix the saved shapes, for the load error
+
+    def forget_ended(self, ctx: RewardContext) -> None:
+        """The episodes that ended forget their cells; ``sync`` marks the next episode's start."""
+        self.visited = self.visited.masked_fill(ctx.done.unsqueeze(1), 0)
+
+    def reset(self) -> None:
+        self.visited = torch.zeros_like(self.visited)
+
+    def visited_count(self) -> torch.Tensor:
+        """int64 [N]: distinct cells each env's episode has visited so far (for tests and dashboards)."""
+        return popcount_bytes(self.visited.view(torch.uint8).reshape(self.visited.shape[0], -1))
+
+    def state_dict(self, per_env: bool = True) -> dict:
+        state = {"visited": self.visited.cpu().clone()} if per_env else {}
+        table = getattr(self, self.RUN_TABLE)
+        if table.numel():
+            state[self.RUN_TABLE] = table.cpu().clone()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("visited", self.RUN_TABLE):
+            mine = getattr(self, key)
+            if key not in state:
+                if key == "visited":
+                    self.visited = torch.zeros_like(mine)
+                continue
+            src = torch.as_tensor(state[key])
+            if src.shape != mine.shape or src.dtype != mine.dtype:
+                raise StateError(f"{self.NAME}.load_state_dict: {key} must be {mine.dtype} {list(mine.shape)} "
+                                 f"({self.SIZES} and num_envs as saved), got {src.dtype} {list(src.shape)}")
+            setattr(self, key, src.to(mine.device).clone())

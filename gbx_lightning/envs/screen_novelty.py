@@ -34,9 +34,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import StateError
-from .reward_item import Param, RewardContext, RewardItem
-from .rewards import popcount_bytes, visit_cells
+from .reward_item import EpisodeCellsItem, Param, RewardContext
+from .rewards import visit_cells
 
 __all__ = ["ScreenNovelty", "hash_cells", "screen_cells"]
 
@@ -89,9 +88,10 @@ def hash_cells(cells: torch.Tensor, coefficients: torch.Tensor, log2_bits: int) 
     return (cells * coefficients).sum(1) & ((1 << log2_bits) - 1)
 
 
-class ScreenNovelty(RewardItem):
+class ScreenNovelty(EpisodeCellsItem):
     """term, per step: new screens this episode (``weight``) and rare screens over the run (``count_weight``,
     1/sqrt(n)); module docstring."""
+    NAME, RUN_TABLE, SIZES = "screen_novelty", "counts", "bits, count_bits"
     PARAMS = {"weight": Param(1.0, bounds={}), "count_weight": Param(0.0, bounds={}),
               "block": Param(8, choices=(2, 4, 8)), "levels": Param(4, bounds={"low": 2, "high": 16, "integer": True}),
               "bits": Param(1 << 16, problem=_power_of_two(64, 1 << 24)),
@@ -130,37 +130,9 @@ class ScreenNovelty(RewardItem):
         if self.count_weight:
             self.counts.index_add_(0, count_cell, torch.ones_like(count_cell, dtype=torch.int32))
             value = value + self.count_weight * self.counts[count_cell].to(torch.float32).rsqrt()
-        # the episodes that ended forget their screens; sync marks the next episode's start screen
-        self.visited = self.visited.masked_fill(ctx.done.unsqueeze(1), 0)
+        self.forget_ended(ctx)
         return value
 
     def sync(self, env) -> None:
         # marks the screen every env shows now (the start screen of those just reset), not paid; a no-op elsewhere
         _, self.visited = visit_cells(self.visited, self.cells(env.observe()[:, -1])[0])
-
-    def reset(self) -> None:
-        self.visited = torch.zeros_like(self.visited)
-
-    def visited_count(self) -> torch.Tensor:
-        """int64 [N]: distinct screen cells each env's episode has shown so far."""
-        return popcount_bytes(self.visited.view(torch.uint8).reshape(self.visited.shape[0], -1))
-
-    def state_dict(self, per_env: bool = True) -> dict:
-        state = {"visited": self.visited.cpu().clone()} if per_env else {}
-        if self.count_weight:   # the run's counts belong to no env: kept when a checkpoint leaves envs out
-            state["counts"] = self.counts.cpu().clone()
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        for key in ("visited", "counts"):
-            mine = getattr(self, key)
-            if key not in state:
-                if key == "visited":
-                    self.visited = torch.zeros_like(mine)
-                continue
-            src = torch.as_tensor(state[key])
-            if src.shape != mine.shape or src.dtype != mine.dtype:
-                raise StateError(f"screen_novelty.load_state_dict: {key} must be {mine.dtype} {list(mine.shape)} "
-                                 f"(bits, count_bits and num_envs as saved), got {src.dtype} {list(src.shape)}")
-            setattr(self, key, src.to(mine.device).clone())
-

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 import curves  # noqa: E402
@@ -48,3 +50,17 @@ def test_curves_table_and_worse_than_random_line(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == "exp/version_0: 2 evaluations, worse than random at [100]"
     curves.main([str(run), "--metric", "length_mean"])
     assert capsys.readouterr().out.splitlines()[-1] == "exp/version_0: 2 evaluations"
+
+
+def test_a_run_name_reads_its_latest_version(tmp_path, capsys):
+    run = _run(tmp_path)                                     # exp/version_0
+    for name, rate in (("version_2", "0.25"), ("version_10", "0.375")):   # the latest by number: version_10
+        (run.parent / name).mkdir()
+        (run.parent / name / "train.jsonl").write_text((run / "train.jsonl").read_text().replace("0.125", rate))
+    (run.parent / "version_11").mkdir()                      # no train.jsonl: not a version of this run
+    assert curves.run_version(run.parent) == run.parent / "version_10"
+    assert curves.run_version(run) == run
+    curves.main([str(run.parent)])
+    assert capsys.readouterr().out.splitlines()[2] == "| 100 | 0.375 (0.5 min) |"
+    with pytest.raises(SystemExit, match=r"^curves.py: .*empty has no train.jsonl \(give a run's folder"):
+        curves.main([str(tmp_path / "empty")])

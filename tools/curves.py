@@ -47,6 +47,17 @@ def _written_at(run_dir: Path) -> dict[int, datetime]:
     return at
 
 
+def run_version(path: Path) -> Path:
+    """The folder holding train.jsonl: ``path`` itself, or its latest ``version_N`` (a run name as ``fit`` makes it)."""
+    if (path / "train.jsonl").exists():
+        return path
+    versions = sorted((int(v.name[8:]), v) for v in path.glob("version_*")
+                      if v.name[8:].isdigit() and (v / "train.jsonl").exists())
+    if not versions:
+        raise SystemExit(f"curves.py: {path} has no train.jsonl (give a run's folder, e.g. runs/NAME/version_0)")
+    return versions[-1][1]
+
+
 def read_run(run_dir: Path, metric: str) -> dict:
     """{"evals": [(env_steps, value, seconds)], "random": value or None} of one run's train.jsonl."""
     from gbx_lightning.callbacks import read_training_log
@@ -80,7 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=None)
     args = ap.parse_args(argv)
     metric = args.metric if args.metric.startswith("eval/") else f"eval/{args.metric}"
-    runs = {str(r): read_run(r, metric) for r in args.runs}
+    runs = {str(r): read_run(r, metric) for r in map(run_version, args.runs)}
     steps = sorted({s for run in runs.values() for s, _, _ in run["evals"]})
     names = [Path(r).parent.name + "/" + Path(r).name for r in runs]
     print("| env steps | " + " | ".join(names) + " |")

@@ -371,6 +371,32 @@ def test_inc_dec_rp_and_ld_indirect_a_with_carries():
     assert gb.read_memory(0, 0xC200, 1) == b"\x78"
 
 
+def test_io_registers_through_the_slow_path():
+    """I/O registers that the instruction loop's fast paths leave to bus_read / bus_write (BGP, SB,
+    NR50, IF: every register but P1, LY, STAT, DIV), written and read back through (HL), each value
+    logged to WRAM. Pan Docs: BGP, SB and NR50 read back what was written; IF's upper 3 bits read 1.
+    (On the CPU bus_read and bus_write take I/O and HRAM before they read the Machine: bus.io_first.)"""
+    prog = bytes([0x11, 0x00, 0xC0,    # ld de,$C000      ; the log
+                  0x21, 0x47, 0xFF,    # ld hl,BGP
+                  0x36, 0x1B,          # ld (hl),$1B
+                  0x7E, 0x12, 0x13,    # ld a,(hl) ; ld (de),a ; inc de   -> $1B
+                  0x2E, 0x01,          # ld l,SB
+                  0x36, 0x5A,          # ld (hl),$5A
+                  0x7E, 0x12, 0x13,    # -> $5A
+                  0x2E, 0x24,          # ld l,NR50
+                  0x36, 0x35,          # ld (hl),$35
+                  0x7E, 0x12, 0x13,    # -> $35
+                  0x2E, 0x0F,          # ld l,IF
+                  0x36, 0x04,          # ld (hl),$04      ; the timer request alone
+                  0x7E, 0x12, 0x13,    # -> $E4
+                  0x36, 0x00,          # ld (hl),$00
+                  0x7E, 0x12]) + LOOP  # -> $E0
+    gb = VecGameBoy(make_rom({0x100: prog}), 1)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 5) == bytes([0x1B, 0x5A, 0x35, 0xE4, 0xE0])
+    assert gb.read_memory(0, 0xFF47, 1) == b"\x1B" and gb.read_memory(0, 0xFF24, 1) == b"\x35"
+
+
 def test_state_is_per_env_and_rom_shared():
     gb = VecGameBoy(make_rom({0x100: LOOP}), 4)
     assert 0 < gb.state_bytes_per_env < 64 * 1024

@@ -330,7 +330,7 @@ def test_stack_accesses_in_wram_echo_hram_and_cart_ram():
 def test_inc_dec_rp_and_ld_indirect_a_with_carries():
     """INC/DEC BC/DE/SP with a carry or borrow out of the low byte (and DE/SP through $0000), LD
     (BC)/(DE),A and back, LD (HL+)/(HL-),A and back with L wrapping into H, on the WRAM fast path.
-    (The CPU shape's table splits DEC rp from INC rp and HL+/HL- from BC/DE: cpu.CPU_OPCODE_GROUPS.)
+    (Each is stored in its group's branch, the high byte only on a carry or borrow out of the low.)
     Pan Docs: INC/DEC rp change no flag; HL+ / HL- step HL after the access."""
     prog = bytes([0x01, 0x00, 0xC2,    # ld bc,$C200
                   0x3E, 0x77,          # ld a,$77

@@ -211,13 +211,6 @@ def _data_access(op: int) -> int:
 
 
 OPCODE_GROUPS = np.array([_opcode_group(op) for op in range(256)], dtype=np.int32)
-# The CPU shape's groups: two families split further, so that their branches test no opcode bit:
-# DEC rp apart from INC rp, LD (HL+)/(HL-),A and back apart from LD (BC)/(DE),A and back
-G_DEC_RP = wp.constant(41)
-G_LD_IND_HL = wp.constant(42)
-CPU_OPCODE_GROUPS = OPCODE_GROUPS.copy()
-CPU_OPCODE_GROUPS[[0x0B, 0x1B, 0x2B, 0x3B]] = 41
-CPU_OPCODE_GROUPS[[0x22, 0x2A, 0x32, 0x3A]] = 42
 OPERAND_BYTES = np.array([_operand_bytes(op) for op in range(256)], dtype=np.int32)
 ACCESS = np.array([_data_access(op) for op in range(256)], dtype=np.int32)
 GROUP_MASK = wp.constant(63)      # the table's second 256 bytes: group | OPERAND_BYTES << 6
@@ -239,7 +232,7 @@ def opcode_groups_array(device) -> wp.array:
     shape's), then INC_DEC_V and INC_DEC_F (the CPU shape's INC r / DEC r)."""
     key = str(device)
     if key not in _groups_on_device:
-        table = np.concatenate([CPU_OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS,
+        table = np.concatenate([OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS,
                                 INC_DEC_V, INC_DEC_F]).astype(np.uint8)
         _groups_on_device[key] = wp.array(table, dtype=wp.uint8, device=device)
     return _groups_on_device[key]
@@ -1019,8 +1012,9 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 if p == 3:
                                     c.v16 = daddr - 1
                         else:
-                            # (BC, DE: p < 2; HL+ / HL- are G_LD_IND_HL in the CPU shape)
-                            addr = (rg[2 * p] << 8) | rg[2 * p + 1]
+                            addr = hl(rg[R_H], rg[R_L])
+                            if p < 2:
+                                addr = get_rp(rg, rg[R_SP], p)
                             if q == 0:
                                 limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
                                 c.t = c.t + FOUR
@@ -1028,6 +1022,12 @@ def _make_machine_kernel(staged: bool, name: str, module):
                                 v = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
                                 c.t = c.t + FOUR
                                 rg[R_A] = v
+                            if p >= 2:
+                                # HL+ / HL-: L +- 1, H only on a carry or borrow out of L (as INC/DEC rp)
+                                lo = rg[R_L] + 5 - 2 * p
+                                rg[R_L] = lo & 0xFF
+                                if lo != (lo & 0xFF):
+                                    rg[R_H] = (rg[R_H] + (lo >> 8)) & 0xFF
                     elif g == G_INC_DEC_RP:  # INC rp (q = 0) / DEC rp
                         p = (op >> 4) & 3
                         q = (op >> 3) & 1
@@ -1035,16 +1035,16 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.w16 = p
                             c.v16 = get_rp(rg, rg[R_SP], p) + 1 - 2 * q
                         else:
-                            # (INC rp only: DEC rp is G_DEC_RP in the CPU shape's table. Stored here, not
-                            # through a write-back after the chain; BC DE HL by their low byte, the high
-                            # byte only on a carry out of it)
+                            # (stored here, not through the write-back after the chain; BC DE HL by
+                            # their low byte, the high byte only on a carry or borrow out of it: lo
+                            # is then 256 or -1, and lo >> 8 is +1 or -1)
                             if p == 3:
-                                rg[R_SP] = (rg[R_SP] + 1) & 0xFFFF
+                                rg[R_SP] = (rg[R_SP] + 1 - 2 * q) & 0xFFFF
                             else:
-                                lo = rg[2 * p + 1] + 1
+                                lo = rg[2 * p + 1] + 1 - 2 * q
                                 rg[2 * p + 1] = lo & 0xFF
-                                if lo == 0x100:
-                                    rg[2 * p] = (rg[2 * p] + 1) & 0xFF
+                                if lo != (lo & 0xFF):
+                                    rg[2 * p] = (rg[2 * p] + (lo >> 8)) & 0xFF
                         c.t = c.t + FOUR
                     elif g == G_LD_RP_NN:  # LD rp, nn
                         p = (op >> 4) & 3
@@ -1428,30 +1428,6 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                             limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
                             c.t = c.t + FOUR
-                    elif g == G_DEC_RP:  # (the CPU shape's table only) DEC rp
-                        if wp.static(not staged):
-                            p = (op >> 4) & 3
-                            if p == 3:
-                                rg[R_SP] = (rg[R_SP] - 1) & 0xFFFF
-                            else:
-                                lo = rg[2 * p + 1] - 1
-                                rg[2 * p + 1] = lo & 0xFF
-                                if lo < 0:               # (a borrow out of the low byte)
-                                    rg[2 * p] = (rg[2 * p] - 1) & 0xFF
-                            c.t = c.t + FOUR
-                    elif g == G_LD_IND_HL:  # (the CPU shape's table only) LD (HL+)/(HL-), A and back (q = 1)
-                        if wp.static(not staged):
-                            addr = hl(rg[R_H], rg[R_L])
-                            if (op & 0x08) == 0:
-                                limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, addr, rg[R_A], c.t, limit)
-                            else:
-                                rg[R_A] = read_data8_cpu(ms, env, rom_v, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, rom0_base, romx_off, addr, c.t)
-                            c.t = c.t + FOUR
-                            # L +- 1 (HL+: op $22/$2A, HL-: $32/$3A), H only on a carry or borrow out of L
-                            lo = rg[R_L] + 1 - ((op >> 3) & 2)
-                            rg[R_L] = lo & 0xFF
-                            if lo != (lo & 0xFF):
-                                rg[R_H] = (rg[R_H] + (lo >> 8)) & 0xFF
                     else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                         rg[R_LOCKED] = 1
                         if wp.static(staged):

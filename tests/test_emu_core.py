@@ -327,6 +327,76 @@ def test_stack_accesses_in_wram_echo_hram_and_cart_ram():
     assert gb.read_memory(0, 0xFFFC, 2) == b"\x24\x01"
 
 
+def test_inc_dec_rp_and_ld_indirect_a_with_carries():
+    """INC/DEC BC/DE/SP with a carry or borrow out of the low byte (and DE/SP through $0000), LD
+    (BC)/(DE),A and back, LD (HL+)/(HL-),A and back with L wrapping into H, on the WRAM fast path.
+    (Each is stored in its group's branch, the high byte only on a carry or borrow out of the low.)
+    Pan Docs: INC/DEC rp change no flag; HL+ / HL- step HL after the access."""
+    prog = bytes([0x01, 0x00, 0xC2,    # ld bc,$C200
+                  0x3E, 0x77,          # ld a,$77
+                  0x02,                # ld (bc),a        ; [$C200] = $77
+                  0x11, 0x00, 0xC2,    # ld de,$C200
+                  0xAF,                # xor a
+                  0x1A,                # ld a,(de)        ; A = $77
+                  0x3C,                # inc a            ; A = $78, F = $00
+                  0x12,                # ld (de),a        ; [$C200] = $78
+                  0x01, 0xFF, 0x12,    # ld bc,$12FF
+                  0x03,                # inc bc           ; $1300
+                  0x0B,                # dec bc           ; $12FF
+                  0x0B,                # dec bc           ; $12FE
+                  0x11, 0x00, 0x00,    # ld de,$0000
+                  0x1B,                # dec de           ; $FFFF
+                  0x13,                # inc de           ; $0000
+                  0x1B,                # dec de           ; $FFFF
+                  0x31, 0x00, 0x00,    # ld sp,$0000
+                  0x3B,                # dec sp           ; $FFFF
+                  0x3B,                # dec sp           ; $FFFE
+                  0x33,                # inc sp           ; $FFFF
+                  0x21, 0x00, 0xC1,    # ld hl,$C100
+                  0x2B,                # dec hl           ; $C0FF
+                  0x3E, 0x5A,          # ld a,$5A
+                  0x22,                # ld (hl+),a       ; [$C0FF] = $5A, HL = $C100
+                  0x3E, 0xA5,          # ld a,$A5
+                  0x32,                # ld (hl-),a       ; [$C100] = $A5, HL = $C0FF
+                  0x3A,                # ld a,(hl-)       ; A = $5A, HL = $C0FE
+                  0x23, 0x23,          # inc hl ; inc hl  ; HL = $C100
+                  0x2A]) + LOOP        # ld a,(hl+)       ; A = $A5, HL = $C101
+    gb = VecGameBoy(make_rom({0x100: prog}), 1)
+    gb.run_frames(1)
+    r = gb.registers(0)
+    assert (r["a"], r["f"], r["b"], r["c"], r["d"], r["e"], r["h"], r["l"]) == \
+        (0xA5, 0x00, 0x12, 0xFE, 0xFF, 0xFF, 0xC1, 0x01)
+    assert r["sp"] == 0xFFFF
+    assert gb.read_memory(0, 0xC0FF, 2) == b"\x5A\xA5"
+    assert gb.read_memory(0, 0xC200, 1) == b"\x78"
+
+
+def test_io_registers_through_the_slow_path():
+    """I/O registers that the instruction loop's fast paths leave to bus_read / bus_write (BGP, SB,
+    NR50, IF: every register but P1, LY, STAT, DIV), written and read back through (HL), each value
+    logged to WRAM. Pan Docs: BGP, SB and NR50 read back what was written; IF's upper 3 bits read 1.
+    (On the CPU bus_read and bus_write take I/O and HRAM before they read the Machine: bus.io_first.)"""
+    prog = bytes([0x11, 0x00, 0xC0,    # ld de,$C000      ; the log
+                  0x21, 0x47, 0xFF,    # ld hl,BGP
+                  0x36, 0x1B,          # ld (hl),$1B
+                  0x7E, 0x12, 0x13,    # ld a,(hl) ; ld (de),a ; inc de   -> $1B
+                  0x2E, 0x01,          # ld l,SB
+                  0x36, 0x5A,          # ld (hl),$5A
+                  0x7E, 0x12, 0x13,    # -> $5A
+                  0x2E, 0x24,          # ld l,NR50
+                  0x36, 0x35,          # ld (hl),$35
+                  0x7E, 0x12, 0x13,    # -> $35
+                  0x2E, 0x0F,          # ld l,IF
+                  0x36, 0x04,          # ld (hl),$04      ; the timer request alone
+                  0x7E, 0x12, 0x13,    # -> $E4
+                  0x36, 0x00,          # ld (hl),$00
+                  0x7E, 0x12]) + LOOP  # -> $E0
+    gb = VecGameBoy(make_rom({0x100: prog}), 1)
+    gb.run_frames(1)
+    assert gb.read_memory(0, 0xC000, 5) == bytes([0x1B, 0x5A, 0x35, 0xE4, 0xE0])
+    assert gb.read_memory(0, 0xFF47, 1) == b"\x1B" and gb.read_memory(0, 0xFF24, 1) == b"\x35"
+
+
 def test_state_is_per_env_and_rom_shared():
     gb = VecGameBoy(make_rom({0x100: LOOP}), 4)
     assert 0 < gb.state_bytes_per_env < 64 * 1024

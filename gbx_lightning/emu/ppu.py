@@ -70,7 +70,10 @@ built once per catch-up. The line's OAM selection is made once, as mode 3 starts
 spare r32 words for drawing as mode 3 ends (``_line_selection`` says why OAM cannot have
 changed in between, or scans again). A line that draws nothing (render "none", odd lines
 in "obs", the blank frame after LCD on) and is caught up whole in one call skips the OAM
-scan: its mode 3 ends before the call's time whatever its length.
+scan: its mode 3 ends before the call's time whatever its length. On the CPU, a frame that
+draws nothing catches up a run of such lines in one step (``_lines_in_bulk``: LY, the line
+start and the window's line counter moved at once; cpu_mix, a frame polling nothing, catches
+up ~140 lines in a few calls).
 
 The WY condition (window may show from this line on) is set when LY == WY while the
 window is enabled (LCDC.5): as a line starts, or when LCDC/WY is written mid-line.
@@ -445,6 +448,41 @@ def lyc_lines_whole() -> int:
     ...
 
 
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+    return 0;
+#else
+    return 1;
+#endif
+""")
+def lines_in_bulk() -> int:
+    """1 on the CPU: ppu_sync catches up a run of past lines that draw nothing in one step
+    (_lines_in_bulk). 0 on CUDA, where the code is compiled out (the sm_90 footprint is the one
+    tools/kernel_report.py printed before it)."""
+    ...
+
+
+@wp.func
+def _lines_in_bulk(io: IO, r32: R32, ly: int, ls: wp.int64, now: wp.int64) -> int:
+    """How many of the lines from ly on (which starts at ls, caught up whole: no STAT source but
+    LY=LYC's, on no line of the run) ppu_sync may process in one step, on the CPU: all that end by
+    `now` while this frame draws nothing (R_RENDER_NOW), up to line 143, none of them LYC's (when
+    its source is on) and WY met by none but the first and the one after the run (the frame's WY
+    condition is then the same on every line of the run, and with it the window's visibility).
+    Their events change nothing else: no STAT line, no IF bit, mode 3 at its shortest, no drawing."""
+    n = int(1)
+    if lines_in_bulk() != 0 and r32[R_RENDER_NOW] == RENDER_NONE:
+        n = int((now - ls) // wp.int64(LINE_CYCLES))
+        n = wp.min(n, 144 - ly)
+        lyc = int(io[0x45])
+        if (int(io[0x41]) & 0x78) != 0 and lyc > ly:
+            n = wp.min(n, lyc - ly)
+        wy = int(io[0x4A])
+        if wy > ly:
+            n = wp.min(n, wy - ly)
+    return n
+
+
 @wp.func
 def _lyc_elsewhere(io: IO, r32: R32) -> int:
     """1 if the LY=LYC source is the only STAT source enabled and this line's LY is not LYC (on the
@@ -479,6 +517,13 @@ def ppu_sync(ms: MachinePtr, env: int, now: wp.int64):
             # in one step, as _advance would make them (no STAT interrupt line to update; mode 3 at
             # its shortest, see _advance)
             ly = r32[R_LY]
+            # (on the CPU, the run of such lines before this one in one step: ly and ls move to
+            # its last line, and the window's line counter counts the others)
+            skip = _lines_in_bulk(io, r32, ly, ls, now) - 1
+            if skip > 0:
+                r32[R_WIN_LINE] = r32[R_WIN_LINE] + skip * window_visible(int(io[0x40]), r32[R_WY_TRIGGERED], int(io[0x4B]))
+                ly = ly + skip
+                ls = ls + wp.int64(skip) * wp.int64(LINE_CYCLES)
             r32[R_MODE3_LEN] = MODE3_MIN_CYCLES
             _mode3_end(ms, env, io, r32, r64, ly, ls + wp.int64(MODE3_START_T + MODE3_MIN_CYCLES), 1)
             r64[T_PPU_EVENT] = _next_line(io, r32, r64, ly, ls)

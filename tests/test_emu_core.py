@@ -33,6 +33,14 @@ def send(ch: int) -> bytes:
 LOOP = bytes([0x18, 0xFE])  # jr $
 
 
+def run_one_frame(code: dict) -> tuple[VecGameBoy, tuple, int]:
+    """One env on make_rom(code) for a frame: (the machine, its A F B C D E H L, its SP)."""
+    gb = VecGameBoy(make_rom(code), 1)
+    gb.run_frames(1)
+    r = gb.registers(0)
+    return gb, tuple(r[k] for k in ("a", "f", "b", "c", "d", "e", "h", "l")), r["sp"]
+
+
 @pytest.fixture(scope="session")
 def hello():
     prog = send(ord("H")) + send(ord("I")) + send(ord("\n")) + LOOP
@@ -316,12 +324,9 @@ def test_stack_accesses_in_wram_echo_hram_and_cart_ram():
     sub = bytes([0x26, 0x77,           # ld h,$77         ; (at $012C)
                  0xC9])                # ret
     assert 0x100 + len(prog) <= 0x12C
-    gb = VecGameBoy(make_rom({0x100: prog, 0x12C: sub}), 1)
-    gb.run_frames(1)
-    r = gb.registers(0)
-    assert (r["a"], r["f"], r["b"], r["c"], r["d"], r["e"], r["h"], r["l"]) == \
-        (0x9A, 0xB0, 0xFF, 0xFF, 0x12, 0x34, 0x77, 0x78)
-    assert r["sp"] == 0xA002
+    gb, regs, sp = run_one_frame({0x100: prog, 0x12C: sub})
+    assert regs == (0x9A, 0xB0, 0xFF, 0xFF, 0x12, 0x34, 0x77, 0x78)
+    assert sp == 0xA002
     assert gb.read_memory(0, 0xDFFE, 2) == b"\x34\x12"
     assert gb.read_memory(0, 0xC000, 2) == b"\xBC\x9A"
     assert gb.read_memory(0, 0xFFFC, 2) == b"\x24\x01"
@@ -361,12 +366,9 @@ def test_inc_dec_rp_and_ld_indirect_a_with_carries():
                   0x3A,                # ld a,(hl-)       ; A = $5A, HL = $C0FE
                   0x23, 0x23,          # inc hl ; inc hl  ; HL = $C100
                   0x2A]) + LOOP        # ld a,(hl+)       ; A = $A5, HL = $C101
-    gb = VecGameBoy(make_rom({0x100: prog}), 1)
-    gb.run_frames(1)
-    r = gb.registers(0)
-    assert (r["a"], r["f"], r["b"], r["c"], r["d"], r["e"], r["h"], r["l"]) == \
-        (0xA5, 0x00, 0x12, 0xFE, 0xFF, 0xFF, 0xC1, 0x01)
-    assert r["sp"] == 0xFFFF
+    gb, regs, sp = run_one_frame({0x100: prog})
+    assert regs == (0xA5, 0x00, 0x12, 0xFE, 0xFF, 0xFF, 0xC1, 0x01)
+    assert sp == 0xFFFF
     assert gb.read_memory(0, 0xC0FF, 2) == b"\x5A\xA5"
     assert gb.read_memory(0, 0xC200, 1) == b"\x78"
 

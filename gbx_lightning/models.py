@@ -501,19 +501,25 @@ class PixelVectorPolicy(ActorCritic):
         channels: the two convolutions' output channels.
         vector_hidden: the vector MLP's layers' widths (ReLU).
         hidden: the dense layer's width.
+        vector_bits: each byte's 8 bits (0 or 1) beside its scaled value, as the vector MLP's input. Scaled by
+            1/255, a flag byte (orchard's beetle directions: 1, 2, 4, 8) or a few pixels' difference in a
+            coordinate moves the input by 0.004-0.03: too little for the MLP to draw the narrow windows a
+            timing decision needs (when a patrol has just passed); the bits make them plain.
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
-                 channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256):
+                 channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256,
+                 vector_bits: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
-        _pixel_vector_layers(self, "pixel_vector", vector_size, channels, vector_hidden, hidden)
+        _pixel_vector_layers(self, "pixel_vector", vector_size, channels, vector_hidden, hidden, vector_bits)
         self._heads(int(hidden))
 
     def torso(self, obs):
         return _pixel_vector_features(self, obs)
 
 
-def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, vector_hidden, hidden) -> None:
+def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, vector_hidden, hidden,
+                         vector_bits: bool = False) -> None:
     """PixelVectorPolicy's layers (``convs``, ``vector_mlp``, ``dense``) on ``policy``: shared with its LSTM form."""
     _check_pixels(name, policy.obs_shape, 20)
     plane = policy.obs_shape[1] * policy.obs_shape[2]
@@ -522,7 +528,10 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
         raise ValueError(f"{name} policy: needs an observation with a data plane in front of the frames "
                          f"(GameBoyEnv's obs: {{ram: [...], visited: {{...}}}}) and its vector_size in "
                          f"1..{plane}, got obs_shape {list(policy.obs_shape)} and vector_size {vector_size!r}")
-    policy.vector_size = vector_size
+    if not isinstance(vector_bits, bool):
+        raise ValueError(f"{name} policy: vector_bits must be true or false, got {vector_bits!r}")
+    policy.vector_size, policy.vector_bits = vector_size, vector_bits
+    policy.register_buffer("_bit_shifts", torch.arange(8, dtype=torch.uint8), persistent=False)
     c1, c2 = (int(c) for c in channels)
     g = math.sqrt(2)
     policy.convs = nn.Sequential(
@@ -531,7 +540,7 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
         nn.Flatten(),
     )
     layers: list[nn.Module] = []
-    width = vector_size
+    width = vector_size * (9 if vector_bits else 1)
     for h in vector_hidden:
         layers += [_init(nn.Linear(width, int(h)), g), nn.ReLU()]
         width = int(h)
@@ -544,7 +553,11 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
 
 def _pixel_vector_features(policy: ActorCritic, obs: torch.Tensor) -> torch.Tensor:
     frames = _pixel_input(obs[:, 1:], False, policy._inputs)
-    vector = obs[:, 0].reshape(obs.shape[0], -1)[:, :policy.vector_size].float() / 255.0
+    raw = obs[:, 0].reshape(obs.shape[0], -1)[:, :policy.vector_size]
+    vector = raw.float() / 255.0
+    if policy.vector_bits:   # bit i of byte j at input vector_size + 8 j + i
+        bits = (raw[:, :, None] >> policy._bit_shifts) & 1
+        vector = torch.cat([vector, bits.reshape(raw.shape[0], -1).float()], 1)
     return policy.dense(torch.cat([policy.convs(frames), policy.vector_mlp(vector)], 1))
 
 
@@ -556,9 +569,9 @@ class PixelVectorLSTMPolicy(RecurrentActorCritic):
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
                  channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256,
-                 lstm_size: int = 128, lstm_layers: int = 1):
+                 lstm_size: int = 128, lstm_layers: int = 1, vector_bits: bool = False):
         super().__init__(obs_shape, num_actions, torch.uint8)
-        _pixel_vector_layers(self, "pixel_vector_lstm", vector_size, channels, vector_hidden, hidden)
+        _pixel_vector_layers(self, "pixel_vector_lstm", vector_size, channels, vector_hidden, hidden, vector_bits)
         self._lstm_and_heads(int(hidden), lstm_size, lstm_layers)
 
     def torso(self, obs):

@@ -155,6 +155,30 @@ def test_pixel_vector_policy_reads_the_vector_and_the_frames():
         PixelVectorPolicy((3, 72, 80), 5)
 
 
+@pytest.mark.parametrize("cls", [PixelVectorPolicy, PixelVectorLSTMPolicy])
+def test_vector_bits_feed_each_bytes_bits_beside_its_scaled_value(cls):
+    """vector_bits: the vector MLP's input is the scaled bytes, then each byte's bits, least significant first
+    (byte 2 = 0b11000101 = 197: 197 / 255 at input 2, bits 1,0,1,0,0,0,1,1 at inputs 10 + 16 .. 10 + 23)."""
+    policy = cls((3, 72, 80), 5, vector_size=10, vector_bits=True)
+    seen = []
+    policy.vector_mlp[0].register_forward_hook(lambda mod, args, out: seen.append(args[0]))
+    obs = torch.zeros((1, 3, 72, 80), dtype=torch.uint8)
+    obs[0, 0, 0, 2] = 0b11000101
+    obs[0, 0, 0, 9] = 255
+    obs[0, 0, 0, 10] = 7                          # past the vector: not read
+    policy.torso(obs) if cls is PixelVectorPolicy else policy.step(obs, policy.initial_state(1, obs.device),
+                                                                    torch.ones(1, dtype=torch.bool))
+    x = seen[0][0]
+    assert policy.vector_mlp[0].in_features == 90 and x.shape == (90,)
+    expected = torch.zeros(90)
+    expected[2], expected[9] = 197 / 255, 1.0
+    expected[10 + 16:10 + 24] = torch.tensor([1., 0, 1, 0, 0, 0, 1, 1])
+    expected[10 + 72:10 + 80] = 1.0
+    assert torch.allclose(x, expected)
+    with pytest.raises(ValueError, match=r"^pixel_vector\S* policy: vector_bits must be true or false, got 1$"):
+        cls((3, 72, 80), 5, vector_size=10, vector_bits=1)
+
+
 def test_fit_from_yaml_with_obs_and_the_pixel_vector_policy(tmp_path, capsys):
     """From the command line: obs in the env's init_args, PixelVectorPolicy sized by the module (vector_size from
     the env); a pixels-only policy with obs is refused in one line naming model.policy."""

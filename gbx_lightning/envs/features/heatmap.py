@@ -52,18 +52,23 @@ class VisitHeatmap(Feature):
             height, self.width = (-(-(1 << fields[a].bits) // self.cell) for a in ("y", "x"))
         self.counts = torch.zeros((height, self.width), dtype=torch.int64, device=device)
 
+    def cells(self, env) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every env's cell now: int64 row and column [N] in the counts grid, and bool [N] whether it counts
+        (``map`` equals ``map_value`` where given; with a world, on the world)."""
+        if self.world is not None:
+            y, x, inside = self.world.positions(env)
+            return y // self.cell, x // self.cell, inside
+        y, x = self.readers[0](env)[:, 0] // self.cell, self.readers[1](env)[:, 0] // self.cell
+        inside = torch.ones_like(y, dtype=torch.bool)
+        if self.map_reader is not None:
+            inside = self.map_reader(env)[:, 0] == self.map_value
+        return y, x, inside
+
     def update(self, env) -> None:
         """One visit at every env's (y, x) now (only where ``map`` equals ``map_value``, when given; with a world:
         at its world tile, none off the world)."""
-        if self.world is not None:
-            y, x, inside = self.world.positions(env)
-            y, x, ones = y // self.cell, x // self.cell, inside.to(torch.int64)
-        else:
-            y, x = self.readers[0](env)[:, 0] // self.cell, self.readers[1](env)[:, 0] // self.cell
-            ones = torch.ones_like(y)
-            if self.map_reader is not None:
-                ones = (self.map_reader(env)[:, 0] == self.map_value).to(torch.int64)
-        self.counts.view(-1).index_add_(0, y * self.width + x, ones)
+        y, x, inside = self.cells(env)
+        self.counts.view(-1).index_add_(0, y * self.width + x, inside.to(torch.int64))
 
     def picture(self) -> tuple[bytes, int, int] | None:
         """The image of the counts so far as (PNG bytes, height, width), None before any visit (one host read):

@@ -1,0 +1,115 @@
+"""Where a policy's episodes end: the cells (the task's ``heatmap`` fields) its episodes fail, succeed or run out on.
+
+    python tools/episode_ends.py CONFIG [--ckpt_path CKPT] [--episodes 64] [--greedy] [--top 10]
+
+A learning curve says how many episodes die; this says where. Builds the env as the config's module would, loads
+the policy from a checkpoint (without one: uniformly random actions), runs one episode per env from the task's
+start states (an evaluation env: no pool starts; the config's ``eval_seed``), and counts, for each ended episode,
+the heatmap cell (``heatmap: {y, x, cell}``; the world tile with ``world: true``) the player stood on when the
+episode's last step began: where the beetle caught it, where the goal was reached. On orchard's level 7 it showed
+half of a policy's deaths in one pocket under one beetle's patrol (docs/benchmarks.md).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+OUTCOMES = ("failed", "success", "time_up")
+
+
+def episode_ends(env, policy, seed: int, greedy: bool = False, max_steps: int = 100_000) -> dict[str, Counter]:
+    """One episode in each of ``env``'s envs; ``{outcome: Counter({(row, col): episodes})}`` over the heatmap's
+    cells at each episode's last step's start (``OUTCOMES``: failed, success, or neither: time up). ``policy``:
+    a module's policy (recurrent ones carry their state) or anything returning (logits, value)."""
+    import torch
+
+    from gbx_lightning.models import is_recurrent, sample_actions
+
+    heatmap = env.feature("heatmap")
+    if heatmap is None:
+        raise ValueError("episode_ends: the task has no heatmap (heatmap: {y: FIELD, x: FIELD}): no cells to count")
+    n, device = env.num_envs, torch.device(env.device)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    obs = env.reset(seed=seed)
+    recurrent = is_recurrent(policy)
+    state = policy.initial_state(n, device) if recurrent else None
+    starts = torch.ones(n, dtype=torch.bool, device=device)
+    finished = torch.zeros(n, dtype=torch.bool, device=device)
+    ends = {k: Counter() for k in OUTCOMES}
+    with torch.no_grad():
+        for _ in range(max_steps):
+            row, col, inside = heatmap.cells(env)
+            if recurrent:
+                logits, _, state = policy.step(obs, state, starts)
+            else:
+                logits, _ = policy(obs)
+            actions = logits.argmax(-1) if greedy else sample_actions(logits, gen)
+            obs, _, terminated, truncated, info = env.step(actions.to(torch.int32))
+            starts = terminated | truncated
+            ended = starts & ~finished
+            outcome = torch.where(info["failed"], 0, torch.where(info["success"], 1, 2))
+            for i in torch.nonzero(ended & inside).flatten().tolist():
+                ends[OUTCOMES[int(outcome[i])]][(int(row[i]), int(col[i]))] += 1
+            finished |= ended
+            if bool(finished.all()):
+                break
+    return ends
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config", help="a training config (YAML)")
+    ap.add_argument("--ckpt_path", default=None, help="a checkpoint of a run of this config (default: random actions)")
+    ap.add_argument("--episodes", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=None, help="default: the config's model.init_args.eval_seed")
+    ap.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled, as evaluation does)")
+    ap.add_argument("--top", type=int, default=10, help="cells listed per outcome")
+    args = ap.parse_args(argv)
+
+    import torch
+    import warp as wp
+    import yaml
+    from torch import nn
+
+    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING
+    from gbx_lightning.algos.build import build_policy, factory_parts
+
+    init = yaml.safe_load(Path(args.config).read_text())["model"]["init_args"]
+    env_class, options = factory_parts(init["env"])
+    env = env_class(args.episodes, "cpu", **options)
+    if hasattr(env, "eval"):
+        env.eval()
+    if args.ckpt_path is None:
+        class Uniform(nn.Module):
+            def forward(self, obs):
+                return torch.zeros(obs.shape[0], env.num_actions), torch.zeros(obs.shape[0])
+        policy, who = Uniform(), "random policy"
+    else:
+        cls, kwargs = factory_parts(init["policy"])
+        policy = build_policy(partial(cls, **kwargs), env)
+        weights = torch.load(args.ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
+        policy.load_state_dict({k[len("policy."):]: v for k, v in weights.items() if k.startswith("policy.")})
+        policy.eval()
+        who = Path(args.ckpt_path).name + (" (greedy)" if args.greedy else "")
+    seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)
+    ends = episode_ends(env, policy, seed, greedy=args.greedy)
+    cell = env.feature("heatmap").cell
+    print(f"{who}: {args.episodes} episodes of {Path(args.config).name}; cells of {cell} x {cell} as (row, col) = "
+          f"(y // {cell}, x // {cell}) of the heatmap's fields, where each episode's last step began")
+    for outcome in OUTCOMES:
+        total = sum(ends[outcome].values())
+        if total:
+            cells = ", ".join(f"{rc}: {k}" for rc, k in ends[outcome].most_common(args.top))
+            print(f"  {outcome} {total}: {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 OUTCOMES = ("failed", "success", "time_up")
 
@@ -74,23 +75,17 @@ def main(argv=None) -> int:
 
     import torch
     import warp as wp
-    import yaml
-    from torch import nn
 
     wp.config.quiet = True
     wp.config.log_level = wp.LOG_WARNING
     from gbx_lightning.algos.build import build_policy, factory_parts
+    from random_policy import env_from_config, uniform_policy
 
-    init = yaml.safe_load(Path(args.config).read_text())["model"]["init_args"]
-    env_class, options = factory_parts(init["env"])
-    env = env_class(args.episodes, "cpu", **options)
+    env, init = env_from_config(args.config, args.episodes)
     if hasattr(env, "eval"):
         env.eval()
     if args.ckpt_path is None:
-        class Uniform(nn.Module):
-            def forward(self, obs):
-                return torch.zeros(obs.shape[0], env.num_actions), torch.zeros(obs.shape[0])
-        policy, who = Uniform(), "random policy"
+        policy, who = uniform_policy(env.num_actions), "random policy"
     else:
         cls, kwargs = factory_parts(init["policy"])
         policy = build_policy(partial(cls, **kwargs), env)

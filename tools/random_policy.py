@@ -17,6 +17,30 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def env_from_config(config: str, num_envs: int):
+    """The env of ``config``'s module (``model.env``: class_path, init_args) with ``num_envs`` envs on the CPU, and
+    the module's init_args (its ``eval_seed``, ``policy``)."""
+    import yaml
+
+    from gbx_lightning.algos.build import factory_parts
+
+    init = yaml.safe_load(Path(config).read_text())["model"]["init_args"]
+    env_class, options = factory_parts(init["env"])
+    return env_class(num_envs, "cpu", **options), init
+
+
+def uniform_policy(num_actions: int):
+    """A policy whose logits are all equal: uniformly random actions (value 0)."""
+    import torch
+    from torch import nn
+
+    class Uniform(nn.Module):
+        def forward(self, obs):
+            return torch.zeros(obs.shape[0], num_actions), torch.zeros(obs.shape[0])
+
+    return Uniform()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", help="a training config (YAML)")
@@ -24,26 +48,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="default: the config's model.init_args.eval_seed")
     args = ap.parse_args(argv)
 
-    import torch
     import warp as wp
-    import yaml
-    from torch import nn
 
     wp.config.quiet = True
     wp.config.log_level = wp.LOG_WARNING
-    from gbx_lightning.algos.build import factory_parts
     from gbx_lightning.data import EvalEpisodes
 
-    init = yaml.safe_load(Path(args.config).read_text())["model"]["init_args"]
-    env_class, options = factory_parts(init["env"])
-    env = env_class(args.episodes, "cpu", **options)
-
-    class Uniform(nn.Module):
-        def forward(self, obs):
-            return torch.zeros(obs.shape[0], env.num_actions), torch.zeros(obs.shape[0])
-
+    env, init = env_from_config(args.config, args.episodes)
     seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)
-    batch = next(iter(EvalEpisodes(env, Uniform(), seed)))
+    batch = next(iter(EvalEpisodes(env, uniform_policy(env.num_actions), seed)))
     done, wins = batch["finished"], batch["success"] & batch["finished"]
     length = batch["episode_length"].float()
     parts = [f"episodes {args.episodes}", f"success_rate {wins.float().mean():.4f}",

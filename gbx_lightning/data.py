@@ -352,14 +352,18 @@ class EvalEpisodes(IterableDataset):
     With ``record_clip`` and a pixel env (uint8 observations [K, H, W]) the batch also holds
     ``clip``: env 0's screens from its first observation to its last (the newest frame of each
     stack, the terminal screen included), uint8 [T, H, W], for a video of the agent.
+
+    ``before_step(env)``, when given, returns ``{name: tensor [N]}`` read before each step; the batch holds each
+    episode's values from its last step (``tools/episode_ends.py``: the cell each episode ended on).
     """
 
     def __init__(self, env, policy: nn.Module, seed: int, greedy: bool = False, max_steps: int = 100_000,
-                 check_every: int = 16, record_clip: bool = False):
+                 check_every: int = 16, record_clip: bool = False, before_step=None):
         super().__init__()
         self.env, self.policy, self.seed = env, policy, int(seed)
         self.greedy, self.max_steps, self.check_every = bool(greedy), int(max_steps), int(check_every)
         self.record_clip = bool(record_clip)
+        self.before_step = before_step
 
     def __len__(self) -> int:
         return 1
@@ -380,6 +384,7 @@ class EvalEpisodes(IterableDataset):
         state = self.policy.initial_state(n, device) if recurrent else None
         starts = torch.ones(n, dtype=torch.bool, device=device)
         for step in range(self.max_steps):
+            before = self.before_step(env) if self.before_step is not None else {}
             if recurrent:
                 logits, _, state = self.policy.step(obs, state, starts)
             else:
@@ -395,8 +400,9 @@ class EvalEpisodes(IterableDataset):
                     k for k, v in info.items() if k not in _KNOWN_INFO | _NOT_EVALUATED
                     and isinstance(v, torch.Tensor) and v.shape == (n,))
                 results = {k: torch.zeros_like(info[k]) for k in keys}
+                results.update({k: torch.zeros_like(v) for k, v in before.items()})
             for k, v in results.items():
-                results[k] = torch.where(ended, info[k], v)
+                results[k] = torch.where(ended, before[k] if k in before else info[k], v)
             finished |= ended
             # a host read every few steps only: evaluation is off the training hot path
             if (step + 1) % self.check_every == 0 and bool(finished.all()):

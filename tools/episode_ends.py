@@ -24,42 +24,27 @@ OUTCOMES = ("failed", "success", "time_up")
 
 
 def episode_ends(env, policy, seed: int, greedy: bool = False, max_steps: int = 100_000) -> dict[str, Counter]:
-    """One episode in each of ``env``'s envs; ``{outcome: Counter({(row, col): episodes})}`` over the heatmap's
-    cells at each episode's last step's start (``OUTCOMES``: failed, success, or neither: time up). ``policy``:
-    a module's policy (recurrent ones carry their state) or anything returning (logits, value)."""
-    import torch
-
-    from gbx_lightning.models import is_recurrent, sample_actions
+    """One episode in each of ``env``'s envs (``data.EvalEpisodes``); ``{outcome: Counter({(row, col): episodes})}``
+    over the heatmap's cells at each episode's last step's start (``OUTCOMES``: failed, success, or neither: time
+    up; an episode that never ended counts nowhere). ``policy``: a module's policy or anything returning (logits,
+    value)."""
+    from gbx_lightning.data import EvalEpisodes
 
     heatmap = env.feature("heatmap")
     if heatmap is None:
         raise ValueError("episode_ends: the task has no heatmap (heatmap: {y: FIELD, x: FIELD}): no cells to count")
-    n, device = env.num_envs, torch.device(env.device)
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed)
-    obs = env.reset(seed=seed)
-    recurrent = is_recurrent(policy)
-    state = policy.initial_state(n, device) if recurrent else None
-    starts = torch.ones(n, dtype=torch.bool, device=device)
-    finished = torch.zeros(n, dtype=torch.bool, device=device)
+
+    def cell(env):
+        row, col, inside = heatmap.cells(env)
+        return {"cell_row": row, "cell_col": col, "cell_inside": inside}
+
+    batch = next(iter(EvalEpisodes(env, policy, seed, greedy=greedy, max_steps=max_steps, before_step=cell)))
+    outcome = (~batch["failed"]).long() + (~batch["failed"] & ~batch["success"]).long()   # 0 failed, 1, 2
+    counted = batch["finished"] & batch["cell_inside"]
     ends = {k: Counter() for k in OUTCOMES}
-    with torch.no_grad():
-        for _ in range(max_steps):
-            row, col, inside = heatmap.cells(env)
-            if recurrent:
-                logits, _, state = policy.step(obs, state, starts)
-            else:
-                logits, _ = policy(obs)
-            actions = logits.argmax(-1) if greedy else sample_actions(logits, gen)
-            obs, _, terminated, truncated, info = env.step(actions.to(torch.int32))
-            starts = terminated | truncated
-            ended = starts & ~finished
-            outcome = torch.where(info["failed"], 0, torch.where(info["success"], 1, 2))
-            for i in torch.nonzero(ended & inside).flatten().tolist():
-                ends[OUTCOMES[int(outcome[i])]][(int(row[i]), int(col[i]))] += 1
-            finished |= ended
-            if bool(finished.all()):
-                break
+    for o, r, c in zip(outcome[counted].tolist(), batch["cell_row"][counted].tolist(),
+                       batch["cell_col"][counted].tolist()):
+        ends[OUTCOMES[o]][(r, c)] += 1
     return ends
 
 

@@ -58,12 +58,12 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=10, help="cells listed per outcome")
     args = ap.parse_args(argv)
 
-    import torch
     import warp as wp
 
     wp.config.quiet = True
     wp.config.log_level = wp.LOG_WARNING
     from gbx_lightning.algos.build import build_policy, factory_parts
+    from gbx_lightning.cli.runs import RunError, policy_weights
     from random_policy import env_from_config, uniform_policy
 
     env, init = env_from_config(args.config, args.episodes)
@@ -74,8 +74,12 @@ def main(argv=None) -> int:
     else:
         cls, kwargs = factory_parts(init["policy"])
         policy = build_policy(partial(cls, **kwargs), env)
-        weights = torch.load(args.ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
-        policy.load_state_dict({k[len("policy."):]: v for k, v in weights.items() if k.startswith("policy.")})
+        try:
+            weights = policy_weights(args.ckpt_path, "--ckpt_path")
+        except RunError as err:
+            print(f"episode_ends: {err}", file=sys.stderr)
+            return 2
+        policy.load_state_dict(weights)
         policy.eval()
         who = Path(args.ckpt_path).name + (" (greedy)" if args.greedy else "")
     seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)

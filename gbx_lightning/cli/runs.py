@@ -113,24 +113,25 @@ def check_checkpoint(path: str) -> None:
                        f"resume it with that version, or start a fresh run")
 
 
-def policy_weights(path: str) -> dict:
-    """The policy's weights in checkpoint ``path`` (``--init_from``), keyed as in ``policy.state_dict()``; RunError
-    in one line when the file is missing, not a checkpoint, from an earlier layout, or holds no policy."""
+def policy_weights(path: str, flag: str = "--init_from") -> dict:
+    """The policy's weights in checkpoint ``path`` (``--init_from``; ``flag`` names the option in the errors), keyed
+    as in ``policy.state_dict()``; RunError in one line when the file is missing, not a checkpoint, from an earlier
+    layout, or holds no policy."""
     if not Path(path).is_file():
-        raise RunError(f"--init_from {path}: no such file")
+        raise RunError(f"{flag} {path}: no such file")
     try:
         ckpt = read_checkpoint_head(path)
     except Exception as err:  # noqa: BLE001 - whatever torch.load makes of a file that is not a checkpoint
-        raise RunError(f"--init_from {path}: not a checkpoint ({type(err).__name__})") from None
+        raise RunError(f"{flag} {path}: not a checkpoint ({type(err).__name__})") from None
     state = ckpt.get("state_dict") if isinstance(ckpt, dict) else None
     if not isinstance(state, dict):
-        raise RunError(f"--init_from {path}: not a checkpoint of fit (no state_dict)")
+        raise RunError(f"{flag} {path}: not a checkpoint of fit (no state_dict)")
     problem = old_layout_problem(ckpt.get("hyper_parameters") or {})
     if problem is not None:
-        raise RunError(f"--init_from {path}: the checkpoint {problem}; it was saved by an earlier gbx_lightning")
+        raise RunError(f"{flag} {path}: the checkpoint {problem}; it was saved by an earlier gbx_lightning")
     weights = {k[len("policy."):]: v.clone() for k, v in state.items() if k.startswith("policy.")}
     if not weights:
-        raise RunError(f"--init_from {path}: the checkpoint holds no policy weights")
+        raise RunError(f"{flag} {path}: the checkpoint holds no policy weights")
     return weights
 
 

@@ -53,6 +53,12 @@ repeat, their median and range, wall and CPU time, with each side's update/act/e
 
     python tools/bench_trainer.py --sizes pokered_explore --base 646375f --repeats 3
     python tools/bench_trainer.py --sizes your_game_ppo --base 646375f --repeats 3
+
+`--config FILE` times `fit` of a training config as it stands (its module, env with every option, policy and the
+learner's sizes; no evaluation or checkpoints), with `--variants` or `--base`: what a change costs or buys on the
+run a user makes. A variant's list value is written in brackets (`channels=[8,16]`):
+
+    python tools/bench_trainer.py --config configs/orchard_game_ppo.yaml --variants "channels=[8,16],hidden=128"
 """
 
 from __future__ import annotations
@@ -130,8 +136,39 @@ def keep_freed_heap() -> bool:
 
 
 def _policy_kwargs(args) -> dict:
-    base = SETUPS[args.env][2] if args.policy == SETUPS[args.env][1] else {}
+    if getattr(args, "config", None):
+        base = _config_parts(args.config)["policy"][1]
+    else:
+        base = SETUPS[args.env][2] if args.policy == SETUPS[args.env][1] else {}
     return {**base, **(args.policy_args or {}), **getattr(args, "policy_kwargs", {})}
+
+
+# a config's module options that bench_trainer sets itself or that only matter to what it does not run
+_CONFIG_OWN = ("env", "policy", "num_envs", "seed", "eval_episodes", "eval_seed", "eval_max_steps")
+
+
+def _config_parts(path: str) -> dict:
+    """A training config's parts for run_fit: the module class, its options (minus ``_CONFIG_OWN``), the env's and
+    the policy's (class, options), and its learner sizes (algo, num_envs, rollout_steps, epochs, minibatches)."""
+    import yaml
+
+    from gbx_lightning.algos.build import factory_parts
+
+    try:
+        model = yaml.safe_load(Path(path).read_text())["model"]
+        module_cls, init = factory_parts(model)
+        env = factory_parts(init["env"])
+        policy = factory_parts(init["policy"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as err:
+        raise SystemExit(f"--config {path}: not a training config with model.init_args.env and .policy ({err})")
+    if module_cls not in (A2CModule, PPOModule) or env[0] is None or policy[0] is None:
+        raise SystemExit(f"--config {path}: model, env and policy must name classes of this package "
+                         f"(A2CModule or PPOModule), got {model.get('class_path')!r}")
+    return {"module": module_cls, "options": {k: v for k, v in init.items() if k not in _CONFIG_OWN},
+            "env": env, "policy": policy, "algo": "ppo" if module_cls is PPOModule else "a2c",
+            "num_envs": init.get("num_envs"), "rollout_steps": init.get("rollout_steps"),
+            "update_every": init.get("update_every"), "epochs": init.get("epochs"),
+            "minibatches": init.get("minibatches")}
 
 
 def _env_kwargs(args) -> dict:
@@ -169,17 +206,44 @@ class _Clock(Callback):
         self.t1, self.env1 = _now(), pl_module.env_steps
 
 
+def build_module(args, seed: int):
+    """The module fit trains: ``--config``'s own (its module, env and policy; a variant changes the policy's
+    options), else the built-in setup's A2CModule or PPOModule at ``args``' sizes."""
+    if getattr(args, "config", None):   # the config's own module, env and policy (variants on the policy)
+        parts = _config_parts(args.config)
+        env_cls, env_options = parts["env"]
+        if getattr(args, "stack_k", None):
+            env_options = {**env_options, "stack_k": args.stack_k}
+        options = {**parts["options"], "num_envs": args.num_envs, "seed": seed}
+        return parts["module"](env=partial(env_cls, **env_options),
+                               policy=partial(parts["policy"][0], **_policy_kwargs(args)), **options)
+    common = dict(env=partial(ENV_REGISTRY[args.env], **_env_kwargs(args)), num_envs=args.num_envs,
+                  policy=partial(POLICY_REGISTRY[args.policy], **_policy_kwargs(args)), seed=seed)
+    if args.algo == "a2c":
+        return A2CModule(update_every=args.update_every, **common)
+    return PPOModule(rollout_steps=args.rollout_steps, epochs=args.epochs, minibatches=args.minibatches, **common)
+
+
+def apply_config(args) -> None:
+    """``args`` at ``--config``'s sizes (algo, num_envs unless given, rollout_steps or update_every, epochs,
+    minibatches) and policy name; refused (one line) where it cannot apply."""
+    if args.sizes:
+        raise SystemExit("--config and --sizes: give one (the config sets the sizes)")
+    if not (args.variants or args.base):
+        raise SystemExit("--config: use it with --variants or --base (the plain loop runs the built-in setups)")
+    parts = _config_parts(args.config)
+    args.algo = parts["algo"]
+    for key in ("num_envs", "rollout_steps", "update_every", "epochs", "minibatches"):
+        if parts[key] is not None and (key != "num_envs" or args.num_envs is None):
+            setattr(args, key, parts[key])
+    args.policy = parts["policy"][0].__name__
+
+
 def run_fit(args, seed: int, phases: dict | None = None, update_cpu: list | None = None) -> tuple[float, float]:
     """fit's steady-state env steps/s (wall, CPU); ``phases`` (a dict) gets the seconds of the whole run spent in
     the update, acting and env.step; ``update_cpu`` (a list) the env steps per CPU second of the update path."""
     torch.manual_seed(seed)
-    common = dict(env=partial(ENV_REGISTRY[args.env], **_env_kwargs(args)), num_envs=args.num_envs,
-                  policy=partial(POLICY_REGISTRY[args.policy], **_policy_kwargs(args)), seed=seed)
-    if args.algo == "a2c":
-        module = A2CModule(update_every=args.update_every, **common)
-    else:
-        module = PPOModule(rollout_steps=args.rollout_steps, epochs=args.epochs, minibatches=args.minibatches,
-                           **common)
+    module = build_module(args, seed)
     clock = _Clock(args.warmup)
     cycle = args.epochs * args.minibatches if args.algo == "ppo" else 1  # optimizer steps per update (batch)
     with tempfile.TemporaryDirectory() as tmp:
@@ -316,10 +380,23 @@ def run_env_only(args, seed: int) -> tuple[float, float]:
     return timed * args.num_envs / (t1[0] - t0[0]), timed * args.num_envs / (t1[1] - t0[1])
 
 
+def _split_items(spec: str) -> list[str]:
+    """``spec`` split at the commas outside brackets: ``a=[8,16],b=1`` -> ``["a=[8,16]", "b=1"]``."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(spec):
+        depth += (ch in "[{") - (ch in "]}")
+        if ch == "," and depth == 0:
+            items.append(spec[start:i])
+            start = i + 1
+    items.append(spec[start:])
+    return [item for item in items if item]
+
+
 def _key_values(spec: str, flag: str) -> dict:
-    """``key=value,...`` as a dict, values parsed as JSON where they parse (``true``, ``128``), else strings."""
+    """``key=value,...`` as a dict, values parsed as JSON where they parse (``true``, ``128``, ``[8,16]``), else
+    strings."""
     out = {}
-    for item in filter(None, spec.split(",")):
+    for item in _split_items(spec):
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"{flag}: {item!r} is not key=value")
@@ -338,6 +415,9 @@ def _variant_args(args, spec: str):
         if key == "threads":
             out.threads = int(value)
         elif key == "policy":
+            if getattr(args, "config", None):
+                raise SystemExit(f"--variants {spec}: policy=NAME does not combine with --config (the config names "
+                                 f"its policy); vary the policy's options")
             out.policy = value
         elif key == "stack_k":
             out.stack_k = int(value)
@@ -482,6 +562,8 @@ def main() -> None:
                    help="the Pokemon configs' sizes (see above); sets algo, envs, steps, policy, stack, epochs")
     p.add_argument("--policy_args", default=None, metavar="KEY=VALUE[,KEY=VALUE]",
                    help="policy options of every path (JSON values), e.g. channels_last=true")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="time fit of this training config (with --variants or --base; see above)")
     p.add_argument("--base", default=None, metavar="REV",
                    help="time fit at git revision REV against the working tree, fresh processes (see above)")
     p.add_argument("--package_root", default=None, help=argparse.SUPPRESS)   # read before the imports
@@ -500,6 +582,8 @@ def main() -> None:
                 args.policy_args = {**value, **args.policy_args}
             elif key in ("algo", "env", "env_args", "policy", "epochs", "minibatches") or getattr(args, key) is None:
                 setattr(args, key, value)
+    if args.config:
+        apply_config(args)
     setup = SETUPS[args.env]
     args.num_envs = args.num_envs or setup[3][args.algo == "ppo"]
     args.policy = args.policy or setup[1]

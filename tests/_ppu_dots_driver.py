@@ -44,8 +44,9 @@ def _dots_kernel(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint
             if wx == 0 and (scx & 7) != 0:
                 n += 1      # the window a dot later (ppu.py _mode3_length)
             win_start = wx - 7
+        inserted = render.refused_window_x(lcdc, logs[env, ly, ppu_dots.LOG_WINDOW] & 0xFF, wx, scx)
         if sel != wp.uint64(0):
-            n += render.objects_mode3_penalty(oam, env, sel, scx, win_start)
+            n += render.objects_mode3_penalty(oam, env, sel, scx, win_start, inserted)
         length[env, ly] = n
 
 

@@ -92,15 +92,19 @@ def reference_frame(scene: Scene):
                 top = int(oam[4 * i]) - 16
                 if top <= ly < top + height and len(selected) < 10:
                     selected.append(i)
+        # DMG: the window refused by LCDC.5 where it would start on a BG tile boundary (WY fired): one
+        # colour-0 pixel inserted at x = WX - 7, the BG after it a pixel later (Pan Docs, "Window")
+        inserted = (not lcdc & 0x20 and wy_fired and 0 <= wx - 7 < 160 and (wx - 7 + scx) % 8 == 0)
         for x in range(160):
-            if not lcdc & 0x01:
+            bx = x - 1 if inserted and x > wx - 7 else x
+            if not lcdc & 0x01 or (inserted and x == wx - 7):
                 colour = 0
             elif window_on and x >= wx - 7:
                 win_map = 0x9C00 if lcdc & 0x40 else 0x9800
                 colour = _colour_at(vram, lcdc, win_map, x - (wx - 7), window_line)
             else:
                 bg_map = 0x9C00 if lcdc & 0x08 else 0x9800
-                colour = _colour_at(vram, lcdc, bg_map, (x + scx) % 256, (ly + scy) % 256)
+                colour = _colour_at(vram, lcdc, bg_map, (bx + scx) % 256, (ly + scy) % 256)
             shade = (bgp >> (2 * colour)) & 3
             # objects with an opaque pixel here; the winner has the smallest (X, OAM index)
             opaque = []

@@ -268,6 +268,19 @@ def test_window_toggled_with_wx_ly_shows_whole_tiles_except_off_the_left_edge():
     assert started > 100 and cut >= 8, (started, cut)
 
 
+def test_window_refused_on_a_tile_boundary_inserts_one_white_pixel():
+    """m3_lcdc_win_en_change_multiple_wx: where LCDC.5 refuses a WX match (the window does not start) that
+    falls on a BG tile boundary, the DMG inserts one colour-0 pixel at the match column (Pan Docs,
+    "Window"; the DMG reference, as another emulator's notes read it: t = LY - 7 = 8 and 32 are the
+    refused matches at a multiple of 8, each a single white pixel, the BG grey either side; no other
+    white pixel in the frame). BGP $E4, the BG colour 1: white is the inserted pixel."""
+    shown, _ = _run(build_rom("mealy_win_multi.asm", MW_WXLY=1))
+    white = [(int(y), int(x)) for y, x in np.argwhere(shown == 0)]
+    assert white == [(15, 8), (39, 32)], white
+    for ly, x in white:
+        assert shown[ly][x - 1] == 1 and shown[ly][x + 1] == 1
+
+
 def test_window_with_wx_below_7_written_as_the_line_starts():
     """m3_lcdc_win_en_change_multiple_wx, LY 0-7 (WX = LY, written 3 dots before the pipeline's first
     dot: the comparison for x = -7 sees it, as m3_window_timing's LY 0 shows). The reference's black

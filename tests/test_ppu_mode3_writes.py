@@ -486,6 +486,31 @@ def test_wy_condition_met_by_a_brief_window_enable_holds_for_the_frame(where):
     np.testing.assert_array_equal(_gambatte_frame(rom), never)
 
 
+@pytest.mark.parametrize("wx, inserted", [(87, True), (88, False)])
+def test_window_refused_on_a_tile_boundary_inserts_a_colour_0_pixel(wx, inserted):
+    """The DMG: with the frame's WY condition met and LCDC.5 clear, a WX whose x (WX - 7) lies on a BG tile
+    boundary inserts one colour-0 pixel there and the rest of the line comes a pixel later (Pan Docs,
+    "Window"; SameBoy issue 278; Mealybug m3_lcdc_win_en_change_multiple_wx for the per-dot path:
+    tests/test_ppu_mealybug_window.py). ppu_wy_lcdc with WL_PULSE: LCDC.5 set and cleared in line 60's
+    HBlank (the condition met), set again as line 70 starts; lines 61-69 have no mode-3 write (the
+    scanline renderer draws them). WX = 87: x = 80, a boundary (SCX = 0); WX = 88 (x = 81): none. The
+    scene's BG is a pattern, so the shift shows; gambatte draws neither."""
+    shown = frame_after(_wy_lcdc(WL_PULSE=1, WL_AGAIN=70, WL_HBLANK=1, WL_WX=wx))
+    plain = frame_after(_wy_lcdc(WL_WY=200, WL_WX=wx))                  # the window never triggered
+    window = frame_after(_wy_lcdc(WL_EARLY=1, WL_WY=70, WL_WX=wx))      # from line 70, as above
+    np.testing.assert_array_equal(shown[:61], plain[:61])
+    np.testing.assert_array_equal(shown[70:], window[70:])
+    x = wx - 7
+    for ly in range(61, 70):
+        if inserted:
+            assert shown[ly][x] == 0 and plain[ly][x] != 0, ly
+            np.testing.assert_array_equal(shown[ly][:x], plain[ly][:x])
+            np.testing.assert_array_equal(shown[ly][x + 1:], plain[ly][x:159])
+            assert (plain[ly][x:159] != plain[ly][x + 1:]).any()          # the shift can be seen
+        else:
+            np.testing.assert_array_equal(shown[ly], plain[ly])
+
+
 # STAT follows mode 3's end as the per-dot path moves it. tests/roms/ppu_m3_stat.asm reads STAT once
 # per line, 4 dots later on each line of a group of 8, across the end of mode 3, on lines where WX
 # is written early in mode 3. Written $FF -> $FF the window never starts; $FF -> 88 starts it at

@@ -20,7 +20,7 @@ def _scan_kernel(oam: wp.array2d(dtype=wp.uint8), lcdc: wp.array(dtype=wp.int32)
     for ly in range(144):
         sel = render.objects_on_line(oam, env, ly, lcdc[env])
         masks[env, ly] = sel
-        dots[env, ly] = render.objects_mode3_penalty(oam, env, sel, scx[env], win_start[env])
+        dots[env, ly] = render.objects_mode3_penalty(oam, env, sel, scx[env], win_start[env], -1)
 
 
 def _ref_selection(oam: np.ndarray, ly: int, lcdc: int) -> list[int]:

@@ -98,8 +98,8 @@ from .interrupts import raise_if
 from .ppu_dots import (LCD_ON_PIPE_DELAY_T, LOG_COUNT, PIPE_START_T, dots_compiled, log_mode3_write, mode3_end_logged,
                        ppu_log_row)
 from .render import (RENDER_FULL, RENDER_NONE, RENDER_OBS, blank_scanline,  # noqa: F401
-                     objects_mode3_penalty, objects_on_line, render_line, tile_stores_unaligned,
-                     window_visible)
+                     objects_mode3_penalty, objects_on_line, refused_window_x, render_line,
+                     tile_stores_unaligned, window_visible)
 from .state import (NEVER, R_RENDER_NOW, R_LCD_OFF_COINCIDENCE, R_LCD_WARMUP, R_OBJ_SEL_HI,
                     R_OBJ_SEL_LO, R_OBJ_SEL_T, R_LY, R_MODE3_LEN, R_PPU_MODE, R_STAT_LINE,
                     R_WIN_LINE, R_WY_TRIGGERED, T_DMA_START, T_LINE_START, T_PPU_EVENT, IO, R32, R64, MachinePtr, io_row, machine,
@@ -288,7 +288,9 @@ def _mode3_length(ms: MachinePtr, env: int, io: IO, r32: R32, ly: int, t: wp.int
     r32[R_OBJ_SEL_HI] = int(selected >> wp.uint64(20))
     r32[R_OBJ_SEL_T] = int(t & wp.int64(0x7FFFFFFF))
     if selected != wp.uint64(0):
-        length += objects_mode3_penalty(m.oam, env, selected, scx, win_start)
+        # (a refused window's inserted pixel moves the BG fetches right of it: render.refused_window_x)
+        length += objects_mode3_penalty(m.oam, env, selected, scx, win_start,
+                                        refused_window_x(lcdc, r32[R_WY_TRIGGERED], wx, scx))
     # a window from x = -7 (WX = 0) with a fine scroll starts a dot later (ppu_dots): + 1 (branchless,
     # and last: a branch in the window's test above grew machine_kernel's stack frame by 16 B)
     return length + wp.min(scx & 7, wp.max(0, -6 - win_start))

@@ -93,10 +93,13 @@ read (gambatte then fetches the BG's column 0; the DMG's adder gives the x count
 WX: gambatte's frame plus the DMG's reactivation pixel; WY written in mode 3, LCDC.5 set on the
 line LY == WY; STAT's mode-0 timing with a window started mid-line; WX = 0 with a fine scroll:
 gambatte's STAT and pixels a dot later. Where it differs from gambatte as a whole frame (a
-strict xfail): WX, by the reactivation pixel, which gambatte lacks. Not modelled: the DMG's
-colour-0 pixel pushed when the window is off and WX matches as a tile is pushed (SameBoy issue
-278), and the window's start moving with SCX mod 8 at WX = 0 (SameBoy; Pan Docs' "stutter";
-gambatte keeps it at x = -7, as here). Built for the CPU and CUDA alike (``dots_compiled``).
+strict xfail): WX, by the reactivation pixel, which gambatte lacks. A WX match that LCDC.5
+refuses (the window off there and a dot later, the frame's WY condition met) as a BG tile is pushed
+inserts one colour-0 pixel (DMG: Pan Docs, "Window"; SameBoy issue 278; Mealybug
+m3_lcdc_win_en_change_multiple_wx's two lone white pixels; render.refused_window_x draws the same
+on lines without writes; on screen only, x >= 0). Not modelled: the window's start moving with SCX
+mod 8 at WX = 0 (SameBoy; Pan Docs' "stutter"; gambatte keeps it at x = -7, as here). Built for
+the CPU and CUDA alike (``dots_compiled``).
 
 The log (per env, state "ppu_log", int32): the line's registers as mode 3 started (taken at its
 first write) and every write in order. ``dots_line`` replays it. Costs nothing on a line
@@ -532,6 +535,14 @@ def dots_line(vram_env: wp.uint64, oam_env: wp.uint64, log_at: wp.uint64, scratc
                         st[_STEP] = 0
                         if pos == -7 and st[_FINE] != 0:
                             st[_STEP] = -1      # WX = 0 with a fine scroll: a dot later (DMG)
+                    elif st[_HIT] != 0 and (st[_HIT_ON] & 0x20) == 0 and (st[_LCDC] & 0x20) == 0 \
+                            and st[_BGN] == 8 and st[_STEP] == 0 and pos >= 0:
+                        # refused by LCDC.5 on a BG tile boundary (a tile just pushed): the DMG inserts
+                        # one colour-0 pixel there (render.refused_window_x, the same rule for a line
+                        # without writes; x < 0 not modelled)
+                        st[_HIT] = 0
+                        st[_BGQ] = st[_BGQ] << 2
+                        st[_BGN] = 9
                 elif st[_FRESH] == 0 and st[_STEP] == 0 and st[_WX] == ((pos + 7) & 255):
                     st[_BGQ] = st[_BGQ] << 2    # DMG: a colour-0 pixel is inserted at the front
                     st[_BGN] = st[_BGN] + 1

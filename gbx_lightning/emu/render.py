@@ -208,6 +208,21 @@ def window_visible(lcdc: int, wy_triggered: int, wx: int) -> int:
     return 0
 
 
+@wp.func(inline=False)
+def refused_window_x(lcdc: int, wy_triggered: int, wx: int, scx: int) -> int:
+    """DMG: where the window would start (x = WX - 7, the frame's WY condition met) on a BG tile boundary
+    but LCDC.5 is clear, one colour-0 pixel is inserted into the BG FIFO there and the rest of the BG
+    comes a pixel later (Pan Docs, "Window"; SameBoy issue 278; Mealybug
+    m3_lcdc_win_en_change_multiple_wx). Mode 3 keeps its length (160 pixels still end it; the last BG
+    pixel is not shown), but objects right of it meet the BG tiles a pixel later (objects_mode3_penalty).
+    Its screen x, 0..159, or -1 (also for x < 0: not modelled). The boundaries lie at
+    x = 8k - SCX mod 8; the dot-by-dot path finds the same ones (ppu_dots)."""
+    x = wx - 7
+    if (lcdc & 0x20) == 0 and wy_triggered != 0 and x >= 0 and x < 160 and ((x + scx) & 7) == 0:
+        return x
+    return -1
+
+
 # The OAM scan's 40 compares as three AVX-512 compares straight into bit masks (x86 with
 # AVX-512F), against ~68 instructions for LLVM's vectorisation of the portable loop, which
 # builds the mask from lane constants (measured: docs/performance.md). The loop is
@@ -472,7 +487,8 @@ def render_line(vram: wp.array2d(dtype=wp.uint8), oam: wp.array2d(dtype=wp.uint8
                wp.uint64(frame.ptr) + wp.uint64((env * 144 + ly) * 160),
                wp.uint64(obs.ptr) + wp.uint64((env * 72 + (ly >> 1)) * 80),
                wp.uint64(line_buf.ptr) + wp.uint64(env * LINE_BUF_WORDS * 8), wp.uint64(bit_bytes.ptr), ly,
-               lcdc, scy, scx, win, wx, window_line, bgp, obp0, obp1, selected, render_mode, unaligned)
+               lcdc, scy, scx, win | (wp.where(wy_triggered != 0, 1, 0) << 1), wx, window_line, bgp, obp0, obp1,
+               selected, render_mode, unaligned)
     return win
 
 
@@ -483,7 +499,10 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
                obp1: int, selected: wp.uint64, render_mode: int, unaligned: int):
     """The line into frame_row (RENDER_FULL) and obs_row (even ly). Out of line, with the
     env's VRAM/OAM and the output rows as plain addresses: one copy of the code for every
-    place the PPU catches up, and a call that copies no array descriptors."""
+    place the PPU catches up, and a call that copies no array descriptors. win: bit 0 the
+    window shows (window_visible), bit 1 the frame's WY condition (for refused_window_x)."""
+    insert_x = refused_window_x(lcdc, win >> 1, wx, scx)
+    win = win & 1
     vr = wp.array(ptr=vram_env, shape=(8192,), dtype=wp.uint8)
     rows = wp.array(ptr=vram_env, shape=(4096,), dtype=wp.uint16)
     bits = wp.array(ptr=bits_at, shape=(256,), dtype=wp.uint64)
@@ -529,6 +548,11 @@ def _draw_line(vram_env: wp.uint64, oam_env: wp.uint64, frame_row: wp.uint64, ob
                     colours[j + 1] = (shared & keep) | (colours[j + 1] & ~keep)
         colours[0] = wp.uint64(0)    # off screen: BG colour 0 under objects that reach past x = 0 / 159
         colours[21] = wp.uint64(0)
+        if insert_x >= 0:            # the window refused on a tile boundary: a colour-0 pixel inserted
+            px = wp.array(ptr=line + wp.uint64(8), shape=(160,), dtype=wp.uint8)
+            for k in range(159 - insert_x):
+                px[159 - k] = px[158 - k]
+            px[insert_x] = wp.uint8(0)
         if bgp != 0xE4:
             for k in range(1, 21):
                 shades[k] = _shades8(colours[k], bgp)
@@ -561,7 +585,7 @@ def store_line(shades_at: wp.uint64, frame_row: wp.uint64, obs_row: wp.uint64, l
 
 @wp.func
 def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: wp.uint64, scx: int,
-                          win_start: int) -> int:
+                          win_start: int, insert_x: int) -> int:
     """Dots that this line's objects (objects_on_line's mask) add to mode 3 (Pan Docs,
     "Mode 3 length").
 
@@ -574,7 +598,9 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
     add only their 6 (the DMG values of mooneye-gb's intr_2_mode0_timing_sprites,
     tests/roms/ppu_sprite_timing.asm; the cap at 5: SameBoy issue 293, measured on
     hardware). The same rules as ppu_dots.dots_line's pipeline, which checks them.
-    win_start: screen x where the window starts on this line (>= 160: none).
+    win_start: screen x where the window starts on this line (>= 160: none). insert_x: where a
+    refused window's colour-0 pixel is inserted (refused_window_x; -1: none): the fetches after the
+    tile pushed with it come a pixel later, from x + 8 on (as the dot-by-dot pipeline waits).
     """
     ow = _oam_words(oam, env)
     # (tile key << 3 | wait) of each counted object: BG tiles 1.., window 128..
@@ -595,6 +621,8 @@ def objects_mode3_penalty(oam: wp.array2d(dtype=wp.uint8), env: int, selected: w
                 key = 128 + (p >> 3)
             else:
                 p = sx + (scx & 7) + 8  # >= 1: fetcher position, one tile to the left of the screen
+                if insert_x >= 0 and sx >= insert_x + 8:
+                    p -= 1      # (the tile pushed with the inserted pixel was under way as before)
                 key = 1 + (p >> 3)
             waits[n] = key * 8 + wp.max(0, 5 - (p & 7))
             n += 1

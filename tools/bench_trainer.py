@@ -64,6 +64,7 @@ run a user makes. A variant's list value is written in brackets (`channels=[8,16
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -147,9 +148,11 @@ def _policy_kwargs(args) -> dict:
 _CONFIG_OWN = ("env", "policy", "num_envs", "seed", "eval_episodes", "eval_seed", "eval_max_steps")
 
 
+@functools.lru_cache(maxsize=None)
 def _config_parts(path: str) -> dict:
     """A training config's parts for run_fit: the module class, its options (minus ``_CONFIG_OWN``), the env's and
-    the policy's (class, options), and its learner sizes (algo, num_envs, rollout_steps, epochs, minibatches)."""
+    the policy's (class, options), and its learner sizes (algo, num_envs, rollout_steps, epochs, minibatches).
+    Read once per path (every repeat builds from it; callers copy what they change)."""
     import yaml
 
     from gbx_lightning.algos.build import factory_parts

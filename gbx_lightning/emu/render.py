@@ -216,7 +216,8 @@ def refused_window_x(lcdc: int, wy_triggered: int, wx: int, scx: int) -> int:
     m3_lcdc_win_en_change_multiple_wx). Mode 3 keeps its length (160 pixels still end it; the last BG
     pixel is not shown), but objects right of it meet the BG tiles a pixel later (objects_mode3_penalty).
     Its screen x, 0..159, or -1 (also for x < 0: not modelled). The boundaries lie at
-    x = 8k - SCX mod 8; the dot-by-dot path finds the same ones (ppu_dots)."""
+    x = 8k - SCX mod 8; the dot-by-dot path finds the same ones (ppu_dots). Out of line: the form whose
+    CUDA footprint tests/test_kernel_report.py pins."""
     x = wx - 7
     if (lcdc & 0x20) == 0 and wy_triggered != 0 and x >= 0 and x < 160 and ((x + scx) & 7) == 0:
         return x

@@ -90,7 +90,8 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "env, env_device, eval_episodes, eval_greedy, eval_seed, gamma, lr, max_grad_norm, num_envs, policy, "
      "sample_transforms, seed, update_every, value_coef"),
     (A2C, "--model.env.task={base: orchard/level1, start: {framez: 3}}",
-     "model.env.task.start.framez is not a field of Start; fields: state, inputs, frames, variants, variant_frames"),
+     "model.env.task.start.framez is not a field of Start; fields: state, inputs, frames, variants, variant_frames, "
+     "ram, score"),
     (A2C, "--model.env.task={base: orchard/level1, counters: [{name: x, address: 0xC000, size: 3}]}",
      "model.env.task.counters[0].size must be one of [1, 2] (bytes, little endian), got 3"),
     # what only the classes' own checks can see: files, ranges, what a task file says

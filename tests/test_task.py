@@ -170,7 +170,8 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
         "hamlet/shrine, orchard/game, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
         "orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task fields, got 3"),
     ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, ram_goal, reward, step_cost, "
-                   "alpha, goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, requires, name"),
+                   "alpha, goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, train_starts, requires, "
+                   "name"),
     ({"base": "orchard/level9"}, "task.base is neither a built-in task (hamlet/explore, hamlet/house, "
                                  "hamlet/lantern, hamlet/route, hamlet/shrine, orchard/game, orchard/level1, orchard/level2, "
                                  "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, "
@@ -179,9 +180,9 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
                   "hamlet/route, hamlet/shrine, orchard/game, orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
                   "orchard/level5, orchard/level6, orchard/level7, pokered/explore) or a task file, got 1"),
     ({"start": {"frame": 3}}, "task.start.frame is not a field of Start; fields: state, inputs, frames, variants, "
-                              "variant_frames"),
-    ({"start": [1]}, "task.start must be a mapping of Start fields (state, inputs, frames, variants, variant_frames), "
-                     "got [1]"),
+                              "variant_frames, ram, score"),
+    ({"start": [1]}, "task.start must be a mapping of Start fields (state, inputs, frames, variants, variant_frames, "
+                     "ram, score), got [1]"),
     ({"start": {"variants": 0}}, "task.start.variants must be an int in [1, 256], got 0"),
     ({"start": {"frames": -1}}, "task.start.frames must be an int >= 0, got -1"),
     ({"start": {"state": []}}, "task.start.state must be a savestate path, a list of them, or null (power-on), got []"),

@@ -240,9 +240,12 @@ class GameBoyEnv(VecEnvBase):
         self._no_dist = torch.zeros(n, dtype=torch.float32, device=dev)    # dist/prev_dist without a goal template
 
         # ---- start states (envs/start_cache.py): features may add rows (the pool) and columns ---------
-        rows, screens = build_start_rows(task, rom_source, self._machines[0].device, self.frames_per_step)
+        rows, screens, self.num_task_starts, scores = build_start_rows(task, rom_source, self._machines[0].device,
+                                                                       self.frames_per_step)
         self.cache = StartCache(self._machines, self._bounds, rows, screens, self.stack_k, dev)
-        self.num_start_states = self.cache.num_start_states
+        self.start_scores = torch.from_numpy(scores).to(dev)  # each start state's pool score (its recipe's)
+        self.num_start_states = self.cache.num_start_states   # the task's, then train_starts' (training only)
+        self._train_share = task.train_starts.share if task.train_starts is not None else 0.0
 
         # ---- episode state and the task's features (envs/features/, in their order) -------------------
         self.training = True
@@ -482,11 +485,18 @@ class GameBoyEnv(VecEnvBase):
 
     # ------------------------------------------------------------------ internals
     def _draw_starts(self) -> torch.Tensor:
-        """Each env's next start: a start state drawn uniformly from the env's generator; int64 [N]. (With one start
-        state, row 0 without a draw: the slots may hold a pooled row from the last step's draw.)"""
-        if self.num_start_states > 1:
-            torch.randint(0, self.num_start_states, (self.num_envs,), generator=self.generator,
-                          device=self.device, out=self._slots)
+        """Each env's next start, drawn from the env's generator: uniformly among the task's start states, or for a
+        training env with ``train_starts``, among theirs with probability ``share``; int64 [N]. (With one start
+        state and no train_starts, row 0 without a draw: the slots may hold a pooled row from the last step's draw.)"""
+        own, extra = self.num_task_starts, self.num_start_states - self.num_task_starts
+        if self.training and extra:
+            g, n, dev = self.generator, self.num_envs, self.device
+            task_row = torch.randint(0, own, (n,), generator=g, device=dev)
+            train_row = torch.randint(own, own + extra, (n,), generator=g, device=dev)
+            pick = torch.rand(n, generator=g, device=dev) < self._train_share
+            self._slots.copy_(torch.where(pick, train_row, task_row))
+        elif own > 1:
+            torch.randint(0, own, (self.num_envs,), generator=self.generator, device=self.device, out=self._slots)
         else:
             self._slots.zero_()
         return self._slots.long()

@@ -1,8 +1,9 @@
 """The start-state cache: the rows every reset of a GameBoyEnv restores from, on the device.
 
 Rows ``0 .. num_start_states - 1`` are the task's start states, made once at construction on a one-env machine
-(``build_start_rows``: power-on or a state file, ``frames`` frames of the start inputs, then ``variants`` states
-``variant_frames`` idle frames apart). A feature may add rows after them (the state pool: ``add_rows``) and fill
+(``build_start_rows``: power-on or a state file, ``frames`` frames of the start inputs, its RAM writes, then
+``variants`` states ``variant_frames`` idle frames apart): ``start``'s first (``num_task_starts`` rows, where
+evaluation episodes start), then the training-only ``train_starts``'. A feature may add rows after them (the state pool: ``add_rows``) and fill
 them from running envs (``store``). Beside each row's machine state the cache keeps its frame stack (the first
 observation of an episode that starts there) and named per-row columns that features register (``add_column``:
 the goal distance of the row's screen, a pooled state's score), so that one masked restore plus a gather of the
@@ -20,7 +21,8 @@ from gbx_lightning.emu import VecGameBoy
 from gbx_lightning.emu import state as S
 from gbx_lightning.emu.buttons import read_trace, trace_segments
 
-from .task import Task, load_start_state, start_states
+from .task import Task, load_start_state, start_recipes, start_states
+from .task_checks import ram_write
 
 __all__ = ["StartCache", "build_start_rows", "machine_state_bytes"]
 
@@ -31,26 +33,35 @@ def machine_state_bytes(cart) -> int:
                S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec()))))
 
 
-def build_start_rows(task: Task, rom_source, device: str, frames_per_step: int) -> tuple[list[dict], np.ndarray]:
-    """Run the task's start recipe for each of its start states on a one-env machine on Warp ``device``: (their
-    machine rows, their screens uint8 [S, 72, 80])."""
-    start = task.start
-    trace = read_trace(start.inputs, "task.start.inputs") if start.inputs is not None else [(0, 0)]
-    variant_frames = frames_per_step if start.variant_frames is None else start.variant_frames
+def build_start_rows(task: Task, rom_source, device: str, frames_per_step: int) -> tuple[list[dict], np.ndarray,
+                                                                                        int, np.ndarray]:
+    """Run each start recipe of the task (``start``, then the training-only ``train_starts``) for each of its
+    states on a one-env machine on Warp ``device``: (their machine rows, their screens uint8 [S, 72, 80], how many
+    rows are ``start``'s: the first ones, each row's recipe's ``score`` float32 [S])."""
     probe = VecGameBoy(rom_source, 1, device=device)
-    rows, screens = [], []
-    for src in start_states(task):
-        probe.reset()
-        if src is not None:
-            load_start_state(probe, src)
-        for count, mask in trace_segments(trace, start.frames):
-            probe.run_frames(count, buttons=np.full(1, mask, np.uint8), render="obs")
-        for v in range(start.variants):
-            if v:
-                probe.run_frames(variant_frames, render="obs")
-            rows.append(probe.env_rows(0))
-            screens.append(rows[-1]["obs"])
-    return rows, np.stack(screens)
+    wram = wp.to_torch(probe.state_array("wram"))
+    rows, screens, scores, own = [], [], [], 0
+    for at, start in start_recipes(task):
+        trace = read_trace(start.inputs, f"{at}.inputs") if start.inputs is not None else [(0, 0)]
+        variant_frames = frames_per_step if start.variant_frames is None else start.variant_frames
+        writes = [ram_write(task.ram_map, ref, value, f"{at}.ram") for ref, value in (start.ram or {}).items()]
+        for src in start_states(start):
+            probe.reset()
+            if src is not None:
+                load_start_state(probe, src)
+            for count, mask in trace_segments(trace, start.frames):
+                probe.run_frames(count, buttons=np.full(1, mask, np.uint8), render="obs")
+            for address, data in writes:   # the game reads them from its next instruction on
+                wram[0, address - 0xC000:address - 0xC000 + len(data)] = torch.tensor(list(data), dtype=torch.uint8)
+            for v in range(start.variants):
+                if v:
+                    probe.run_frames(variant_frames, render="obs")
+                rows.append(probe.env_rows(0))
+                screens.append(rows[-1]["obs"])
+                scores.append(start.score)
+        if at == "task.start":
+            own = len(rows)
+    return rows, np.stack(screens), own, np.asarray(scores, np.float32)
 
 
 class StartCache:

@@ -9,7 +9,9 @@ step pays and which RAM values are counted per episode.
                                        # [[frame, buttons], ...] ("from frame F on, hold these buttons")
                      frames=0,         # frames run after power-on / loading the state
                      variants=4,       # start states per state: `variant_frames` idle frames apart
-                     variant_frames=None),   # None: the env's frames_per_step
+                     variant_frames=None,    # None: the env's frames_per_step
+                     ram=None,         # {RAM map field or WRAM address: value} written after `frames`
+                     score=0.0),       # the pool's score of its states: a later stage's worth (train_starts)
          goal=Template(path, tau=None, k_consecutive=None),   # success screen (tools/capture_goal.py);
          fail=Template(...),                                  # failure screen; None values: the PNG's JSON
          ram_goal=RamGoal(field, at_least),   # success read from RAM: a RAM map field's value >= at_least
@@ -22,6 +24,8 @@ step pays and which RAM values are counted per episode.
          milestones=[Milestone(name, kind, field=None, fields=None, at_least=None, bits=4096)],
                                        # per-episode progress in info[name]: distinct / peak / bits / increase
          pool=Pool(score, ...),        # states harvested on progress, sampled on reset, swarmed (envs/features/pool.py)
+         train_starts=TrainStarts(starts=[Start(...), ...], share=0.5),   # training-only starts (a curriculum):
+                                       # a reset takes one with probability share; evaluation starts at `start`
          requires=[])                  # fields a user must set (e.g. start.state of a game we cannot ship)
 
 Where a task comes from (``load_task``; every spelling ends as the same checked Task):
@@ -43,7 +47,9 @@ Milestones (``envs/features/milestones.py``): what a long episode achieved, per 
 a number (levels), the ``bits`` newly set (badges, events), the ``increase`` of a counter; ``at_least: k`` makes
 one a flag (1 once it reached k). ``ram_goal`` (``envs/features/ram_goal.py``) ends an episode as a success where
 a field's value reaches ``at_least``. A ``pool`` (``envs/features/pool.py``) harvests states whose milestones rose into a
-device-side pool that resets sample from, and swarms the best env's state to others.
+device-side pool that resets sample from, and swarms the best env's state to others. ``train_starts`` are start recipes that only
+training resets draw (a ``share`` of them): later stages of a game from the first update on, while evaluation starts
+from ``start``; a recipe's ``ram`` writes RAM map fields after its frames (a state inputs alone do not reach).
 
 Checks: ``load_task`` checks every value (one-line ``OptionError`` naming ``task.<field>``);
 ``check_task`` checks the files against the ROM (start states, input trace, templates), both in
@@ -67,10 +73,11 @@ from .ram_map import load_ram_map
 from .task_checks import (check_task, check_values, counter_location, file_exists, is_state_file, load_start_state,
                           missing_required, short)
 from .task_types import (Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, TaskFields, Template,
-                         start_states)
+                         TrainStarts, start_recipes, start_states)
 
-__all__ = ["Counter", "Heatmap", "Milestone", "Pool", "RamGoal", "Start", "Swarm", "Task", "TaskFields", "Template", "check_task",
-           "counter_location", "is_state_file", "load_start_state", "load_task", "missing_required", "start_states"]
+__all__ = ["Counter", "Heatmap", "Milestone", "Pool", "RamGoal", "Start", "Swarm", "Task", "TaskFields", "Template",
+           "TrainStarts", "check_task", "counter_location", "is_state_file", "load_start_state", "load_task",
+           "missing_required", "start_recipes", "start_states"]
 
 
 def load_task(spec: Task | str | os.PathLike | Mapping | None) -> Task:
@@ -170,6 +177,8 @@ def _from_mapping(data: Mapping, where: str, base_dir: Path | None, chain: tuple
             value = load_ram_map(value, at, base_dir)
         elif key == "pool":
             value = _pool(value, at)
+        elif key == "train_starts":
+            value = _train_starts(value, at, base_dir)
         elif key == "heatmap":
             value = None if value is None else _merge(Heatmap, None, value, at, None)
         elif key == "ram_goal":
@@ -213,6 +222,16 @@ def _pool(value, where: str) -> Pool | None:
     if isinstance(value.get("swarm"), Mapping):
         value["swarm"] = _merge(Swarm, None, value["swarm"], f"{where}.swarm", None)
     return _merge(Pool, None, value, where, None)
+
+
+def _train_starts(value, where: str, base_dir: Path | None) -> TrainStarts | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("starts"), list):
+        raise OptionError(where, f"must be a mapping {{starts: [Start recipe, ...], share: 0..1}} or null, got "
+                                 f"{short(value)}")
+    starts = [_merge(Start, None, s, f"{where}.starts[{i}]", base_dir) for i, s in enumerate(value["starts"])]
+    return _merge(TrainStarts, None, {**value, "starts": starts}, where, None)
 
 
 def _template(current: Template | None, value, where: str, base_dir: Path | None) -> Template | None:

@@ -24,10 +24,10 @@ from .world import require_world
 from .reward_item import WRAM, RewardSpecError
 from .reward_transforms import PRESETS, check_reward_spec
 from .task_types import (MILESTONE_KINDS, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, Template,
-                         start_states)
+                         TrainStarts, start_recipes, start_states)
 
 __all__ = ["MAX_AXIS_BITS", "RESERVED_INFO", "check_heatmap", "check_task", "check_values", "counter_location",
-           "file_exists", "is_state_file", "load_start_state", "missing_required", "short"]
+           "file_exists", "is_state_file", "load_start_state", "missing_required", "ram_write", "short"]
 
 ZIP_MAGIC = b"PK\x03\x04"   # our state files are .npz (zip); PyBoy states start with a version byte
 # info keys every env reports (base.VecEnv) and GameBoyEnv's features' own (features/*.py INFO): a counter or a
@@ -65,19 +65,16 @@ def check_values(task: Task, where: str) -> None:
     if task.rom is not None and not _is_path(task.rom):
         raise OptionError(f"{where}.rom", f"must be a built-in ROM name ({', '.join(available_roms())}) or a .gb "
                                           f"file path, got {short(task.rom)}")
-    s, at = task.start, f"{where}.start"
-    if not isinstance(s, Start):
-        raise OptionError(at, f"must be a Start, got {short(s)}")
-    states = s.state if isinstance(s.state, list) else [s.state]
-    if s.state is not None and (not states or not all(_is_path(p) for p in states)):
-        raise OptionError(f"{at}.state", f"must be a savestate path, a list of them, or null (power-on), got "
-                                         f"{short(s.state)}")
-    if s.inputs is not None and not isinstance(s.inputs, (str, os.PathLike, list)):
-        raise OptionError(f"{at}.inputs", f"must be a trace file, trace text or a list of [frame, buttons] pairs, "
-                                          f"got {short(s.inputs)}")
-    _number(f"{at}.frames", s.frames, low=0, integer=True)
-    _number(f"{at}.variants", s.variants, low=1, high=256, integer=True)
-    _number(f"{at}.variant_frames", s.variant_frames, low=1, integer=True, none="null")
+    _check_start(task.start, f"{where}.start", task.ram_map)
+    if task.train_starts is not None:
+        t, at = task.train_starts, f"{where}.train_starts"
+        if not isinstance(t, TrainStarts):
+            raise OptionError(at, f"must be a mapping {{starts: [...], share: 0..1}} or null, got {short(t)}")
+        if not isinstance(t.starts, list) or not t.starts:
+            raise OptionError(f"{at}.starts", f"must be a non-empty list of Start recipes, got {short(t.starts)}")
+        for i, recipe in enumerate(t.starts):
+            _check_start(recipe, f"{at}.starts[{i}]", task.ram_map)
+        _number(f"{at}.share", t.share, low=0.0, high=1.0)
     for name in ("goal", "fail"):
         t, at = getattr(task, name), f"{where}.{name}"
         if t is None:
@@ -119,6 +116,44 @@ def check_values(task: Task, where: str) -> None:
                               ram_map=task.ram_map, has_success=task.ram_goal is not None)
     except RewardSpecError as err:
         raise OptionError(f"{where}.{err.field}", err.message) from None
+
+
+def _check_start(s, at: str, ram_map: RamMap | None) -> None:
+    if not isinstance(s, Start):
+        raise OptionError(at, f"must be a Start, got {short(s)}")
+    states = s.state if isinstance(s.state, list) else [s.state]
+    if s.state is not None and (not states or not all(_is_path(p) for p in states)):
+        raise OptionError(f"{at}.state", f"must be a savestate path, a list of them, or null (power-on), got "
+                                         f"{short(s.state)}")
+    if s.inputs is not None and not isinstance(s.inputs, (str, os.PathLike, list)):
+        raise OptionError(f"{at}.inputs", f"must be a trace file, trace text or a list of [frame, buttons] pairs, "
+                                          f"got {short(s.inputs)}")
+    _number(f"{at}.frames", s.frames, low=0, integer=True)
+    _number(f"{at}.variants", s.variants, low=1, high=256, integer=True)
+    _number(f"{at}.variant_frames", s.variant_frames, low=1, integer=True, none="null")
+    _number(f"{at}.score", s.score, low=0.0)
+    if s.ram is not None:
+        if not isinstance(s.ram, Mapping) or not s.ram:
+            raise OptionError(f"{at}.ram", f"must be a mapping {{RAM map field or WRAM address: value}}, got "
+                                           f"{short(s.ram)}")
+        for ref, value in s.ram.items():
+            ram_write(ram_map, ref, value, f"{at}.ram")
+
+
+def ram_write(ram_map: RamMap | None, ref, value, where: str) -> tuple[int, bytes]:
+    """(address, bytes) of a start's RAM write ``ref: value`` (a RAM map field of one number, or a WRAM address: one
+    byte); OptionError naming ``where`` otherwise."""
+    f = resolve_field(ram_map, ref, f"{where}.{ref}")
+    if f.count != 1 or f.bcd:
+        raise OptionError(f"{where}.{ref}", f"must be a field of one binary number to be written, {f.name!r} is "
+                                            f"{'BCD' if f.bcd else f'{f.count} numbers'}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << (8 * f.size):
+        raise OptionError(f"{where}.{ref}", f"must be an int in 0..{(1 << (8 * f.size)) - 1} ({f.size} byte"
+                                            f"{'s' if f.size > 1 else ''}), got {short(value)}")
+    if not (WRAM[0] <= f.address and f.address + f.size - 1 <= WRAM[1]):
+        raise OptionError(f"{where}.{ref}", f"must lie in WRAM (0x{WRAM[0]:X}..0x{WRAM[1]:X}) to be written, "
+                                            f"{f.describe()} does not")
+    return f.address, value.to_bytes(f.size, "little" if f.endian == "little" else "big")
 
 
 def _check_counters(counters, at: str, ram_map: RamMap | None = None) -> None:
@@ -306,37 +341,43 @@ def load_start_state(gb, path) -> None:
         gb.load_pyboy_state(path)
 
 
+def _check_state_file(path, at: str, cart, rom_name: str) -> None:
+    """A start state file against the cartridge: its format, the ROM it was made for, every field."""
+    if not file_exists(Path(path)):
+        raise OptionError(at, f"does not exist: no savestate file at {os.fspath(path)!r}")
+    data = Path(path).read_bytes()
+    try:
+        if data[:4] == ZIP_MAGIC:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z.get("format", "")) != STATE_FILE_FORMAT:
+                    raise StateFileError(f"{path}: not a gbx_lightning state file")
+                theirs = str(z.get("rom_sha256", ""))
+            if theirs != cart.sha256:
+                raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
+                                     f"{rom_name} has {cart.sha256[:12]}...")
+            # then read it whole, as the env will: every field, its digest and its clock words checked
+            layout = S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec())))
+            read_state_file(path, [(n, tuple(shape), dt) for n, shape, dt in layout], cart.sha256)
+        else:
+            parse_pyboy_state(data, cart, os.fspath(path))
+    except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
+        raise OptionError(at, f"cannot be loaded: {err}") from None
+    except Exception as err:  # noqa: BLE001 - a damaged file: whatever the parser tripped on, one line
+        raise OptionError(at, f"cannot be loaded: {path}: not a savestate we can read "
+                              f"({type(err).__name__}: {err})") from None
+
+
 def check_task(task: Task, cart, rom_name: str) -> None:
     """The task's files against the cartridge ``cart`` (``emu.cartridge``): start states (format, and the ROM
     they were made for where the file tells), the start trace, the goal/fail templates (shape, ROM)."""
-    for path in (p for p in start_states(task) if p is not None):
-        if not file_exists(Path(path)):
-            raise OptionError("task.start.state", f"does not exist: no savestate file at {os.fspath(path)!r}")
-        data = Path(path).read_bytes()
-        try:
-            if data[:4] == ZIP_MAGIC:
-                with np.load(path, allow_pickle=False) as z:
-                    if str(z.get("format", "")) != STATE_FILE_FORMAT:
-                        raise StateFileError(f"{path}: not a gbx_lightning state file")
-                    theirs = str(z.get("rom_sha256", ""))
-                if theirs != cart.sha256:
-                    raise StateFileError(f"{path} was saved for another ROM (sha256 {theirs[:12]}...), "
-                                         f"{rom_name} has {cart.sha256[:12]}...")
-                # then read it whole, as the env will: every field, its digest and its clock words checked
-                layout = S.per_env_layout(int(cart.ram_bytes), len(S.mbc_power_on_regs(cart.spec())))
-                read_state_file(path, [(n, tuple(shape), dt) for n, shape, dt in layout], cart.sha256)
-            else:
-                parse_pyboy_state(data, cart, os.fspath(path))
-        except (StateFileError, PyBoyStateError, ValueError, OSError) as err:
-            raise OptionError("task.start.state", f"cannot be loaded: {err}") from None
-        except Exception as err:  # noqa: BLE001 - a damaged file: whatever the parser tripped on, one line
-            raise OptionError("task.start.state", f"cannot be loaded: {path}: not a savestate we can read "
-                                                  f"({type(err).__name__}: {err})") from None
-    if task.start.inputs is not None:
-        try:
-            read_trace(task.start.inputs, "task.start.inputs")
-        except (ValueError, FileNotFoundError, TypeError) as err:
-            raise OptionError("task.start.inputs", f"is not an input trace: {err}") from None
+    for at, recipe in start_recipes(task):
+        for path in (p for p in start_states(recipe) if p is not None):
+            _check_state_file(path, f"{at}.state", cart, rom_name)
+        if recipe.inputs is not None:
+            try:
+                read_trace(recipe.inputs, f"{at}.inputs")
+            except (ValueError, FileNotFoundError, TypeError) as err:
+                raise OptionError(f"{at}.inputs", f"is not an input trace: {err}") from None
     if task.ram_map is not None and task.ram_map.titles and cart.title not in task.ram_map.titles:
         game = task.ram_map.game or task.ram_map.path or "another game"
         raise OptionError("task.ram_map", f"is for {game} (cartridge titles {task.ram_map.titles}), but {rom_name} is "

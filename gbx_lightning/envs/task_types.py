@@ -15,7 +15,7 @@ from .ram_map import RamMap
 
 __all__ = ["Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS", "Milestone", "MilestoneFields",
            "Pool", "PoolFields", "RamGoal", "RamGoalFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
-           "TemplateFields", "start_states"]
+           "TemplateFields", "TrainStarts", "TrainStartsFields", "start_recipes", "start_states"]
 
 
 @dataclass
@@ -27,6 +27,19 @@ class Start:
     frames: int = 0
     variants: int = 4
     variant_frames: int | None = None
+    ram: dict | None = None     # {RAM map field or WRAM address: value} written after ``frames``, before the variants
+    score: float = 0.0          # a pool's score for its states (envs/features/pool.py): what reaching it is worth
+
+
+@dataclass
+class TrainStarts:
+    """Start states that only training episodes use: a curriculum (later stages of a game beside its start, so that
+    every stage trains from the first update on, not only after the agent first reaches it); evaluation episodes
+    start from the task's ``start`` alone, as a player plays. A training reset starts from one of ``starts`` (each a
+    Start recipe, uniformly over their states) with probability ``share``, else from ``start``; the pool's draw
+    (``pool.sample``) comes on top of both."""
+    starts: list = field(default_factory=list)
+    share: float = 0.5
 
 
 @dataclass
@@ -146,6 +159,7 @@ class Task:
     milestones: list[Milestone] = field(default_factory=list)
     pool: Pool | None = None
     heatmap: Heatmap | None = None
+    train_starts: TrainStarts | None = None
     requires: list[str] = field(default_factory=list)
     name: str = ""        # a label for logs and repr (a built-in task's name, a file's path)
 
@@ -168,7 +182,9 @@ def _fields_of(cls, doc: str, replace: dict | None = None, required: tuple[str, 
 
 
 StartFields = _fields_of(Start, "Start's fields, as a config spells them (any of them; the rest: the base's, or "
-                                "Start's defaults).")
+                                "Start's defaults).", replace={"ram": Union[dict[Union[str, int], int], None]})
+TrainStartsFields = _fields_of(TrainStarts, "Training-only starts: Start recipes and their share of resets.",
+                               required=("starts",), replace={"starts": list[StartFields]})
 TemplateFields = _fields_of(Template, "A template's fields (over the base's template, or path required).")
 CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
                           required=("name",))
@@ -186,11 +202,20 @@ TaskFields = _fields_of(Task, "A task as a mapping of its fields (module docstri
                                  # a built-in map's name, a RAM map file, or one inline (ram_map.py checks it)
                                  "ram_map": Union[str, dict, None], "milestones": list[MilestoneFields],
                                  "pool": Union[PoolFields, None], "heatmap": Union[HeatmapFields, None],
-                                 "ram_goal": Union[RamGoalFields, None]},
+                                 "ram_goal": Union[RamGoalFields, None],
+                                 "train_starts": Union[TrainStartsFields, None]},
                         extra={"base": str})   # a built-in task name or a task file
 
 
 
-def start_states(task: Task) -> list:
-    """The start's state files (None: power-on), one cache group each."""
-    return list(task.start.state) if isinstance(task.start.state, list) else [task.start.state]
+def start_states(task: Task | Start) -> list:
+    """The start's state files (None: power-on), one cache group each (of a task: its ``start``'s)."""
+    start = task.start if isinstance(task, Task) else task
+    return list(start.state) if isinstance(start.state, list) else [start.state]
+
+
+def start_recipes(task: Task) -> list[tuple[str, Start]]:
+    """(where, recipe) of every start recipe of the task: ``start`` first (what evaluation starts from), then the
+    training-only ``train_starts`` in order, as the start cache lays out their rows."""
+    extra = task.train_starts.starts if task.train_starts is not None else []
+    return [("task.start", task.start)] + [(f"task.train_starts.starts[{i}]", s) for i, s in enumerate(extra)]

@@ -11,9 +11,9 @@ of pokemonred_puffer, Go-Explore's return-then-explore), configured by the task'
       priority: 1.0                              # a pooled state's draw weight: (1 + score) ** priority
       swarm: {every: 2000, fraction: 0.25}       # every 2000 steps, the best env's state to a quarter of the others
 
-Score. An env's score is the score of the state its episode started from (0 for the task's start states) plus the
-weighted sum of its milestones' progress this episode (``envs/milestones.py``), so a state reached from a pooled
-state scores the whole way from the task's start.
+Score. An env's score is the score of the state its episode started from (a start state's: its recipe's ``score``, 0
+unless a ``train_starts`` recipe says what reaching it is worth) plus the weighted sum of its milestones' progress this
+episode (``envs/milestones.py``), so a state reached from a pooled state scores the whole way from the task's start.
 
 Where it lives. The pool's entries are rows of the env's start-state cache (``envs/start_cache.py``: the start
 states first, then ``capacity`` pool entries, then one row for the swarm), their frame stacks and the cache's
@@ -241,8 +241,7 @@ class StatePoolFeature(Feature):
         self._packed: dict[int, tuple[int, int, bytes]] = {}    # entry -> (its serial, method, packed bytes)
         self._reference: bytes | None = None
         self._layout: Layout | None = None
-        cache.add_column("score", torch.zeros(cache.num_start_states, dtype=torch.float32, device=dev),
-                         lambda: self.step_score)
+        cache.add_column("score", env.start_scores, lambda: self.step_score)   # a start state's: its recipe's
 
     def after_step(self, step: Step) -> None:
         """The envs' scores (a training env's) and, when due, a swarm whose targets end truncated."""

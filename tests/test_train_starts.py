@@ -96,3 +96,24 @@ def test_a_missing_train_start_state_is_named_before_any_frame(tmp_path):
     with pytest.raises(OptionError, match=r"^task\.train_starts\.starts\[0\]\.state does not exist"):
         GameBoyEnv(1, task={"base": "orchard/game",
                             "train_starts": {"starts": [{"state": str(tmp_path / "nope.state")}]}})
+
+
+def test_a_learners_evaluation_starts_from_the_task_start_alone():
+    """The learner's evaluation env is in eval() mode: with every training reset drawn from the written maze 4
+    (share 1.0), each evaluation episode still starts at the game's power-on start (ladder level 4), and the
+    training env's at maze 4."""
+    from functools import partial
+
+    from gbx_lightning.algos import PPOModule
+    from gbx_lightning.models import PixelCNNPolicy
+
+    env = partial(GameBoyEnv, task={"base": "orchard/game", "start": {"variants": 2},
+                                    "train_starts": {"share": 1.0, "starts": [maze4()]}},
+                  action_codec="dpad_noop", cpu_threads=1, max_steps=3)
+    module = PPOModule(env=env, num_envs=2, policy=partial(PixelCNNPolicy), rollout_steps=4, eval_episodes=8, seed=0)
+    eval_env = module._get_eval_env()
+    assert eval_env.training is False
+    eval_env.reset(seed=0)   # as each evaluation (data.EvalEpisodes) begins
+    assert eval_env.slots.max().item() < 2 and eval_env.read_ram(orchard.LADDER_LEVEL)[:, 0].eq(4).all()
+    train_env = module._make_env(4)
+    assert train_env.training and train_env.read_ram(orchard.LADDER_LEVEL)[:, 0].eq(7).all()

@@ -264,6 +264,9 @@ class RLModule(LightningModule):
             rank, world = self.ranks()
             episodes = self.hparams.eval_episodes // world + (rank < self.hparams.eval_episodes % world)
             self.eval_env = self._make_env(episodes)
+            mode = getattr(self.eval_env, "train", None)
+            if callable(mode):   # GameBoyEnv: episodes from the task's start alone (no train_starts, pool or swarm)
+                mode(False)
         return self.eval_env
 
     @property

@@ -103,8 +103,9 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "(built-in ROMs: hamlet, orchard)"),
     (PPO, "--model.env.task=orchard/level9",
      "model.env.task is neither a built-in task (hamlet/explore, hamlet/house, hamlet/lantern, hamlet/route, "
-     "hamlet/shrine, orchard/game, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
-     "orchard/level6, orchard/level7, pokered/explore) nor a task file: no file at 'orchard/level9'"),
+     "hamlet/shrine, orchard/game, orchard/game_maze2, orchard/game_maze3, orchard/game_maze4, orchard/level1, "
+     "orchard/level2, orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, pokered/explore) "
+     "nor a task file: no file at 'orchard/level9'"),
     (PPO, "--model.env.task={base: orchard/level1, start: {state: /no/such.state}}",
      "model.env.task.start.state does not exist: no savestate file at '/no/such.state'"),
     (A2C, "--model.env.stack_k=9", "model.env.stack_k must be an int in [1, 8], got 9"),

@@ -84,7 +84,9 @@ def test_the_game_counts_on_from_the_written_maze():
     ({"starts": [{"score": -1}]}, "task.train_starts.starts[0].score must be a number >= 0.0, got -1"),
     ({"starts": [{"frame": 3}]}, "task.train_starts.starts[0].frame is not a field of Start; fields: state, inputs, "
                                  "frames, variants, variant_frames, ram, score"),
-    ("maze 4", "task.train_starts must be a mapping {starts: [Start recipe, ...], share: 0..1} or null, got 'maze 4'"),
+    ("maze 4", "task.train_starts must be a mapping {starts: [Start recipe or task, ...], share: 0..1} or null, got "
+               "'maze 4'"),
+    ({"starts": ["orchard/maze9"]}, "task.train_starts.starts[0] is neither a built-in task"),
 ])
 def test_bad_train_starts_are_one_line_errors(spec, message):
     with pytest.raises(OptionError) as err:
@@ -117,3 +119,23 @@ def test_a_learners_evaluation_starts_from_the_task_start_alone():
     assert eval_env.slots.max().item() < 2 and eval_env.read_ram(orchard.LADDER_LEVEL)[:, 0].eq(4).all()
     train_env = module._make_env(4)
     assert train_env.training and train_env.read_ram(orchard.LADDER_LEVEL)[:, 0].eq(7).all()
+
+
+@pytest.mark.parametrize("maze", [2, 3, 4])
+def test_the_maze_tasks_start_each_maze_numbered_as_the_game_does(maze):
+    """orchard/game_maze2..4: ladder level maze + 3 in play with its seeds and beetles, wLevel maze - 1 (the mazes
+    before it cleared), not numbered by the level select; success when it is cleared (wLevel >= maze). Named in
+    train_starts, a task gives its start recipe (the same rows as the recipe spelt out)."""
+    env = GameBoyEnv(1, task=f"orchard/game_maze{maze}", action_codec="dpad_noop", cpu_threads=1)
+    ram = env.read_ram(0xC100, 0x20)[0]
+    got = {name: int(ram[addr - 0xC100]) for name, addr in (
+        ("state", orchard.GAME_STATE), ("ladder", orchard.LADDER_LEVEL), ("seeds", orchard.SEEDS_LEFT),
+        ("level", orchard.LEVEL), ("from_select", orchard.FROM_SELECT), ("beetles", orchard.NUM_HAZARDS))}
+    level = maze + 3
+    assert got == {"state": orchard.STATE_PLAY, "ladder": level, "seeds": orchard.LEVELS[level].seeds,
+                   "level": maze - 1, "from_select": 0, "beetles": orchard.LEVELS[level].beetles}
+    assert env.feature("ram_goal").at_least == maze
+    if maze == 4:
+        named = load_task({"base": "orchard/game", "train_starts": {"starts": ["orchard/game_maze4"]}})
+        assert named.train_starts.starts[0] == load_task("orchard/game_maze4").start
+        assert named.train_starts.starts[0].ram == maze4()["ram"] and named.train_starts.starts[0].score == 73

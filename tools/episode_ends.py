@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="default: the config's model.init_args.eval_seed")
     ap.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled, as evaluation does)")
     ap.add_argument("--top", type=int, default=10, help="cells listed per outcome")
+    ap.add_argument("--task", default=None, help="another task for the config's env (e.g. orchard/game_maze2: "
+                                                  "episodes from a later stage, its own success)")
     args = ap.parse_args(argv)
 
     import warp as wp
@@ -66,7 +68,7 @@ def main(argv=None) -> int:
     from gbx_lightning.cli.runs import RunError, policy_weights
     from random_policy import env_from_config, uniform_policy
 
-    env, init = env_from_config(args.config, args.episodes)
+    env, init = env_from_config(args.config, args.episodes, task=args.task)
     if hasattr(env, "eval"):
         env.eval()
     if args.ckpt_path is None:

@@ -17,15 +17,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def env_from_config(config: str, num_envs: int):
-    """The env of ``config``'s module (``model.env``: class_path, init_args) with ``num_envs`` envs on the CPU, and
-    the module's init_args (its ``eval_seed``, ``policy``)."""
+def env_from_config(config: str, num_envs: int, task=None):
+    """The env of ``config``'s module (``model.env``: class_path, init_args) with ``num_envs`` envs on the CPU (its
+    task replaced by ``task`` where given), and the module's init_args (its ``eval_seed``, ``policy``)."""
     import yaml
 
     from gbx_lightning.algos.build import factory_parts
 
     init = yaml.safe_load(Path(config).read_text())["model"]["init_args"]
     env_class, options = factory_parts(init["env"])
+    if task is not None:
+        options = {**options, "task": task}
     return env_class(num_envs, "cpu", **options), init
 
 

@@ -228,10 +228,18 @@ def _train_starts(value, where: str, base_dir: Path | None) -> TrainStarts | Non
     if value is None:
         return None
     if not isinstance(value, Mapping) or not isinstance(value.get("starts"), list):
-        raise OptionError(where, f"must be a mapping {{starts: [Start recipe, ...], share: 0..1}} or null, got "
-                                 f"{short(value)}")
-    starts = [_merge(Start, None, s, f"{where}.starts[{i}]", base_dir) for i, s in enumerate(value["starts"])]
+        raise OptionError(where, f"must be a mapping {{starts: [Start recipe or task, ...], share: 0..1}} or null, "
+                                 f"got {short(value)}")
+    starts = [_task_start(s, f"{where}.starts[{i}]", base_dir) if isinstance(s, (str, os.PathLike)) else
+              _merge(Start, None, s, f"{where}.starts[{i}]", base_dir) for i, s in enumerate(value["starts"])]
     return _merge(TrainStarts, None, {**value, "starts": starts}, where, None)
+
+
+def _task_start(spec, where: str, base_dir: Path | None) -> Start:
+    """The start recipe of a task named in ``train_starts`` (a built-in name or a task file beside this one)."""
+    if base_dir is not None and task_path(os.fspath(spec)) is None:
+        spec = _beside(base_dir, spec)
+    return _read(spec, where).start
 
 
 def _template(current: Template | None, value, where: str, base_dir: Path | None) -> Template | None:

@@ -69,7 +69,8 @@ def check_values(task: Task, where: str) -> None:
     if task.train_starts is not None:
         t, at = task.train_starts, f"{where}.train_starts"
         if not isinstance(t, TrainStarts):
-            raise OptionError(at, f"must be a mapping {{starts: [...], share: 0..1}} or null, got {short(t)}")
+            raise OptionError(at, f"must be a mapping {{starts: [Start recipe or task, ...], share: 0..1}} or null, "
+                                  f"got {short(t)}")
         if not isinstance(t.starts, list) or not t.starts:
             raise OptionError(f"{at}.starts", f"must be a non-empty list of Start recipes, got {short(t.starts)}")
         for i, recipe in enumerate(t.starts):

@@ -36,7 +36,7 @@ class TrainStarts:
     """Start states that only training episodes use: a curriculum (later stages of a game beside its start, so that
     every stage trains from the first update on, not only after the agent first reaches it); evaluation episodes
     start from the task's ``start`` alone, as a player plays. A training reset starts from one of ``starts`` (each a
-    Start recipe, uniformly over their states) with probability ``share``, else from ``start``; the pool's draw
+    Start recipe, or a task whose ``start`` it is; uniformly over their states) with probability ``share``, else from ``start``; the pool's draw
     (``pool.sample``) comes on top of both."""
     starts: list = field(default_factory=list)
     share: float = 0.5
@@ -184,7 +184,7 @@ def _fields_of(cls, doc: str, replace: dict | None = None, required: tuple[str, 
 StartFields = _fields_of(Start, "Start's fields, as a config spells them (any of them; the rest: the base's, or "
                                 "Start's defaults).", replace={"ram": Union[dict[Union[str, int], int], None]})
 TrainStartsFields = _fields_of(TrainStarts, "Training-only starts: Start recipes and their share of resets.",
-                               required=("starts",), replace={"starts": list[StartFields]})
+                               required=("starts",), replace={"starts": list[Union[str, StartFields]]})
 TemplateFields = _fields_of(Template, "A template's fields (over the base's template, or path required).")
 CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
                           required=("name",))

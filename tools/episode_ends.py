@@ -48,6 +48,19 @@ def episode_ends(env, policy, seed: int, greedy: bool = False, max_steps: int = 
     return ends
 
 
+def over_task(config: str, spec: str | None):
+    """The config's task with ``spec`` over it: a task name or file becomes its ``base`` (its reward, pool and
+    milestones kept: the observation may need them), an inline mapping's fields replace its own; None: unchanged."""
+    if spec is None:
+        return None
+    import yaml
+
+    task = yaml.safe_load(Path(config).read_text())["model"]["init_args"]["env"]["init_args"].get("task")
+    task = dict(task) if isinstance(task, dict) else {"base": task}
+    fields = yaml.safe_load(spec) if spec.lstrip().startswith("{") else {"base": spec}
+    return {**task, **fields}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", help="a training config (YAML)")
@@ -56,8 +69,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="default: the config's model.init_args.eval_seed")
     ap.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled, as evaluation does)")
     ap.add_argument("--top", type=int, default=10, help="cells listed per outcome")
-    ap.add_argument("--task", default=None, help="another task for the config's env (e.g. orchard/game_maze2: "
-                                                  "episodes from a later stage, its own success)")
+    ap.add_argument("--task", default=None, help="the config's task over another base: a name or file (e.g. "
+                                                  "orchard/game_maze2: episodes from a later stage, its own success), "
+                                                  "or fields over it ('{ram_goal: {field: level, at_least: 1}}')")
     args = ap.parse_args(argv)
 
     import warp as wp
@@ -68,7 +82,7 @@ def main(argv=None) -> int:
     from gbx_lightning.cli.runs import RunError, policy_weights
     from random_policy import env_from_config, uniform_policy
 
-    env, init = env_from_config(args.config, args.episodes, task=args.task)
+    env, init = env_from_config(args.config, args.episodes, task=over_task(args.config, args.task))
     if hasattr(env, "eval"):
         env.eval()
     if args.ckpt_path is None:

@@ -60,3 +60,18 @@ def test_a_task_without_a_heatmap_is_refused_in_one_line():
     env = GameBoyEnv(1, "cpu", task={"base": "orchard/level1", "heatmap": None}, action_codec="dpad_noop")
     with pytest.raises(ValueError, match=r"^episode_ends: the task has no heatmap"):
         episode_ends.episode_ends(env, Always(None, env.num_actions), seed=0)
+
+
+def test_a_later_stage_keeps_the_configs_task_around_it(tmp_path):
+    """--task over a config's task: a name becomes its base (the config's reward, which the observation may need,
+    stays), an inline mapping replaces fields; a config naming its task by a string gets it as the base."""
+    config = tmp_path / "c.yaml"
+    config.write_text("model:\n  init_args:\n    env:\n      init_args:\n        task:\n          base: orchard/game\n"
+                      "          reward: [{name: step_cost}]\n")
+    assert episode_ends.over_task(str(config), None) is None
+    assert episode_ends.over_task(str(config), "orchard/game_maze3") == {"base": "orchard/game_maze3",
+                                                                          "reward": [{"name": "step_cost"}]}
+    assert episode_ends.over_task(str(config), "{ram_goal: {field: level, at_least: 1}}") == {
+        "base": "orchard/game", "reward": [{"name": "step_cost"}], "ram_goal": {"field": "level", "at_least": 1}}
+    config.write_text("model:\n  init_args:\n    env:\n      init_args:\n        task: orchard/game\n")
+    assert episode_ends.over_task(str(config), "orchard/game_maze2") == {"base": "orchard/game_maze2"}

@@ -169,17 +169,21 @@ def test_an_env_state_of_the_old_layout_is_refused_in_one_line():
 # ---------------------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("spec, message", [
     (3, "task must be a built-in task name (hamlet/explore, hamlet/house, hamlet/lantern, hamlet/route, "
-        "hamlet/shrine, orchard/game, orchard/game_maze2, orchard/game_maze3, orchard/game_maze4, orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
+        "hamlet/shrine, orchard/game, orchard/game_maze2, orchard/game_maze3, orchard/game_maze4, "
+        "orchard/level1, orchard/level2, orchard/level3, orchard/level4, orchard/level5, "
         "orchard/level6, orchard/level7, pokered/explore), a task YAML file or a mapping of task fields, got 3"),
     ({"levle": 1}, "task.levle is not a field of Task; fields: base, rom, start, goal, fail, ram_goal, reward, step_cost, "
                    "alpha, goal_bonus, fail_penalty, counters, ram_map, milestones, pool, heatmap, train_starts, requires, "
                    "name"),
     ({"base": "orchard/level9"}, "task.base is neither a built-in task (hamlet/explore, hamlet/house, "
-                                 "hamlet/lantern, hamlet/route, hamlet/shrine, orchard/game, orchard/game_maze2, orchard/game_maze3, orchard/game_maze4, orchard/level1, orchard/level2, "
+                                 "hamlet/lantern, hamlet/route, hamlet/shrine, orchard/game, "
+                                 "orchard/game_maze2, orchard/game_maze3, orchard/game_maze4, orchard/level1, "
+                                 "orchard/level2, "
                                  "orchard/level3, orchard/level4, orchard/level5, orchard/level6, orchard/level7, "
                                  "pokered/explore) nor a task file: no file at 'orchard/level9'"),
     ({"base": 1}, "task.base must be a built-in task name (hamlet/explore, hamlet/house, hamlet/lantern, "
-                  "hamlet/route, hamlet/shrine, orchard/game, orchard/game_maze2, orchard/game_maze3, orchard/game_maze4, orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
+                  "hamlet/route, hamlet/shrine, orchard/game, orchard/game_maze2, orchard/game_maze3, "
+                  "orchard/game_maze4, orchard/level1, orchard/level2, orchard/level3, orchard/level4, "
                   "orchard/level5, orchard/level6, orchard/level7, pokered/explore) or a task file, got 1"),
     ({"start": {"frame": 3}}, "task.start.frame is not a field of Start; fields: state, inputs, frames, variants, "
                               "variant_frames, ram, score"),

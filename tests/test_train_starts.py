@@ -23,7 +23,8 @@ def maze4(**ram) -> dict:
 
 
 def game_env(n: int, share: float = 0.5, **ram) -> GameBoyEnv:
-    task = {"base": "orchard/game", "start": {"variants": 2}, "train_starts": {"share": share, "starts": [maze4(**ram)]},
+    task = {"base": "orchard/game", "start": {"variants": 2},
+            "train_starts": {"share": share, "starts": [maze4(**ram)]},
             "pool": {"score": {"mazes": 1.0}, "sample": 0.0, "max_mb": 1}}
     return GameBoyEnv(n, task=task, action_codec="dpad_noop", cpu_threads=1, max_steps=400)
 

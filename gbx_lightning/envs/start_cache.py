@@ -3,11 +3,11 @@
 Rows ``0 .. num_start_states - 1`` are the task's start states, made once at construction on a one-env machine
 (``build_start_rows``: power-on or a state file, ``frames`` frames of the start inputs, its RAM writes, then
 ``variants`` states ``variant_frames`` idle frames apart): ``start``'s first (``num_task_starts`` rows, where
-evaluation episodes start), then the training-only ``train_starts``'. A feature may add rows after them (the state pool: ``add_rows``) and fill
-them from running envs (``store``). Beside each row's machine state the cache keeps its frame stack (the first
-observation of an episode that starts there) and named per-row columns that features register (``add_column``:
-the goal distance of the row's screen, a pooled state's score), so that one masked restore plus a gather of the
-columns by slot starts an episode anywhere: no disk I/O, no Python loop over envs, no host sync.
+evaluation episodes start), then the training-only ``train_starts``'. A feature may add rows after them (the state
+pool: ``add_rows``) and fill them from running envs (``store``). Beside each row's machine state the cache keeps its
+frame stack (the first observation of an episode that starts there) and named per-row columns that features register
+(``add_column``: the goal distance of the row's screen, a pooled state's score), so that one masked restore plus a
+gather of the columns by slot starts an episode anywhere: no disk I/O, no Python loop over envs, no host sync.
 """
 from __future__ import annotations
 

@@ -47,9 +47,10 @@ Milestones (``envs/features/milestones.py``): what a long episode achieved, per 
 a number (levels), the ``bits`` newly set (badges, events), the ``increase`` of a counter; ``at_least: k`` makes
 one a flag (1 once it reached k). ``ram_goal`` (``envs/features/ram_goal.py``) ends an episode as a success where
 a field's value reaches ``at_least``. A ``pool`` (``envs/features/pool.py``) harvests states whose milestones rose into a
-device-side pool that resets sample from, and swarms the best env's state to others. ``train_starts`` are start recipes that only
-training resets draw (a ``share`` of them): later stages of a game from the first update on, while evaluation starts
-from ``start``; a recipe's ``ram`` writes RAM map fields after its frames (a state inputs alone do not reach).
+device-side pool that resets sample from, and swarms the best env's state to others. ``train_starts`` are start
+recipes that only training resets draw (a ``share`` of them): later stages of a game from the first update on, while
+evaluation starts from ``start``; a recipe's ``ram`` writes RAM map fields after its frames (a state inputs alone do
+not reach).
 
 Checks: ``load_task`` checks every value (one-line ``OptionError`` naming ``task.<field>``);
 ``check_task`` checks the files against the ROM (start states, input trace, templates), both in

@@ -36,8 +36,8 @@ class TrainStarts:
     """Start states that only training episodes use: a curriculum (later stages of a game beside its start, so that
     every stage trains from the first update on, not only after the agent first reaches it); evaluation episodes
     start from the task's ``start`` alone, as a player plays. A training reset starts from one of ``starts`` (each a
-    Start recipe, or a task whose ``start`` it is; uniformly over their states) with probability ``share``, else from ``start``; the pool's draw
-    (``pool.sample``) comes on top of both."""
+    Start recipe, or a task whose ``start`` it is; uniformly over their states) with probability ``share``, else from
+    ``start``; the pool's draw (``pool.sample``) comes on top of both."""
     starts: list = field(default_factory=list)
     share: float = 0.5
 

@@ -20,7 +20,7 @@ def test_orchard_map_is_the_assemblers_symbols():
     path = rom_source_path("orchard")
     _, symbols = asm.assemble_with_symbols(path.read_text(), origin_file=str(path), include_dirs=(str(path.parent),))
     ram_map = load_ram_map("orchard")
-    assert ram_map.titles == ["ORCHARD"] and len(ram_map.fields) == 23
+    assert ram_map.titles == ["ORCHARD"] and len(ram_map.fields) == 24
     for f in ram_map.fields.values():
         label = f.meaning.split(":")[0]
         assert f.address == symbols[label] + {"hazard_y": 1, "hazard_dir": 2}.get(f.name, 0), f.name
@@ -104,7 +104,7 @@ def test_bad_ram_map_fields_are_one_line_errors(ram_map, message):
     ({"base": "orchard/level1", "reward": [{"name": "explore", "fields": ["player_y", "playr_x"]}]},
      "task.reward[0].fields[1] is not a field of the task's RAM map (orchard): 'playr_x'; fields: game_state, "
      "game_over, level_clear, level, score, seeds_left, player_x, player_y, player_dir, facing, frame_count, rng, ... "
-     "(23 fields)"),
+     "(24 fields)"),
     ({"reward": [{"name": "ram_bits", "field": "badges"}]},
      "task.reward[0].field names the field 'badges', but the task has no ram_map: add one (ram_map: FILE or a "
      "built-in, hamlet, orchard, pokered) or give a WRAM address"),
@@ -119,7 +119,7 @@ def test_bad_ram_map_fields_are_one_line_errors(ram_map, message):
     ({"base": "orchard/level1", "milestones": [{"name": "m", "kind": "peak", "field": "nope"}]},
      "task.milestones[0].field is not a field of the task's RAM map (orchard): 'nope'; fields: game_state, game_over, "
      "level_clear, level, score, seeds_left, player_x, player_y, player_dir, facing, frame_count, rng, ... "
-     "(23 fields)"),
+     "(24 fields)"),
 ])
 def test_names_that_are_not_in_the_map_are_one_line_errors(task, message):
     with pytest.raises(OptionError) as err:

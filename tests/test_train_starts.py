@@ -140,3 +140,22 @@ def test_the_maze_tasks_start_each_maze_numbered_as_the_game_does(maze):
         named = load_task({"base": "orchard/game", "train_starts": {"starts": ["orchard/game_maze4"]}})
         assert named.train_starts.starts[0] == load_task("orchard/game_maze4").start
         assert named.train_starts.starts[0].ram == maze4()["ram"] and named.train_starts.starts[0].score == 73
+
+
+def test_the_random_policy_tool_plays_the_task_start_alone(tmp_path, capsys):
+    """tools/random_policy.py on a config whose every training reset would start at a maze 4 with no seed left (a
+    success within a few steps): its episodes start at power-on instead, so none succeeds within 30 steps."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import random_policy
+
+    task = {"base": "orchard/game", "train_starts": {"share": 1.0, "starts": [maze4(seeds_left=0)]}}
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"model": {"init_args": {"env": {
+        "class_path": "gbx_lightning.envs.GameBoyEnv",
+        "init_args": {"task": task, "action_codec": "dpad_noop", "max_steps": 30, "cpu_threads": 1}}}}}))
+    assert random_policy.main([str(config), "--episodes", "8", "--seed", "0"]) == 0
+    assert "success_rate 0.0000" in capsys.readouterr().out

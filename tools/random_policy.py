@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     from gbx_lightning.data import EvalEpisodes
 
     env, init = env_from_config(args.config, args.episodes)
+    if hasattr(env, "eval"):   # the task's own starts: no train_starts or pooled states, as evaluation plays
+        env.eval()
     seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)
     batch = next(iter(EvalEpisodes(env, uniform_policy(env.num_actions), seed)))
     done, wins = batch["finished"], batch["success"] & batch["finished"]

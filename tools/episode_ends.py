@@ -83,8 +83,6 @@ def main(argv=None) -> int:
     from random_policy import env_from_config, uniform_policy
 
     env, init = env_from_config(args.config, args.episodes, task=over_task(args.config, args.task))
-    if hasattr(env, "eval"):
-        env.eval()
     if args.ckpt_path is None:
         policy, who = uniform_policy(env.num_actions), "random policy"
     else:

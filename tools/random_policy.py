@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def env_from_config(config: str, num_envs: int, task=None):
     """The env of ``config``'s module (``model.env``: class_path, init_args) with ``num_envs`` envs on the CPU (its
-    task replaced by ``task`` where given), and the module's init_args (its ``eval_seed``, ``policy``)."""
+    task replaced by ``task`` where given) in eval mode, as evaluation plays (the task's own starts: no train_starts
+    or pooled states), and the module's init_args (its ``eval_seed``, ``policy``)."""
     import yaml
 
     from gbx_lightning.algos.build import factory_parts
@@ -28,7 +29,10 @@ def env_from_config(config: str, num_envs: int, task=None):
     env_class, options = factory_parts(init["env"])
     if task is not None:
         options = {**options, "task": task}
-    return env_class(num_envs, "cpu", **options), init
+    env = env_class(num_envs, "cpu", **options)
+    if hasattr(env, "eval"):
+        env.eval()
+    return env, init
 
 
 def uniform_policy(num_actions: int):
@@ -57,8 +61,6 @@ def main(argv=None) -> int:
     from gbx_lightning.data import EvalEpisodes
 
     env, init = env_from_config(args.config, args.episodes)
-    if hasattr(env, "eval"):   # the task's own starts: no train_starts or pooled states, as evaluation plays
-        env.eval()
     seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)
     batch = next(iter(EvalEpisodes(env, uniform_policy(env.num_actions), seed)))
     done, wins = batch["finished"], batch["success"] & batch["finished"]

@@ -57,7 +57,7 @@ from torch.utils.data import IterableDataset
 from gbx_lightning.metrics import DeviceSums
 from gbx_lightning.models import is_recurrent, logprob_entropy, sample_actions
 
-__all__ = ["RolloutStream", "EvalEpisodes", "IntervalStats", "sample_actions"]
+__all__ = ["RolloutStream", "EvalEpisodes", "IntervalStats", "sample_actions", "saved_stream_state"]
 
 _KNOWN_INFO = {"final_obs", "episode_return", "episode_length", "success"}
 # per-episode extras an evaluation leaves out: the return of the rewards trained on (normalised by the eval env's
@@ -135,6 +135,12 @@ class IntervalStats(DeviceSums):
         for k, v in zip(self.extra_keys or [], vals[6:]):
             out[f"episode_{k}_mean"] = v / episodes if episodes else None
         return out
+
+
+def saved_stream_state(checkpoint: dict) -> dict:
+    """The stream's ``state_dict`` in a fit checkpoint (its ``env`` state, counters, RNG): where Lightning's fit loop
+    keeps it (module docstring). KeyError, IndexError or TypeError where the checkpoint holds none."""
+    return checkpoint["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
 
 
 def _tensors(obj) -> Iterator[torch.Tensor]:

@@ -52,9 +52,10 @@ def _load_step(path: Path) -> int | None:
 def _stream_tensors(ckpt: dict) -> dict[str, tuple]:
     """{key path: (dtype, shape, bytes)} of the data stream's saved state (env state with each feature's packed state
     expanded, policy state), the run's own counters aside."""
+    from gbx_lightning.data import saved_stream_state
     from gbx_lightning.envs.features import FEATURES
 
-    stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+    stream = saved_stream_state(ckpt)
     env = stream.get("env") or {}
     features = dict(env.get("features") or {})
     for cls in FEATURES:

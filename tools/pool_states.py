@@ -29,10 +29,11 @@ WRAM0 = 0xC000
 def pool_entries(ckpt: dict) -> tuple[dict[str, np.ndarray], np.ndarray, str]:
     """(machine arrays name -> [E, ...], scores [E], the ROM's sha256) of a checkpoint's state pool; SystemExit with
     one line where the checkpoint holds none."""
+    from gbx_lightning.data import saved_stream_state
     from gbx_lightning.envs.features.pool import StatePoolFeature
 
     try:
-        stream = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+        stream = saved_stream_state(ckpt)
     except (KeyError, IndexError, TypeError):
         raise SystemExit("pool_states: the checkpoint has no data-stream state (not a gbx_lightning fit checkpoint?)")
     env = stream.get("env")

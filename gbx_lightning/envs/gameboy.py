@@ -246,6 +246,9 @@ class GameBoyEnv(VecEnvBase):
         self.start_scores = torch.from_numpy(scores).to(dev)  # each start state's pool score (its recipe's)
         self.num_start_states = self.cache.num_start_states   # the task's, then train_starts' (training only)
         self._train_share = task.train_starts.share if task.train_starts is not None else 0.0
+        if self.num_start_states > self.num_task_starts:   # the draw's buffers (_draw_starts runs every step)
+            self._task_row = torch.zeros(n, dtype=torch.int32, device=dev)
+            self._pick = torch.zeros(n, dtype=torch.float32, device=dev)
 
         # ---- episode state and the task's features (envs/features/, in their order) -------------------
         self.training = True
@@ -491,10 +494,10 @@ class GameBoyEnv(VecEnvBase):
         own, extra = self.num_task_starts, self.num_start_states - self.num_task_starts
         if self.training and extra:
             g, n, dev = self.generator, self.num_envs, self.device
-            task_row = torch.randint(0, own, (n,), generator=g, device=dev)
-            train_row = torch.randint(own, own + extra, (n,), generator=g, device=dev)
-            pick = torch.rand(n, generator=g, device=dev) < self._train_share
-            self._slots.copy_(torch.where(pick, train_row, task_row))
+            torch.randint(0, own, (n,), generator=g, device=dev, out=self._task_row)
+            torch.randint(own, own + extra, (n,), generator=g, device=dev, out=self._slots)
+            torch.rand(n, generator=g, device=dev, out=self._pick)
+            torch.where(self._pick < self._train_share, self._slots, self._task_row, out=self._slots)
         elif own > 1:
             torch.randint(0, own, (self.num_envs,), generator=self.generator, device=self.device, out=self._slots)
         else:

@@ -523,7 +523,7 @@ class StagedPolicy(ActorCritic):
     """``PixelVectorPolicy`` with a policy and value per stage of a game: a byte of the data plane's vector (a RAM
     field in ``obs.ram``, orchard's ``ladder_level``) says which stage each observation is in. Why: one set of
     heads over a game's mazes or areas learns them one at a time; what a maze needs (when to pass a beetle in
-    this corridor) pulls against the others' (docs/benchmarks.md, "Stages of one game").
+    this corridor) pulls against the others' (docs/benchmarks.md, "A policy per maze").
 
     Args: ``PixelVectorPolicy``'s (``channels``, ``vector_hidden``, ``hidden``, ``vector_bits``), and
         stages: the stage byte's values, one stage each (orchard's mazes: ``[4, 5, 6, 7]``); any other value is
@@ -533,7 +533,8 @@ class StagedPolicy(ActorCritic):
         separate: false: one torso (convolutions, vector MLP, dense layer), a policy and value head per stage
             (each stage's logits and value computed for every observation, its own taken: no routing);
             true: a whole ``PixelVectorPolicy`` per stage, each fed only its stage's observations (the same
-            work per observation as one policy; on CUDA one host sync per call to size the groups).
+            arithmetic per observation as one policy, in smaller batches: slower on a CPU; on CUDA one host
+            sync per call to size the groups).
     """
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
@@ -553,6 +554,7 @@ class StagedPolicy(ActorCritic):
         if not isinstance(separate, bool):
             raise ValueError(f"staged policy: separate must be true or false, got {separate!r}")
         self.stages, self.stage_byte, self.separate = tuple(values), stage_byte, separate
+        self.vector_size = vector_size
         table = torch.zeros(256, dtype=torch.long)
         table[torch.tensor(values)] = torch.arange(len(values))
         self.register_buffer("_stage_of", table, persistent=False)

@@ -75,3 +75,17 @@ def test_a_later_stage_keeps_the_configs_task_around_it(tmp_path):
         "base": "orchard/game", "reward": [{"name": "step_cost"}], "ram_goal": {"field": "level", "at_least": 1}}
     config.write_text("model:\n  init_args:\n    env:\n      init_args:\n        task: orchard/game\n")
     assert episode_ends.over_task(str(config), "orchard/game_maze2") == {"base": "orchard/game_maze2"}
+
+
+def test_each_task_given_prints_its_own_block(capsys):
+    """--task twice: one block per task, each naming it; random actions from both mazes' starts end every
+    episode (a beetle, or a clear) or run out, 4 episodes in each block."""
+    code = episode_ends.main(["configs/orchard_game_ppo.yaml", "--episodes", "4", "--top", "1",
+                              "--task", "orchard/game_maze2", "--task", "orchard/game_maze4"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    heads = [i for i, line in enumerate(out) if line.startswith("random policy: 4 episodes of orchard_game_ppo.yaml")]
+    assert [out[i].split(";")[0].split(" on ")[1] for i in heads] == ["orchard/game_maze2", "orchard/game_maze4"]
+    for start, end in zip(heads, heads[1:] + [len(out)]):
+        counts = [int(line.split()[1].rstrip(":")) for line in out[start + 1:end]]
+        assert sum(counts) == 4

@@ -1,13 +1,14 @@
 """Where a policy's episodes end: the cells (the task's ``heatmap`` fields) its episodes fail, succeed or run out on.
 
-    python tools/episode_ends.py CONFIG [--ckpt_path CKPT] [--episodes 64] [--greedy] [--top 10]
+    python tools/episode_ends.py CONFIG [--ckpt_path CKPT] [--episodes 64] [--greedy] [--top 10] [--task T ...]
 
 A learning curve says how many episodes die; this says where. Builds the env as the config's module would, loads
 the policy from a checkpoint (without one: uniformly random actions), runs one episode per env from the task's
 start states (an evaluation env: no pool starts; the config's ``eval_seed``), and counts, for each ended episode,
 the heatmap cell (``heatmap: {y, x, cell}``; the world tile with ``world: true``) the player stood on when the
 episode's last step began: where the beetle caught it, where the goal was reached. On orchard's level 7 it showed
-half of a policy's deaths in one pocket under one beetle's patrol (docs/benchmarks.md).
+half of a policy's deaths in one pocket under one beetle's patrol (docs/benchmarks.md). ``--task`` again and again:
+one block per task, e.g. each stage of a game from its own start (which mazes a full-game policy has learned).
 """
 from __future__ import annotations
 
@@ -69,9 +70,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="default: the config's model.init_args.eval_seed")
     ap.add_argument("--greedy", action="store_true", help="argmax actions (default: sampled, as evaluation does)")
     ap.add_argument("--top", type=int, default=10, help="cells listed per outcome")
-    ap.add_argument("--task", default=None, help="the config's task over another base: a name or file (e.g. "
-                                                  "orchard/game_maze2: episodes from a later stage, its own success), "
-                                                  "or fields over it ('{ram_goal: {field: level, at_least: 1}}')")
+    ap.add_argument("--task", action="append", default=None,
+                    help="the config's task over another base: a name or file (e.g. orchard/game_maze2: episodes "
+                         "from a later stage, its own success), or fields over it ('{ram_goal: {field: level, "
+                         "at_least: 1}}'); given more than once, one block per task")
     args = ap.parse_args(argv)
 
     import warp as wp
@@ -82,30 +84,35 @@ def main(argv=None) -> int:
     from gbx_lightning.cli.runs import RunError, policy_weights
     from random_policy import env_from_config, uniform_policy
 
-    env, init = env_from_config(args.config, args.episodes, task=over_task(args.config, args.task))
-    if args.ckpt_path is None:
-        policy, who = uniform_policy(env.num_actions), "random policy"
-    else:
-        cls, kwargs = factory_parts(init["policy"])
-        policy = build_policy(partial(cls, **kwargs), env)
+    tasks = args.task or [None]
+    weights = None
+    if args.ckpt_path is not None:
         try:
             weights = policy_weights(args.ckpt_path, "--ckpt_path")
         except RunError as err:
             print(f"episode_ends: {err}", file=sys.stderr)
             return 2
-        policy.load_state_dict(weights)
-        policy.eval()
-        who = Path(args.ckpt_path).name + (" (greedy)" if args.greedy else "")
-    seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)
-    ends = episode_ends(env, policy, seed, greedy=args.greedy)
-    cell = env.feature("heatmap").cell
-    print(f"{who}: {args.episodes} episodes of {Path(args.config).name}; cells of {cell} x {cell} as (row, col) = "
-          f"(y // {cell}, x // {cell}) of the heatmap's fields, where each episode's last step began")
-    for outcome in OUTCOMES:
-        total = sum(ends[outcome].values())
-        if total:
-            cells = ", ".join(f"{rc}: {k}" for rc, k in ends[outcome].most_common(args.top))
-            print(f"  {outcome} {total}: {cells}")
+    for spec in tasks:
+        env, init = env_from_config(args.config, args.episodes, task=over_task(args.config, spec))
+        if weights is None:
+            policy, who = uniform_policy(env.num_actions), "random policy"
+        else:
+            cls, kwargs = factory_parts(init["policy"])
+            policy = build_policy(partial(cls, **kwargs), env)
+            policy.load_state_dict(weights)
+            policy.eval()
+            who = Path(args.ckpt_path).name + (" (greedy)" if args.greedy else "")
+        seed = args.seed if args.seed is not None else init.get("eval_seed", 1_000_003)
+        ends = episode_ends(env, policy, seed, greedy=args.greedy)
+        cell = env.feature("heatmap").cell
+        on = f" on {spec}" if spec is not None else ""
+        print(f"{who}: {args.episodes} episodes of {Path(args.config).name}{on}; cells of {cell} x {cell} as (row, "
+              f"col) = (y // {cell}, x // {cell}) of the heatmap's fields, where each episode's last step began")
+        for outcome in OUTCOMES:
+            total = sum(ends[outcome].values())
+            if total:
+                cells = ", ".join(f"{rc}: {k}" for rc, k in ends[outcome].most_common(args.top))
+                print(f"  {outcome} {total}: {cells}")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""models.StagedPolicy: a policy and value per stage of a game, the stage read from a byte of the data plane. Known
-answers: heads set to constants give each observation its own stage's numbers; a whole network per stage is fed
-only its stage's rows (its output is that network's own, the others get no gradient); on orchard the stage byte is
+"""models.StagedPolicy: a policy and value head per stage of a game, the stage read from a byte of the data plane.
+Known answers: heads set to constants give each observation its own stage's numbers; each row's output is the torso's
+features through its stage's rows of the heads, and only those rows get its gradient; on orchard the stage byte is
 the maze the env is in; bad options are refused in one line."""
 
 import pytest
@@ -8,7 +8,7 @@ import torch
 
 from gbx_lightning.algos.build import build_policy
 from gbx_lightning.envs import GameBoyEnv
-from gbx_lightning.models import PixelVectorPolicy, StagedPolicy
+from gbx_lightning.models import StagedPolicy
 
 SHAPE, A = (3, 72, 80), 5
 
@@ -48,25 +48,10 @@ def test_shared_torso_heads_are_the_torsos_features_through_the_stages_rows():
     every = policy.policy_head(h).view(3, 2, A)
     assert torch.allclose(logits, every[torch.arange(3), torch.tensor([1, 0, 1])])
     assert torch.allclose(value, policy.value_head(h)[torch.arange(3), torch.tensor([1, 0, 1])])
-
-
-def test_separate_networks_see_only_their_stages_rows():
-    """Each row's output is its stage's network run on that row alone; a stage with no rows gets no gradient,
-    the others do."""
-    torch.manual_seed(0)
-    policy = StagedPolicy(SHAPE, A, vector_size=12, stages=[4, 5, 6, 7], separate=True)
-    assert all(isinstance(net, PixelVectorPolicy) for net in policy.nets) and len(policy.nets) == 4
-    obs = _obs([5, 7, 5])
-    logits, value = policy(obs)
-    for row, stage in enumerate([1, 3, 1]):
-        own_logits, own_value = policy.nets[stage](obs[row:row + 1])
-        assert torch.allclose(logits[row], own_logits[0], atol=1e-6)
-        assert torch.allclose(value[row], own_value[0], atol=1e-6)
-    logprob, entropy, value = policy.evaluate(obs, torch.tensor([0, 3, 4]))
-    (logprob.sum() + value.sum()).backward()
-    grads = [net.dense[0].weight.grad for net in policy.nets]
-    assert grads[0] is None and grads[2] is None
-    assert grads[1].abs().sum() > 0 and grads[3].abs().sum() > 0
+    policy.zero_grad()
+    policy(obs[1:2])[1].sum().backward()          # a stage-0 row: stage 1's value row gets no gradient
+    grad = policy.value_head.weight.grad
+    assert grad[0].abs().sum() > 0 and torch.equal(grad[1], torch.zeros_like(grad[1]))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -74,7 +59,6 @@ def test_separate_networks_see_only_their_stages_rows():
     ({"stages": [4, 4]}, "stages must be a list of two or more distinct byte values (0-255), got [4, 4]"),
     ({"stages": [4, 256]}, "stages must be a list of two or more distinct byte values (0-255), got [4, 256]"),
     ({"stages": [4, 5], "stage_byte": 12}, "stage_byte must be an index into the vector (0..11), got 12"),
-    ({"stages": [4, 5], "separate": 1}, "separate must be true or false, got 1"),
 ])
 def test_bad_stage_options_are_refused_in_one_line(kwargs, message):
     with pytest.raises(ValueError) as err:

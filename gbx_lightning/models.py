@@ -34,7 +34,7 @@ from torch import nn
 from gbx_lightning.heap import ReusedTensors
 
 __all__ = ["POLICY_REGISTRY", "ActorCritic", "RecurrentActorCritic", "make_policy", "MLPPolicy", "GridCNNPolicy",
-           "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "StagedPolicy", "PixelLSTMPolicy",
+           "PixelCNNPolicy", "NatureCNNPolicy", "ImpalaCNNPolicy", "PixelVectorPolicy", "PixelLSTMPolicy",
            "PixelVectorLSTMPolicy", "MLPLSTMPolicy", "is_recurrent", "logprob_entropy", "sample_actions", "cpp_compiler"]
 
 PIXEL_SHADES = 3.0  # DMG shades are 0..3; dividing by 3 maps them to [0, 1]
@@ -517,58 +517,6 @@ class PixelVectorPolicy(ActorCritic):
     def torso(self, obs):
         return _pixel_vector_features(self, obs)
 
-
-
-class StagedPolicy(ActorCritic):
-    """``PixelVectorPolicy`` with a policy and value head per stage of a game: a byte of the data plane's vector (a
-    RAM field in ``obs.ram``, orchard's ``ladder_level``) says which stage each observation is in, and its stage's
-    heads act and value it. Why: with one set of heads over a game's mazes, what one maze needs (when to pass a
-    beetle in this corridor) pulls against the others'. The torso (convolutions, vector MLP, dense layer) is
-    shared; every stage's logits and value are computed for every observation and its own taken (no routing, no
-    host sync; the heads cost little beside the torso). Measured on orchard's full game: no gain within an hour
-    (docs/benchmarks.md, "A policy per maze").
-
-    Args: ``PixelVectorPolicy``'s (``channels``, ``vector_hidden``, ``hidden``, ``vector_bits``), and
-        stages: the stage byte's values, one stage each (orchard's mazes: ``[4, 5, 6, 7]``); any other value is
-            the first stage's.
-        stage_byte: the byte's index in the vector (``obs.ram``'s fields in order, each ``size`` bytes; 0: the
-            first field's low byte).
-    """
-
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
-                 stages: tuple[int, ...] = (), stage_byte: int = 0, channels: tuple[int, int] = (16, 32),
-                 vector_hidden: tuple[int, ...] = (64,), hidden: int = 256, vector_bits: bool = False):
-        super().__init__(obs_shape, num_actions, torch.uint8)
-        values = list(stages) if isinstance(stages, (list, tuple)) else None
-        if values is None or len(values) < 2 or len(set(values)) != len(values) or \
-                any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 255 for v in values):
-            raise ValueError(f"staged policy: stages must be a list of two or more distinct byte values (0-255), "
-                             f"got {stages!r}")
-        last = vector_size - 1 if isinstance(vector_size, int) else "?"
-        if isinstance(stage_byte, bool) or not isinstance(stage_byte, int) or \
-                not (isinstance(vector_size, int) and 0 <= stage_byte < vector_size):
-            raise ValueError(f"staged policy: stage_byte must be an index into the vector (0..{last}), "
-                             f"got {stage_byte!r}")
-        self.stages, self.stage_byte, self.vector_size = tuple(values), stage_byte, vector_size
-        table = torch.zeros(256, dtype=torch.long)
-        table[torch.tensor(values)] = torch.arange(len(values))
-        self.register_buffer("_stage_of", table, persistent=False)
-        self.net = PixelVectorPolicy(obs_shape, num_actions, vector_size=vector_size, channels=channels,
-                                     vector_hidden=vector_hidden, hidden=hidden, vector_bits=vector_bits)
-        del self.net.policy_head, self.net.value_head     # the heads are per stage: below
-        self.policy_head = _init(nn.Linear(int(hidden), len(values) * self.num_actions), 0.01)
-        self.value_head = _init(nn.Linear(int(hidden), len(values)), 1.0)
-
-    def stage(self, obs: torch.Tensor) -> torch.Tensor:
-        """int64 [N]: each observation's stage (an index into ``stages``)."""
-        return self._stage_of[obs[:, 0].reshape(obs.shape[0], -1)[:, self.stage_byte].long()]
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        self.check_obs(obs)
-        stage, n, a = self.stage(obs), obs.shape[0], self.num_actions
-        h = self.net.torso(obs)
-        logits = self.policy_head(h).view(n, -1, a).gather(1, stage.view(n, 1, 1).expand(n, 1, a))
-        return logits.squeeze(1), self.value_head(h).gather(1, stage.view(n, 1)).squeeze(1)
 
 def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, vector_hidden, hidden,
                          vector_bits: bool = False) -> None:

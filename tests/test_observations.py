@@ -11,6 +11,7 @@ import torch
 from gbx_lightning.cli import main
 from gbx_lightning.envs import GameBoyEnv
 from gbx_lightning.envs.base import OptionError
+from gbx_lightning.envs.features.observations import nearby_grid
 from gbx_lightning.models import PixelVectorLSTMPolicy, PixelVectorPolicy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -117,10 +118,64 @@ def test_a_restored_env_observes_and_continues_as_the_saved_one():
     assert sorted(pixels.state_dict()) == sorted(second.state_dict())
 
 
+def test_nearby_grid_by_hand():
+    """Radius 1, stride 8, the player at (y, x) = (16, 24): a thing 8 up and 4 left is in the cell above (-4 rounds
+    half up to 0), one 14 down is 2 cells down (outside); two things in one cell OR their values; a thing that is
+    not live is not drawn; without values a cell is 255; an offset of -12 rounds to -1 cell, -13 to -2."""
+    y, x = torch.tensor([16, 16]), torch.tensor([24, 24])
+    things_y = torch.tensor([[8, 30, 16, 16], [4, 3, 16, 16]])
+    things_x = torch.tensor([[20, 28, 32, 35], [24, 24, 24, 24]])
+    value = torch.tensor([[1, 2, 4, 8], [1, 2, 4, 8]])
+    grid = nearby_grid(things_y, things_x, y, x, 1, 8, value)
+    assert grid[0].view(3, 3).tolist() == [[0, 0x81, 0], [0, 0, 0x8C], [0, 0, 0]]
+    assert grid[1].view(3, 3).tolist() == [[0, 0x81, 0], [0, 0x84 | 0x88, 0], [0, 0, 0]]   # y 3: -13, outside
+    live = torch.tensor([[True, True, False, True], [True, True, True, True]])
+    assert nearby_grid(things_y, things_x, y, x, 1, 8, value, live)[0].view(3, 3)[1].tolist() == [0, 0, 0x88]
+    assert nearby_grid(things_y, things_x, y, x, 1, 8)[0].view(3, 3).tolist() == [[0, 255, 0], [0, 0, 255], [0, 0, 0]]
+
+
+def test_the_nearby_grid_is_where_the_live_beetles_are_from_the_player():
+    """Level 5 (3 beetles in 4 slots), 4 envs, random actions: every observation's nearby grid (radius 15,
+    stride 8, the beetles' directions as values, num_hazards as count) is, cell by cell, what a loop over the
+    envs and the live beetles of the RAM read_ram reads gives; beetles are seen, the unused fourth slot never."""
+    near = {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "radius": 15, "stride": 8,
+            "value": "hazard_dir", "count": "num_hazards"}
+    env = _env(4, obs={"ram": ["player_y"], "nearby": near}, task="orchard/level5", reward=(), max_steps=40,
+               frames_per_step=8, release_after_frames=8)
+    assert env.obs_vector == 1 + 31 * 31
+    gen = torch.Generator().manual_seed(5)
+    obs, seen = env.reset(seed=2), 0
+    for t in range(60):
+        ram = env.read_ram(0xC100, 0x30).long().tolist()
+        for i, r in enumerate(ram):
+            expected = [0] * (31 * 31)
+            for k in range(r[0x14]):
+                hx, hy, hd = r[0x20 + 4 * k: 0x23 + 4 * k]
+                cy, cx = (hy - r[8] + 4) // 8, (hx - r[7] + 4) // 8
+                if abs(cy) <= 15 and abs(cx) <= 15:
+                    expected[(cy + 15) * 31 + cx + 15] |= 0x80 | hd
+            assert r[0x14] == 3 and _vector(obs, 1 + 31 * 31)[i, 1:].tolist() == expected, f"step {t}, env {i}"
+            seen += sum(v != 0 for v in expected)
+        obs, *_ = env.step(torch.randint(0, 5, (4,), generator=gen, dtype=torch.int32))
+    assert seen > 4 * 60      # more than one beetle per observation on average
+
+
 @pytest.mark.parametrize("obs, message", [
     ({"ram": ["nope"]}, "obs.ram[0] is not a field of the task's RAM map (orchard): 'nope'; fields: game_state, "),
     ({"visited": {"radius": 2}}, "obs.visited needs an explore item in the task's reward"),
-    ({}, "obs adds nothing: give ram (a list of RAM map fields) or visited, or obs: null for pixels only"),
+    ({}, "obs adds nothing: give ram (a list of RAM map fields), visited or nearby, or obs: null for pixels only"),
+    ({"nearby": {"things": ["hazard_y"], "around": ["player_y", "player_x"]}},
+     "obs.nearby.things must be two RAM map fields, y then x, got ['hazard_y']"),
+    ({"nearby": {"things": ["hazard_y", "player_x"], "around": ["player_y", "player_x"]}},
+     "obs.nearby.things y and x must hold as many numbers: hazard_y has 4, player_x 1"),
+    ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["hazard_y", "hazard_x"]}},
+     "obs.nearby.around must be one number each (the player's y and x), got 4 and 4"),
+    ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "value": "facing"}},
+     "obs.nearby.value must hold a number per thing (4), facing has 1"),
+    ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "radius": 16}},
+     "obs.nearby.radius must be an int in [0, 15], got 16"),
+    ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "size": 3}},
+     "obs.nearby.size is not a field of nearby; fields: things, around, radius, stride, value, count"),
     ({"visited": {"radius": 16}}, "obs.visited.radius must be an int in [0, 15], got 16"),
     ({"visited": {"stride": 0}}, "obs.visited.stride must be an int >= 1, got 0"),
     ({"ram": ["maze"] * 12}, "obs needs 6144 bytes, more than the data plane's 5760 (72 x 80)"),

@@ -116,7 +116,8 @@ class GameBoyEnv(VecEnvBase):
         check_action_range: on CUDA, also check action ranges on the host (a sync per step).
         obs: what the observation adds beside the pixels (``envs/features/observations.py``): ``ram``, a list of
             the task's RAM map fields, and ``visited``, ``{radius, stride}``, a grid of the task's explore item's
-            cells around the player; a data plane in front of the frames. None: pixels only.
+            cells around the player, and ``nearby``, a grid of where things (sprites, beetles) are around the
+            player; a data plane in front of the frames. None: pixels only.
     """
 
     obs_dtype = torch.uint8

@@ -1,8 +1,11 @@
-"""Structured observations (a feature): named RAM fields and a visited-cells grid beside the pixels (``GameBoyEnv``'s ``obs``).
+"""Structured observations (a feature): named RAM fields, a visited-cells grid and a grid of the things near the
+player beside the pixels (``GameBoyEnv``'s ``obs``).
 
     obs:
       ram: [player_y, player_x, seeds_left]    # fields of the task's RAM map (or WRAM addresses: one byte each)
       visited: {radius: 2, stride: 8}          # the explore item's cells around the player: a 5 x 5 grid
+      nearby: {things: [hazard_y, hazard_x], around: [player_y, player_x], radius: 3, stride: 8,
+               value: hazard_dir, count: num_hazards}   # where the beetles are, seen from the player: 7 x 7
 
 Pixels only (``obs: null``, the default) is unchanged: ``[K, 72, 80]``. With ``obs`` the observation gains one
 plane in front, the *data plane*: ``obs[:, 0]`` (uint8 ``[72, 80]``, read row-major as 5,760 bytes) holds a
@@ -16,6 +19,13 @@ vector, and the frames follow (``obs[:, 1:]``, the newest last, as before). The 
     ``world: true``: the world tiles around the player's, across map edges). ``y, x``: the explore
     item's last two fields (Pokemon Red's ``[map, y, x]``, orchard's ``[player_y, player_x]``); the middle
     byte, the player's own cell, is always 255. It is what the item pays for, so it can be hashed like it;
+  * with ``nearby``, ``(2r + 1)**2`` bytes, row-major from ``(dy, dx) = (-r, -r)``: the cell of each thing
+    (``things``: a y and an x field with one number per thing, e.g. a sprite table) at its offset from
+    ``around`` (the player's y and x), rounded to the nearest ``stride`` (half up); 0 where nothing is, 255
+    where something is, or with ``value`` (a field with a number per thing) ``0x80 | value & 0x7F`` OR'd over
+    the things in the cell. ``count``: a field holding how many of the things are live (the first ones).
+    Positions the screen shows at 72 x 80 are there too, but as pixels anywhere on it: a danger two tiles
+    ahead is one byte here, the same byte wherever the player stands;
   * zeros to the end of the plane.
 
 ``GameBoyEnv.obs_vector`` is the vector's length (0 for pixels only); the module hands it to a policy that takes
@@ -38,7 +48,8 @@ from ..ram_map import FieldReader, RamField, RamMap, resolve_field
 from ..rewards import cell_index
 from .base import Feature, Step
 
-__all__ = ["DATA_PLANE_BYTES", "DataPlane", "ObsFields", "ObsLayout", "StructuredObs", "VisitedFields", "check_obs"]
+__all__ = ["DATA_PLANE_BYTES", "DataPlane", "Nearby", "NearbyFields", "ObsFields", "ObsLayout", "StructuredObs",
+           "VisitedFields", "check_obs", "nearby_grid"]
 
 DATA_PLANE_BYTES = 72 * 80   # one frame plane
 MAX_RADIUS = 15              # a 31 x 31 grid at most
@@ -52,19 +63,50 @@ class VisitedFields(TypedDict, total=False):
     stride: int
 
 
+class NearbyFields(TypedDict, total=False):
+    """The grid of things near the player: ``things`` [y field, x field] (a number per thing each), ``around``
+    [y field, x field] (the player's), ``radius`` cells each side (0..15), ``stride`` the fields' units per cell,
+    ``value`` a field (a number per thing) stored in the cell, ``count`` a field: how many things are live."""
+    things: list[str | int]
+    around: list[str | int]
+    radius: int
+    stride: int
+    value: str | int | None
+    count: str | int | None
+
+
 class ObsFields(TypedDict, total=False):
-    """What ``obs`` adds beside the pixels (module docstring): RAM map fields, the visited-cells grid."""
+    """What ``obs`` adds beside the pixels (module docstring): RAM map fields, the visited-cells grid, things near
+    the player."""
     ram: list[str | int]
     visited: VisitedFields | None
+    nearby: NearbyFields | None
+
+
+@dataclass(frozen=True)
+class Nearby:
+    """A checked ``obs.nearby``."""
+    things: tuple[RamField, RamField]
+    around: tuple[RamField, RamField]
+    radius: int
+    stride: int
+    value: RamField | None
+    count: RamField | None
+
+    @property
+    def length(self) -> int:
+        return (2 * self.radius + 1) ** 2
 
 
 @dataclass(frozen=True)
 class ObsLayout:
-    """A checked ``obs``: the fields, the grid (radius None: none) and where the explore item is in the reward."""
+    """A checked ``obs``: the fields, the grid (radius None: none) and where the explore item is in the reward,
+    the grid of things nearby (None: none)."""
     fields: tuple[RamField, ...]
     radius: int | None
     stride: int
     explore_index: int | None   # the explore item's index in the task's reward list
+    nearby: Nearby | None = None
 
     @property
     def grid(self) -> int:
@@ -72,7 +114,8 @@ class ObsLayout:
 
     @property
     def length(self) -> int:
-        return sum(f.count * f.size for f in self.fields) + self.grid
+        near = 0 if self.nearby is None else self.nearby.length
+        return sum(f.count * f.size for f in self.fields) + self.grid + near
 
 
 def _short(value) -> str:
@@ -122,14 +165,75 @@ def check_obs(spec, reward, ram_map: RamMap | None) -> ObsLayout | None:
         if not items[explore_index].get("world") and len(items[explore_index].get("fields") or []) < 2:
             raise OptionError("obs.visited", f"needs the task's explore item (reward[{explore_index}]) to have at "
                                              f"least two fields, the player's y and x last")
-    if not fields and radius is None:
-        raise OptionError("obs", "adds nothing: give ram (a list of RAM map fields) or visited, or obs: null for "
-                                 "pixels only")
-    layout = ObsLayout(fields, radius, stride, explore_index)
+    nearby = _check_nearby(spec.get("nearby"), ram_map)
+    if not fields and radius is None and nearby is None:
+        raise OptionError("obs", "adds nothing: give ram (a list of RAM map fields), visited or nearby, or obs: null "
+                                 "for pixels only")
+    layout = ObsLayout(fields, radius, stride, explore_index, nearby)
     if layout.length > DATA_PLANE_BYTES:
         raise OptionError("obs", f"needs {layout.length} bytes, more than the data plane's {DATA_PLANE_BYTES} "
                                  f"(72 x 80): fewer or smaller ram fields, or a smaller visited radius")
     return layout
+
+
+def _check_nearby(spec, ram_map: RamMap | None) -> Nearby | None:
+    """``obs.nearby`` checked (``Nearby``), or None; OptionError("obs.nearby.<field>", ...) names the problem."""
+    if spec is None:
+        return None
+    if not isinstance(spec, Mapping):
+        raise OptionError("obs.nearby", f"must be a mapping (things: [y, x], around: [y, x], radius, stride, value, "
+                                        f"count) or null, got {_short(spec)}")
+    unknown = sorted(set(spec) - set(NearbyFields.__annotations__), key=str)
+    if unknown:
+        raise OptionError(f"obs.nearby.{unknown[0]}", f"is not a field of nearby; fields: "
+                                                      f"{', '.join(NearbyFields.__annotations__)}")
+    pairs = {}
+    for key in ("things", "around"):
+        refs = spec.get(key)
+        if not isinstance(refs, (list, tuple)) or len(refs) != 2:
+            raise OptionError(f"obs.nearby.{key}", f"must be two RAM map fields, y then x, got {_short(refs)}")
+        pairs[key] = tuple(resolve_field(ram_map, ref, f"obs.nearby.{key}[{i}]") for i, ref in enumerate(refs))
+    (ty, tx), (ay, ax) = pairs["things"], pairs["around"]
+    if ty.count != tx.count:
+        raise OptionError("obs.nearby.things", f"y and x must hold as many numbers: {ty.name} has {ty.count}, "
+                                               f"{tx.name} {tx.count}")
+    if ay.count != 1 or ax.count != 1:
+        raise OptionError("obs.nearby.around", f"must be one number each (the player's y and x), got "
+                                               f"{ay.count} and {ax.count}")
+    value = count = None
+    if spec.get("value") is not None:
+        value = resolve_field(ram_map, spec["value"], "obs.nearby.value")
+        if value.count != ty.count:
+            raise OptionError("obs.nearby.value", f"must hold a number per thing ({ty.count}), {value.name} has "
+                                                  f"{value.count}")
+    if spec.get("count") is not None:
+        count = resolve_field(ram_map, spec["count"], "obs.nearby.count")
+        if count.count != 1:
+            raise OptionError("obs.nearby.count", f"must be one number, {count.name} has {count.count}")
+    radius = _int_in("obs.nearby.radius", spec.get("radius", 2), 0, MAX_RADIUS)
+    stride = _int_in("obs.nearby.stride", spec.get("stride", 1), 1)
+    return Nearby((ty, tx), (ay, ax), radius, stride, value, count)
+
+
+def nearby_grid(things_y: torch.Tensor, things_x: torch.Tensor, y: torch.Tensor, x: torch.Tensor, radius: int,
+                stride: int, value: torch.Tensor | None = None, live: torch.Tensor | None = None) -> torch.Tensor:
+    """int64 [N, (2r+1)^2] (module docstring, ``nearby``): things at int64 [N, T] (y, x), the player at [N];
+    ``value`` [N, T] stored as ``0x80 | value & 0x7F`` (OR'd per cell; None: 255), ``live`` bool [N, T] (None:
+    all). A loop over the T things, never over the envs."""
+    side = 2 * radius + 1
+    cy = torch.div(things_y - y[:, None] + stride // 2, stride, rounding_mode="floor")
+    cx = torch.div(things_x - x[:, None] + stride // 2, stride, rounding_mode="floor")
+    inside = (cy.abs() <= radius) & (cx.abs() <= radius)
+    if live is not None:
+        inside &= live
+    index = ((cy + radius) * side + (cx + radius)).clamp(0, side * side - 1)
+    mark = torch.full_like(cy, 255) if value is None else 0x80 | (value & 0x7F)
+    mark = torch.where(inside, mark, 0)
+    grid = torch.zeros((cy.shape[0], side * side), dtype=torch.int64, device=cy.device)
+    for t in range(cy.shape[1]):
+        cell = index[:, t:t + 1]
+        grid.scatter_(1, cell, grid.gather(1, cell) | mark[:, t:t + 1])
+    return grid
 
 
 class StructuredObs:
@@ -148,6 +252,12 @@ class StructuredObs:
             self.dx = steps[None, :].expand(2 * r + 1, -1).reshape(-1)
             # the largest y and x the explore item's fields hold (made once: no host-to-device copy per step)
             self.limits = torch.tensor([(1 << w) - 1 for w in explore.widths[-2:]], device=device)
+        near = layout.nearby
+        if near is not None:
+            self.near_readers = {k: FieldReader(f, device) for k, f in (("ty", near.things[0]), ("tx", near.things[1]),
+                                 ("y", near.around[0]), ("x", near.around[1]), ("value", near.value),
+                                 ("count", near.count)) if f is not None}
+            self.near_slots = torch.arange(near.things[0].count, device=device)
 
     @property
     def length(self) -> int:
@@ -163,7 +273,16 @@ class StructuredObs:
             parts.append(((values[:, :, None] >> shifts) & 0xFF).reshape(values.shape[0], -1))
         if self.layout.radius is not None:
             parts.append(self.visited_grid(env, mark_current))
+        if self.layout.nearby is not None:
+            parts.append(self.nearby_grid(env))
         return torch.cat(parts, 1).to(torch.uint8)
+
+    def nearby_grid(self, env) -> torch.Tensor:
+        """int64 [N, (2r+1)^2]: ``nearby_grid`` of the RAM now."""
+        near, read = self.layout.nearby, {k: r(env) for k, r in self.near_readers.items()}
+        live = self.near_slots[None, :] < read["count"] if "count" in read else None
+        return nearby_grid(read["ty"], read["tx"], read["y"][:, 0], read["x"][:, 0], near.radius, near.stride,
+                           read.get("value"), live)
 
     def visited_grid(self, env, mark_current: bool = False) -> torch.Tensor:
         """int64 [N, (2r+1)^2]: 255 where the cell at each offset from the player's is marked, else 0."""

@@ -130,6 +130,14 @@ def _int_in(where: str, value, low: int, high: int | None = None) -> int:
     return value
 
 
+def _no_unknown(where: str, spec: Mapping, fields: type) -> None:
+    """OptionError("<where>.<key>", ...) for the first key of ``spec`` that ``fields`` (a TypedDict) lacks."""
+    unknown = sorted(set(spec) - set(fields.__annotations__), key=str)
+    if unknown:
+        raise OptionError(f"{where}.{unknown[0]}", f"is not a field of {where.rsplit('.', 1)[-1]}; fields: "
+                                                  f"{', '.join(fields.__annotations__)}")
+
+
 def check_obs(spec, reward, ram_map: RamMap | None) -> ObsLayout | None:
     """The layout of ``spec`` (the env's ``obs`` option) for a task's ``reward`` list and ``ram_map``; None for
     pixels only. OptionError("obs.<field>", ...) names the first problem."""
@@ -138,9 +146,7 @@ def check_obs(spec, reward, ram_map: RamMap | None) -> ObsLayout | None:
     if not isinstance(spec, Mapping):
         raise OptionError("obs", f"must be a mapping (ram: [fields], visited: {{radius: r}}) or null (pixels only), "
                                  f"got {_short(spec)}")
-    unknown = sorted(set(spec) - set(ObsFields.__annotations__), key=str)
-    if unknown:
-        raise OptionError(f"obs.{unknown[0]}", f"is not a field of obs; fields: {', '.join(ObsFields.__annotations__)}")
+    _no_unknown("obs", spec, ObsFields)
     refs = spec.get("ram") or []
     if not isinstance(refs, (list, tuple)):
         raise OptionError("obs.ram", f"must be a list of RAM map field names (or WRAM addresses), got {_short(refs)}")
@@ -150,9 +156,7 @@ def check_obs(spec, reward, ram_map: RamMap | None) -> ObsLayout | None:
     if visited is not None:
         if not isinstance(visited, Mapping):
             raise OptionError("obs.visited", f"must be a mapping (radius, stride) or null, got {_short(visited)}")
-        unknown = sorted(set(visited) - set(VisitedFields.__annotations__), key=str)
-        if unknown:
-            raise OptionError(f"obs.visited.{unknown[0]}", f"is not a field of visited; fields: radius, stride")
+        _no_unknown("obs.visited", visited, VisitedFields)
         radius = _int_in("obs.visited.radius", visited.get("radius", 2), 0, MAX_RADIUS)
         stride = _int_in("obs.visited.stride", visited.get("stride", 1), 1)
         items = reward if isinstance(reward, (list, tuple)) else []
@@ -183,10 +187,7 @@ def _check_nearby(spec, ram_map: RamMap | None) -> Nearby | None:
     if not isinstance(spec, Mapping):
         raise OptionError("obs.nearby", f"must be a mapping (things: [y, x], around: [y, x], radius, stride, value, "
                                         f"count) or null, got {_short(spec)}")
-    unknown = sorted(set(spec) - set(NearbyFields.__annotations__), key=str)
-    if unknown:
-        raise OptionError(f"obs.nearby.{unknown[0]}", f"is not a field of nearby; fields: "
-                                                      f"{', '.join(NearbyFields.__annotations__)}")
+    _no_unknown("obs.nearby", spec, NearbyFields)
     pairs = {}
     for key in ("things", "around"):
         refs = spec.get(key)

@@ -160,6 +160,35 @@ def test_the_nearby_grid_is_where_the_live_beetles_are_from_the_player():
     assert seen > 4 * 60      # more than one beetle per observation on average
 
 
+def test_the_nearby_grid_leaves_out_empty_slots():
+    """hamlet's village (stage 3's start: three villagers, kinds 3, 5, 6, in slots 1-3 of 7; slots 4-7 empty, kind 0
+    at (0, 0)), 2 envs, random moves (one walks indoors, where the table changes): with ``empty_value: 0`` every
+    grid (radius 15, stride 1: steps) is a loop over the filled slots of the RAM read_ram reads; an empty slot at
+    (0, 0) is inside the radius at every step, so a grid that drew it would differ."""
+    near = {"things": ["npc_y", "npc_x"], "around": ["y", "x"], "radius": 15, "stride": 1, "value": "npc_kind",
+            "empty_value": 0}
+    env = GameBoyEnv(2, task="hamlet/route", action_codec="dpad_noop", cpu_threads=1, max_steps=40,
+                     obs={"ram": ["map"], "nearby": near})
+    gen = torch.Generator().manual_seed(3)
+    obs, drawn = env.reset(seed=1), 0
+    for t in range(24):
+        ram = env.read_ram(0xC200, 0x80).long().tolist()
+        for i, r in enumerate(ram):
+            expected, empty = [0] * (31 * 31), 0
+            for k in range(1, 8):
+                kind, x, y = r[0x10 * k: 0x10 * k + 3]
+                cy, cx = y - r[2], x - r[1]
+                if abs(cy) <= 15 and abs(cx) <= 15:
+                    if kind == 0:
+                        empty += 1
+                    else:
+                        expected[(cy + 15) * 31 + cx + 15] |= 0x80 | kind
+            assert empty > 0 and _vector(obs, 1 + 31 * 31)[i, 1:].tolist() == expected, f"step {t}, env {i}"
+            drawn += sum(v != 0 for v in expected)
+        obs, *_ = env.step(torch.randint(0, 5, (2,), generator=gen, dtype=torch.int32))
+    assert drawn > 2 * 24     # villagers seen
+
+
 @pytest.mark.parametrize("obs, message", [
     ({"ram": ["nope"]}, "obs.ram[0] is not a field of the task's RAM map (orchard): 'nope'; fields: game_state, "),
     ({"visited": {"radius": 2}}, "obs.visited needs an explore item in the task's reward"),
@@ -175,7 +204,9 @@ def test_the_nearby_grid_is_where_the_live_beetles_are_from_the_player():
     ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "radius": 16}},
      "obs.nearby.radius must be an int in [0, 15], got 16"),
     ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "size": 3}},
-     "obs.nearby.size is not a field of nearby; fields: things, around, radius, stride, value, count"),
+     "obs.nearby.size is not a field of nearby; fields: things, around, radius, stride, value, count, empty_value"),
+    ({"nearby": {"things": ["hazard_y", "hazard_x"], "around": ["player_y", "player_x"], "empty_value": 0}},
+     "obs.nearby.empty_value needs value: the field whose number marks an empty slot"),
     ({"visited": {"radius": 16}}, "obs.visited.radius must be an int in [0, 15], got 16"),
     ({"visited": {"stride": 0}}, "obs.visited.stride must be an int >= 1, got 0"),
     ({"ram": ["maze"] * 12}, "obs needs 6144 bytes, more than the data plane's 5760 (72 x 80)"),

@@ -23,7 +23,8 @@ vector, and the frames follow (``obs[:, 1:]``, the newest last, as before). The 
     (``things``: a y and an x field with one number per thing, e.g. a sprite table) at its offset from
     ``around`` (the player's y and x), rounded to the nearest ``stride`` (half up); 0 where nothing is, 255
     where something is, or with ``value`` (a field with a number per thing) ``0x80 | value & 0x7F`` OR'd over
-    the things in the cell. ``count``: a field holding how many of the things are live (the first ones).
+    the things in the cell. ``count``: a field holding how many of the things are live (the first ones);
+    ``empty_value``: the ``value`` that marks an empty slot (hamlet's and Pokemon Red's sprite kind 0), not drawn.
     Positions the screen shows at 72 x 80 are there too, but as pixels anywhere on it: a danger two tiles
     ahead is one byte here, the same byte wherever the player stands;
   * zeros to the end of the plane.
@@ -66,13 +67,15 @@ class VisitedFields(TypedDict, total=False):
 class NearbyFields(TypedDict, total=False):
     """The grid of things near the player: ``things`` [y field, x field] (a number per thing each), ``around``
     [y field, x field] (the player's), ``radius`` cells each side (0..15), ``stride`` the fields' units per cell,
-    ``value`` a field (a number per thing) stored in the cell, ``count`` a field: how many things are live."""
+    ``value`` a field (a number per thing) stored in the cell, ``count`` a field: how many things are live,
+    ``empty_value`` the value of an empty slot (not drawn)."""
     things: list[str | int]
     around: list[str | int]
     radius: int
     stride: int
     value: str | int | None
     count: str | int | None
+    empty_value: int | None
 
 
 class ObsFields(TypedDict, total=False):
@@ -92,6 +95,7 @@ class Nearby:
     stride: int
     value: RamField | None
     count: RamField | None
+    empty_value: int | None = None
 
     @property
     def length(self) -> int:
@@ -211,9 +215,14 @@ def _check_nearby(spec, ram_map: RamMap | None) -> Nearby | None:
         count = resolve_field(ram_map, spec["count"], "obs.nearby.count")
         if count.count != 1:
             raise OptionError("obs.nearby.count", f"must be one number, {count.name} has {count.count}")
+    empty = spec.get("empty_value")
+    if empty is not None:
+        if value is None:
+            raise OptionError("obs.nearby.empty_value", "needs value: the field whose number marks an empty slot")
+        empty = _int_in("obs.nearby.empty_value", empty, 0)
     radius = _int_in("obs.nearby.radius", spec.get("radius", 2), 0, MAX_RADIUS)
     stride = _int_in("obs.nearby.stride", spec.get("stride", 1), 1)
-    return Nearby((ty, tx), (ay, ax), radius, stride, value, count)
+    return Nearby((ty, tx), (ay, ax), radius, stride, value, count, empty)
 
 
 def nearby_grid(things_y: torch.Tensor, things_x: torch.Tensor, y: torch.Tensor, x: torch.Tensor, radius: int,
@@ -282,6 +291,9 @@ class StructuredObs:
         """int64 [N, (2r+1)^2]: ``nearby_grid`` of the RAM now."""
         near, read = self.layout.nearby, {k: r(env) for k, r in self.near_readers.items()}
         live = self.near_slots[None, :] < read["count"] if "count" in read else None
+        if near.empty_value is not None:
+            filled = read["value"] != near.empty_value
+            live = filled if live is None else live & filled
         return nearby_grid(read["ty"], read["tx"], read["y"][:, 0], read["x"][:, 0], near.radius, near.stride,
                            read.get("value"), live)
 

@@ -24,7 +24,7 @@ vector, and the frames follow (``obs[:, 1:]``, the newest last, as before). The 
     ``around`` (the player's y and x), rounded to the nearest ``stride`` (half up); 0 where nothing is, 255
     where something is, or with ``value`` (a field with a number per thing) ``0x80 | value & 0x7F`` OR'd over
     the things in the cell. ``count``: a field holding how many of the things are live (the first ones);
-    ``empty_value``: the ``value`` that marks an empty slot (hamlet's and Pokemon Red's sprite kind 0), not drawn.
+    ``empty_value``: the ``value`` that marks an empty slot (hamlet's NPC kind 0), not drawn.
     Positions the screen shows at 72 x 80 are there too, but as pixels anywhere on it: a danger two tiles
     ahead is one byte here, the same byte wherever the player stands;
   * zeros to the end of the plane.

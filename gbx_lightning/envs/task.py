@@ -24,8 +24,9 @@ step pays and which RAM values are counted per episode.
          milestones=[Milestone(name, kind, field=None, fields=None, at_least=None, bits=4096)],
                                        # per-episode progress in info[name]: distinct / peak / bits / increase
          pool=Pool(score, ...),        # states harvested on progress, sampled on reset, swarmed (envs/features/pool.py)
-         train_starts=TrainStarts(starts=[Start(...), ...], share=0.5),   # training-only starts (a curriculum):
-                                       # a reset takes one with probability share; evaluation starts at `start`
+         train_starts=TrainStarts(starts=[Start(...), ...], share=0.5,    # training-only starts (a curriculum):
+                                  adapt=None),                    # a reset takes one with probability share;
+                                       # evaluation starts at `start`; adapt: drawn by need (features/curriculum.py)
          requires=[])                  # fields a user must set (e.g. start.state of a game we cannot ship)
 
 Where a task comes from (``load_task``; every spelling ends as the same checked Task):
@@ -50,7 +51,7 @@ a field's value reaches ``at_least``. A ``pool`` (``envs/features/pool.py``) har
 device-side pool that resets sample from, and swarms the best env's state to others. ``train_starts`` are start
 recipes that only training resets draw (a ``share`` of them): later stages of a game from the first update on, while
 evaluation starts from ``start``; a recipe's ``ram`` writes RAM map fields after its frames (a state inputs alone do
-not reach).
+not reach); ``adapt`` draws them by need, the starts that pass least most (``envs/features/curriculum.py``).
 
 Checks: ``load_task`` checks every value (one-line ``OptionError`` naming ``task.<field>``);
 ``check_task`` checks the files against the ROM (start states, input trace, templates), both in
@@ -73,7 +74,7 @@ from .base import OptionError
 from .ram_map import load_ram_map
 from .task_checks import (check_task, check_values, counter_location, file_exists, is_state_file, load_start_state,
                           missing_required, short)
-from .task_types import (Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, TaskFields, Template,
+from .task_types import (Adapt, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, TaskFields, Template,
                          TrainStarts, start_recipes, start_states)
 
 __all__ = ["Counter", "Heatmap", "Milestone", "Pool", "RamGoal", "Start", "Swarm", "Task", "TaskFields", "Template",
@@ -233,7 +234,10 @@ def _train_starts(value, where: str, base_dir: Path | None) -> TrainStarts | Non
                                  f"got {short(value)}")
     starts = [_task_start(s, f"{where}.starts[{i}]", base_dir) if isinstance(s, (str, os.PathLike)) else
               _merge(Start, None, s, f"{where}.starts[{i}]", base_dir) for i, s in enumerate(value["starts"])]
-    return _merge(TrainStarts, None, {**value, "starts": starts}, where, None)
+    adapt = value.get("adapt")
+    if adapt is not None:
+        adapt = _merge(Adapt, None, adapt, f"{where}.adapt", None)
+    return _merge(TrainStarts, None, {**value, "starts": starts, "adapt": adapt}, where, None)
 
 
 def _task_start(spec, where: str, base_dir: Path | None) -> Start:

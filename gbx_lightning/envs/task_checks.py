@@ -23,7 +23,7 @@ from .ram_map import RamField, RamMap, resolve_field
 from .world import require_world
 from .reward_item import WRAM, RewardSpecError
 from .reward_transforms import PRESETS, check_reward_spec
-from .task_types import (MILESTONE_KINDS, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, Template,
+from .task_types import (MILESTONE_KINDS, Adapt, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, Template,
                          TrainStarts, start_recipes, start_states)
 
 __all__ = ["MAX_AXIS_BITS", "RESERVED_INFO", "check_heatmap", "check_task", "check_values", "counter_location",
@@ -76,6 +76,7 @@ def check_values(task: Task, where: str) -> None:
         for i, recipe in enumerate(t.starts):
             _check_start(recipe, f"{at}.starts[{i}]", task.ram_map)
         _number(f"{at}.share", t.share, low=0.0, high=1.0)
+        _check_adapt(t.adapt, f"{at}.adapt", task.milestones)
     for name in ("goal", "fail"):
         t, at = getattr(task, name), f"{where}.{name}"
         if t is None:
@@ -183,6 +184,21 @@ def _check_counters(counters, at: str, ram_map: RamMap | None = None) -> None:
                 raise OptionError(f"{where}.address", f"must be a WRAM address, an int in 0x{WRAM[0]:X}.."
                                                       f"0x{WRAM[1] - c.size + 1:X}, got {short(c.address)}")
         _number(f"{where}.bits", c.bits, low=1, high=8 * size, integer=True, none="null")
+
+
+def _check_adapt(adapt, at: str, milestones: list) -> None:
+    if adapt is None:
+        return
+    if not isinstance(adapt, Adapt):
+        raise OptionError(at, f"must be a mapping of Adapt fields (milestone, at_least, window, mix) or null, "
+                              f"got {short(adapt)}")
+    names = [m.name for m in milestones]
+    if adapt.milestone is not None and adapt.milestone not in names:
+        raise OptionError(f"{at}.milestone", f"must be one of the task's milestones {names} (or null: the episode's "
+                                             f"success), got {short(adapt.milestone)}")
+    _number(f"{at}.at_least", adapt.at_least, low=1, integer=True)
+    _number(f"{at}.window", adapt.window, low=1.0)
+    _number(f"{at}.mix", adapt.mix, low=0.0, high=1.0)
 
 
 def counter_location(c: Counter, ram_map: RamMap | None, where: str = "task.counters") -> tuple[int, int]:

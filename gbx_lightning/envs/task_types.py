@@ -13,7 +13,7 @@ from typing import Literal, Required, TypedDict, Union, get_type_hints
 
 from .ram_map import RamMap
 
-__all__ = ["Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS", "Milestone", "MilestoneFields",
+__all__ = ["Adapt", "AdaptFields", "Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS", "Milestone", "MilestoneFields",
            "Pool", "PoolFields", "RamGoal", "RamGoalFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
            "TemplateFields", "TrainStarts", "TrainStartsFields", "start_recipes", "start_states"]
 
@@ -32,6 +32,17 @@ class Start:
 
 
 @dataclass
+class Adapt:
+    """Train starts drawn by need (envs/features/curriculum.py): each start's pass rate over its recent training
+    episodes (an episode from it passes where ``milestone`` rose by ``at_least``; no milestone: where it succeeded),
+    and draws weighted to the starts that pass least, ``mix`` of them uniform so that a learnt stage keeps some."""
+    milestone: str | None = None
+    at_least: int = 1
+    window: float = 100.0     # episodes per start the pass rate forgets over (exponentially)
+    mix: float = 0.25
+
+
+@dataclass
 class TrainStarts:
     """Start states that only training episodes use: a curriculum (later stages of a game beside its start, so that
     every stage trains from the first update on, not only after the agent first reaches it); evaluation episodes
@@ -40,6 +51,7 @@ class TrainStarts:
     ``start``; the pool's draw (``pool.sample``) comes on top of both."""
     starts: list = field(default_factory=list)
     share: float = 0.5
+    adapt: Adapt | None = None   # draws among ``starts`` weighted by need, not uniform
 
 
 @dataclass
@@ -183,8 +195,10 @@ def _fields_of(cls, doc: str, replace: dict | None = None, required: tuple[str, 
 
 StartFields = _fields_of(Start, "Start's fields, as a config spells them (any of them; the rest: the base's, or "
                                 "Start's defaults).", replace={"ram": Union[dict[Union[str, int], int], None]})
+AdaptFields = _fields_of(Adapt, "Train starts drawn by need: the fields of Adapt (the rest: its defaults).")
 TrainStartsFields = _fields_of(TrainStarts, "Training-only starts: Start recipes and their share of resets.",
-                               required=("starts",), replace={"starts": list[Union[str, StartFields]]})
+                               required=("starts",), replace={"starts": list[Union[str, StartFields]],
+                                                              "adapt": Union[AdaptFields, None]})
 TemplateFields = _fields_of(Template, "A template's fields (over the base's template, or path required).")
 CounterFields = _fields_of(Counter, "A counter's fields (name, and address or a RAM map field, required).",
                           required=("name",))

@@ -6,6 +6,8 @@ features"). It matters:
 * ``templates`` first, then ``ram_goal``: the goal and fail screens and the RAM goal decide termination before
   anything reads it;
 * ``heatmap``, ``milestones``: read the step's end; the milestones' progress is the pool's score;
+* ``curriculum`` after the milestones (an episode passes on a milestone's report), before the pool (its draw of
+  train starts comes first, the pool's on top);
 * ``pool`` after the milestones: its swarm ends episodes (truncated) before the reward sees them, and it
   harvests (``before_reset``) before the resets read the cache;
 * ``obs`` before the reward: the final observation shows the explore item's cells before it marks them;
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from .base import Feature, Step
 from .counters import Counters
+from .curriculum import Curriculum
 from .heatmap import VisitHeatmap
 from .milestones import MilestoneTracker
 from .observations import DataPlane
@@ -26,7 +29,7 @@ from .ram_goal import RamGoalFeature
 from .reward import Reward
 from .templates import Templates
 
-FEATURES: tuple[type[Feature], ...] = (Templates, RamGoalFeature, VisitHeatmap, MilestoneTracker, StatePoolFeature,
-                                       DataPlane, Reward, Counters)
+FEATURES: tuple[type[Feature], ...] = (Templates, RamGoalFeature, VisitHeatmap, MilestoneTracker, Curriculum,
+                                       StatePoolFeature, DataPlane, Reward, Counters)
 
 __all__ = ["FEATURES", "Feature", "Step"]

@@ -3,8 +3,8 @@ init_args: {...}}``); ``make_env(name, **kwargs)`` builds one by a short name (t
 
 base.py the VecEnv protocol; gameboy.py the Game Boy engine and task.py what a game is to it (start,
 templates, reward, counters, milestones, state pool); features/ each thing a task switches on, one file each
-(templates, heatmap, milestones, pool, obs, reward, counters); ram_map.py a game's RAM as named fields;
-foraging.py the grid world."""
+(templates, ram_goal, heatmap, milestones, curriculum, pool, obs, reward, counters); ram_map.py a game's RAM as
+named fields; foraging.py the grid world."""
 
 from __future__ import annotations
 

@@ -273,8 +273,8 @@ class GameBoyEnv(VecEnvBase):
 
     # ------------------------------------------------------------------ features
     def feature(self, name: str) -> Feature | None:
-        """This env's feature of that name (``envs/features/``: templates, heatmap, milestones, pool, obs, reward,
-        counters), or None where the task does not use it."""
+        """This env's feature of that name (``envs/features/``: templates, ram_goal, heatmap, milestones,
+        curriculum, pool, obs, reward, counters), or None where the task does not use it."""
         return self._named.get(name)
 
     @property

@@ -29,13 +29,17 @@ from ..base import OptionError, StateError
 from ..task_types import start_recipes, start_states
 from .base import Feature, Step, loaded_tensor
 
-__all__ = ["Curriculum", "need_weights"]
+__all__ = ["Curriculum", "need_weights", "pass_rates"]
+
+
+def pass_rates(passed: torch.Tensor, ended: torch.Tensor) -> torch.Tensor:
+    """float [K]: each start's pass rate from its decayed sums (0 before any episode ended from it)."""
+    return torch.where(ended > 0, passed / ended.clamp(min=1e-9), torch.zeros_like(passed))
 
 
 def need_weights(passed: torch.Tensor, ended: torch.Tensor, mix: float) -> torch.Tensor:
     """The draw's weights over K starts (module docstring) from their decayed pass and episode sums (float [K])."""
-    rate = torch.where(ended > 0, passed / ended.clamp(min=1e-9), torch.zeros_like(passed))
-    need = 1.0 - rate
+    need = 1.0 - pass_rates(passed, ended)
     total = need.sum()
     k = passed.shape[0]
     share = torch.where(total > 1e-6, need / total.clamp(min=1e-6), torch.full_like(need, 1.0 / k))
@@ -102,8 +106,7 @@ class Curriculum(Feature):
         if not self.env.training:
             return
         ended = step.done & (self.episode_start >= 0)
-        rate = torch.where(self.ended > 0, self.passed / self.ended.clamp(min=1e-9), torch.zeros_like(self.passed))
-        weights = self.weights()
+        rate, weights = pass_rates(self.passed, self.ended), self.weights()
         for i in range(self.k):
             step.info[self.keys[2 * i]] = torch.where(step.done, rate[i], 0.0)
             step.info[self.keys[2 * i + 1]] = torch.where(step.done, weights[i], 0.0)

@@ -70,8 +70,10 @@ def test_the_draw_follows_the_weights_and_leaves_other_rows():
     cur = env.feature("curriculum")
     cur.passed, cur.ended = torch.tensor([5.0, 0.0]), torch.tensor([5.0, 5.0])
     step = Step(env, env.screens(), env._no_dist, env._no_dist, *(torch.zeros(256, dtype=torch.bool),) * 4)
+    step.info["mazes"] = torch.zeros(256, dtype=torch.int32)   # no episode ended: the sums stay
     step.slots = torch.full((256,), 2, dtype=torch.int64)
     cur.before_reset(step)
+    assert cur.passed.tolist() == [5.0, 0.0] and cur.ended.tolist() == [5.0, 5.0]
     assert 16 <= int((step.slots < 4).sum()) <= 48 and bool(((step.slots >= 2) & (step.slots <= 5)).all())
     assert {2, 3, 4, 5} == set(step.slots.tolist())
     step.slots = torch.tensor([0, 1] * 128)

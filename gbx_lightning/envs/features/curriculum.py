@@ -105,12 +105,18 @@ class Curriculum(Feature):
     def report(self, step: Step) -> None:
         if not self.env.training:
             return
-        ended = step.done & (self.episode_start >= 0)
         rate, weights = pass_rates(self.passed, self.ended), self.weights()
         for i in range(self.k):
             step.info[self.keys[2 * i]] = torch.where(step.done, rate[i], 0.0)
             step.info[self.keys[2 * i + 1]] = torch.where(step.done, weights[i], 0.0)
-        # the ended episodes into their starts' sums
+
+    def before_reset(self, step: Step) -> None:
+        """The ended episodes into their starts' sums; then, where the engine drew a train start for an ended env,
+        one drawn by need instead (the env's generator)."""
+        if not self.env.training:
+            return
+        env = self.env
+        ended = step.done & (self.episode_start >= 0)
         passed = step.success if self.milestone is None else step.info[self.milestone] >= self.at_least
         where = self.episode_start.clamp(min=0)
         n = torch.zeros_like(self.ended).scatter_add_(0, where, ended.to(torch.float32))
@@ -118,12 +124,6 @@ class Curriculum(Feature):
         decay = torch.pow(torch.full_like(n, self.keep), n)
         self.ended = self.ended * decay + n
         self.passed = self.passed * decay + p
-
-    def before_reset(self, step: Step) -> None:
-        """Where the engine drew a train start for an ended env, one drawn by need instead (same generator)."""
-        if not self.env.training:
-            return
-        env = self.env
         per_row = (self.weights() / self.rows_of)[self.recipe_of_row[self.first:]]
         drawn = self.first + torch.multinomial(per_row, env.num_envs, replacement=True, generator=env.generator)
         train = (step.slots >= self.first) & (step.slots < self.num_rows)

@@ -23,8 +23,8 @@ from .ram_map import RamField, RamMap, resolve_field
 from .world import require_world
 from .reward_item import WRAM, RewardSpecError
 from .reward_transforms import PRESETS, check_reward_spec
-from .task_types import (MILESTONE_KINDS, Adapt, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task, Template,
-                         TrainStarts, start_recipes, start_states)
+from .task_types import (MILESTONE_KINDS, Adapt, Counter, Heatmap, Milestone, Pool, RamGoal, Start, Swarm, Task,
+                         Template, TrainStarts, start_recipes, start_states)
 
 __all__ = ["MAX_AXIS_BITS", "RESERVED_INFO", "check_heatmap", "check_task", "check_values", "counter_location",
            "file_exists", "is_state_file", "load_start_state", "missing_required", "ram_write", "short"]

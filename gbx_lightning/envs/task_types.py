@@ -13,8 +13,8 @@ from typing import Literal, Required, TypedDict, Union, get_type_hints
 
 from .ram_map import RamMap
 
-__all__ = ["Adapt", "AdaptFields", "Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS", "Milestone", "MilestoneFields",
-           "Pool", "PoolFields", "RamGoal", "RamGoalFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
+__all__ = ["Adapt", "AdaptFields", "Counter", "CounterFields", "Heatmap", "HeatmapFields", "MILESTONE_KINDS",
+           "Milestone", "MilestoneFields", "Pool", "PoolFields", "RamGoal", "RamGoalFields", "Start", "StartFields", "Swarm", "SwarmFields", "Task", "TaskFields", "Template",
            "TemplateFields", "TrainStarts", "TrainStartsFields", "start_recipes", "start_states"]
 
 

@@ -84,6 +84,9 @@ class Curriculum(Feature):
             recipe_of_row += [recipe - 1] * (len(start_states(start)) * start.variants)
         self.first = env.num_task_starts
         self.num_rows = len(recipe_of_row)
+        if self.num_rows != env.cache.num_start_states:   # built before any feature adds rows (the pool's)
+            raise RuntimeError(f"curriculum: {self.num_rows} start rows from the recipes, the start cache has "
+                               f"{env.cache.num_start_states}; the cache's layout changed")
         self.k = len(task.train_starts.starts)
         self.recipe_of_row = torch.tensor(recipe_of_row, dtype=torch.int64, device=dev)
         self.rows_of = torch.bincount(self.recipe_of_row[self.first:], minlength=self.k).to(torch.float32)
@@ -130,12 +133,10 @@ class Curriculum(Feature):
         step.slots = torch.where(train, drawn, step.slots)
 
     def reset(self, step: Step | None) -> None:
-        if step is None:
-            self.episode_start = self._start_of(self.env.slots) if self.env.training else \
-                torch.full_like(self.episode_start, -1)
-            return
-        now = self._start_of(step.slots) if self.env.training else torch.full_like(self.episode_start, -1)
-        self.episode_start = torch.where(step.done, now, self.episode_start)
+        now = self._start_of(self.env.slots if step is None else step.slots)
+        if not self.env.training:
+            now = torch.full_like(now, -1)
+        self.episode_start = now if step is None else torch.where(step.done, now, self.episode_start)
 
     # ---- checkpoints
     def state_dict(self) -> dict:

@@ -92,6 +92,25 @@ def test_ram_fields_in_the_data_plane_are_the_bytes_read_ram_reads():
     assert max(scores) > 0       # a seed was eaten: the BCD score was read nonzero
 
 
+def test_plain_fields_are_gathered_in_one_read_as_the_bytes_in_order():
+    """Fields whose numbers' bytes are their RAM bytes (one byte, or binary little endian; strided counts included)
+    are read with one gather: player_y, player_x, frame_count (2 bytes) and the 4 beetles' x (stride 4) give
+    exactly those bytes in that order, on level 3's random play; the BCD score above takes the per-field path."""
+    env = _env(3, obs={"ram": ["player_y", "player_x", "frame_count", "hazard_x"]}, task="orchard/level3", reward=(),
+               max_steps=12)
+    assert env.obs_vector == 8 and env.feature("obs").data.raw is not None
+    bcd = _env(1, obs={"ram": ["player_y", "score"]}, task="orchard/level3", reward=())
+    bcd.reset(seed=0)
+    assert bcd.feature("obs").data.raw is None
+    gen = torch.Generator().manual_seed(4)
+    obs = env.reset(seed=2)
+    for t in range(20):
+        ram = env.read_ram(0xC100, 0x30)
+        expected = ram[:, [8, 7, 11, 12, 0x20, 0x24, 0x28, 0x2C]]
+        assert torch.equal(_vector(obs, 8), expected), f"step {t}"
+        obs, *_ = env.step(torch.randint(0, 5, (3,), generator=gen, dtype=torch.int32))
+
+
 def test_a_restored_env_observes_and_continues_as_the_saved_one():
     """Level 2, 4 envs, episodes of 7 steps: after a state_dict round trip (through torch.save) the new env's
     observe() is the saved env's observation, and the next 20 steps give the same observations and rewards; the

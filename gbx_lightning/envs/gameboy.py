@@ -217,6 +217,10 @@ class GameBoyEnv(VecEnvBase):
         self.rom_sha256 = self._machines[0].cart.sha256
         self.rom_title = self._machines[0].cart.title
         self._pool = ThreadPoolExecutor(shards - 1, thread_name_prefix="gameboy") if shards > 1 else None
+        # during a step or reset, the RAM fields read since the machines last ran (``read_field``): the features
+        # read ~10 fields ~50 times a step, each read a few small torch ops
+        self._fields: dict | None = None
+        self._wram: torch.Tensor | None = None
 
         # ---- device buffers (persistent: Warp sees them through views made once) --------------------
         dev = self.device
@@ -300,7 +304,7 @@ class GameBoyEnv(VecEnvBase):
             check_int("seed", seed, minimum=0)
             self._seed = seed
             self.generator.manual_seed(seed)
-        with self._on_torch_stream():
+        with self._on_torch_stream(), self._reading():
             self._reset_mask.fill_(1)
             self._draw_starts()
             self._restore_machines()
@@ -320,7 +324,7 @@ class GameBoyEnv(VecEnvBase):
             if bool(bad.any()):
                 raise ValueError(f"step: actions must be in 0..{self.num_actions - 1} "
                                  f"({', '.join(self.action_names)}), got values {actions[bad][:5].tolist()}")
-        with self._on_torch_stream():
+        with self._on_torch_stream(), self._reading():
             valid = (actions >= 0) & (actions < self.num_actions)
             self._invalid += (~valid).sum()
             torch.index_select(self._codec, 0, torch.where(valid, actions, self.num_actions), out=self._buttons)
@@ -479,8 +483,33 @@ class GameBoyEnv(VecEnvBase):
         check_int("addr", addr, minimum=0xC000, maximum=0xDFFF)
         check_int("length", length, minimum=1, maximum=0xE000 - addr)
         off = addr - 0xC000
-        parts = [shard.wram[:, off:off + length] for shard in self._shards]
-        return parts[0] if len(parts) == 1 else torch.cat(parts)
+        if len(self._shards) == 1:
+            return self._shards[0].wram[:, off:off + length]
+        if self._fields is None:
+            return torch.cat([shard.wram[:, off:off + length] for shard in self._shards])
+        if self._wram is None:   # during a step: the shards' WRAM joined once until the machines run again
+            self._wram = torch.cat([shard.wram for shard in self._shards])
+        return self._wram[:, off:off + length]
+
+    def read_field(self, reader) -> torch.Tensor:
+        """``reader``'s values (a ``FieldReader``: int64 [N, count]). During a step or reset each field is decoded
+        once until the machines run or restart; callers must not write into the tensor."""
+        if self._fields is None:
+            return reader.decode(self.read_ram(reader.field.address, reader.field.span))
+        value = self._fields.get(reader.field)
+        if value is None:
+            value = self._fields[reader.field] = reader.decode(self.read_ram(reader.field.address, reader.field.span))
+        return value
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """The span of a step or reset: RAM fields remembered (``read_field``), forgotten when it ends (outside,
+        a caller may change the machines)."""
+        self._fields, self._wram = {}, None
+        try:
+            yield
+        finally:
+            self._fields = self._wram = None
 
     @property
     def machines(self) -> list[VecGameBoy]:
@@ -511,15 +540,18 @@ class GameBoyEnv(VecEnvBase):
 
     def _on_shards(self, work) -> None:
         """work(i) for every shard i: shard 0 in this thread, the others in the pool's threads (Warp's CPU
-        launches release the GIL, so the shards run on separate cores)."""
+        launches release the GIL, so the shards run on separate cores). The machines may change: the RAM fields
+        read before are forgotten."""
         if self._pool is None:
             for i in range(len(self._machines)):
                 work(i)
-            return
-        pending = [self._pool.submit(work, i) for i in range(1, len(self._machines))]
-        work(0)
-        for job in pending:
-            job.result()
+        else:
+            pending = [self._pool.submit(work, i) for i in range(1, len(self._machines))]
+            work(0)
+            for job in pending:
+                job.result()
+        if self._fields is not None:
+            self._fields, self._wram = {}, None
 
     def _frames(self, i: int) -> None:
         """Shard i: the step's frames, then the features' work on its screens (the template distances)."""

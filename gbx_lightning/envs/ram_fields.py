@@ -75,4 +75,7 @@ class FieldReader:
         return (data * self.scale).sum(-1)
 
     def __call__(self, env) -> torch.Tensor:
-        return self.decode(env.read_ram(self.field.address, self.field.span))
+        """The values now (int64 [N, count]): through ``env.read_field`` where the env has it (GameBoyEnv: decoded once
+        per step while the machines stand still; not to be written into), else from ``env.read_ram``."""
+        read = getattr(env, "read_field", None)
+        return read(self) if read is not None else self.decode(env.read_ram(self.field.address, self.field.span))

@@ -41,7 +41,9 @@ class Step:
     ``terminated``/``success``/``failed``: set by the features that end episodes; ``truncated`` reads the time
     limit and every ``truncate`` call, never where an episode terminated. ``reward``/``game_reward``: what the
     env returns and what ``episode_return`` sums (the reward feature's). ``slots``: int64 [N], each env's next
-    start (a row of the start-state cache), drawn by the engine before ``before_reset``."""
+    start (a row of the start-state cache), drawn by the engine before ``before_reset``. ``none_ended``: True where
+    it is known that no episode ended (read on a CPU, where it costs nothing; always False on CUDA, where reading it
+    would wait for the device): work for ended envs alone may then be skipped."""
     env: Any
     screen: torch.Tensor
     dist: torch.Tensor
@@ -85,6 +87,11 @@ class Step:
     @property
     def done(self) -> torch.Tensor:
         return self._made_ends()[1]
+
+    @property
+    def none_ended(self) -> bool:
+        done = self.done
+        return done.device.type == "cpu" and not bool(done.any())
 
 
 class Feature:

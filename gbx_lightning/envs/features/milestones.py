@@ -159,6 +159,8 @@ class MilestoneTracker(Feature):
         step.info.update(self.episode_values(step.done))
 
     def reset(self, step: Step | None) -> None:
+        if step is not None and step.none_ended:   # begin(all False) changes nothing
+            return
         self.begin(self.env, None if step is None else step.done)
 
     # ---- checkpoints

@@ -254,6 +254,12 @@ class StructuredObs:
         self.layout = layout
         self.readers = [FieldReader(f, device) for f in layout.fields]
         self.shifts = [8 * torch.arange(f.size, device=device) for f in layout.fields]
+        # where every number's bytes are its RAM bytes in order (binary, little endian or one byte): one gather
+        self.raw = None
+        if layout.fields and all(not f.bcd and (f.size == 1 or f.endian == "little") for f in layout.fields):
+            addresses = [f.address + k * f.step + j for f in layout.fields for k in range(f.count) for j in range(f.size)]
+            base = min(addresses)
+            self.raw = (base, max(addresses) - base + 1, torch.tensor([a - base for a in addresses], device=device))
         self.explore = explore
         if layout.radius is not None:
             r, s = layout.radius, layout.stride
@@ -278,7 +284,10 @@ class StructuredObs:
         will be once the explore item has marked the cells the envs stand on (a step's final observation, read
         before the item marks them and forgets the episodes that ended)."""
         parts = []
-        for reader, shifts in zip(self.readers, self.shifts):
+        if self.raw is not None:
+            base, span, offsets = self.raw
+            parts.append(env.read_ram(base, span)[:, offsets])
+        for reader, shifts in zip(self.readers if self.raw is None else (), self.shifts):
             values = reader(env)                                           # int64 [N, count]
             parts.append(((values[:, :, None] >> shifts) & 0xFF).reshape(values.shape[0], -1))
         if self.layout.radius is not None:
@@ -348,6 +357,7 @@ class DataPlane(Feature):
         self.obs_vector = layout.length
         self._data = None
         self._final = None
+        self._next = None   # the next observation's vector, where the step's final one is it (nothing reset)
 
     @property
     def data(self) -> StructuredObs:
@@ -360,8 +370,17 @@ class DataPlane(Feature):
         return self._data
 
     def after_step(self, step: Step) -> None:
-        # this step's RAM, the cells as the explore item is about to mark them
-        self._final = self.data.vector(self.env, mark_current=True)
+        # this step's RAM, the cells as the explore item is about to mark them. Where no episode ended, nothing is
+        # restored and the item marks exactly those cells: the final vector is then the next one, read once (later)
+        self._final = None if step.none_ended else self.data.vector(self.env, mark_current=True)
+
+    def reset(self, step: Step | None) -> None:
+        self._next = None
 
     def observation(self, final: bool) -> torch.Tensor:
-        return StructuredObs.plane(self._final if final else self.data.vector(self.env))
+        if final:
+            if self._final is None:
+                self._final = self._next = self.data.vector(self.env)
+            return StructuredObs.plane(self._final)
+        vector, self._next = self._next, None
+        return StructuredObs.plane(vector if vector is not None else self.data.vector(self.env))

@@ -283,13 +283,12 @@ class StructuredObs:
         """uint8 [N, length] from the env's RAM now and the explore item's bitset. ``mark_current``: as the bitset
         will be once the explore item has marked the cells the envs stand on (a step's final observation, read
         before the item marks them and forgets the episodes that ended)."""
-        parts = []
         if self.raw is not None:
             base, span, offsets = self.raw
-            parts.append(env.read_ram(base, span)[:, offsets])
-        for reader, shifts in zip(self.readers if self.raw is None else (), self.shifts):
-            values = reader(env)                                           # int64 [N, count]
-            parts.append(((values[:, :, None] >> shifts) & 0xFF).reshape(values.shape[0], -1))
+            parts = [env.read_ram(base, span)[:, offsets]]
+        else:
+            parts = [((values[:, :, None] >> shifts) & 0xFF).reshape(values.shape[0], -1)
+                     for values, shifts in ((r(env), sh) for r, sh in zip(self.readers, self.shifts))]
         if self.layout.radius is not None:
             parts.append(self.visited_grid(env, mark_current))
         if self.layout.nearby is not None:

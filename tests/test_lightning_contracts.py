@@ -112,6 +112,19 @@ def test_ppo_anneal_is_a_scheduler_lightning_knows(tmp_path):
     assert monitor.lrs["lr-Adam"] == pytest.approx([0.01, 0.01 * (1 - 4 / 8)])  # read before each batch (rollout)
 
 
+def test_ppo_anneal_from_holds_the_rate_then_falls():
+    """anneal_from 0.5 of 8 steps: lr for steps 0..4, then lr * (8 - k) / 4."""
+    module = _module("ppo", anneal_lr=True, anneal_from=0.5, lr=0.01)
+    seen = []
+
+    class _Lr(Callback):
+        def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+            seen.append(optimizer.param_groups[0]["lr"])
+
+    _fit(module, 8, [_Lr()])
+    assert seen == pytest.approx([0.01] * 5 + [0.0075, 0.005, 0.0025])
+
+
 def test_loggers_get_the_jsonl_numbers_under_cleanrl_names(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

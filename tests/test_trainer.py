@@ -351,4 +351,15 @@ def test_linear_anneal_known_values_and_extension():
     anneal.extend_to(8, 24)  # a finished run resumed with max_steps 24: from step 7's 0.125 down to 0 at 24
     assert [anneal(k) for k in (7, 8, 24)] == pytest.approx([0.125, 0.125 * 16 / 17, 0.0])
     state = torch.optim.lr_scheduler.LambdaLR(torch.optim.SGD([torch.zeros(1)], lr=1.0), anneal).state_dict()
-    assert state["lr_lambdas"] == [{"start": 7, "start_factor": 0.125, "end": 24}]  # saved in checkpoints
+    assert state["lr_lambdas"] == [{"start": 7, "start_factor": 0.125, "end": 24, "hold": 0.0}]  # saved in checkpoints
+
+
+def test_linear_anneal_held_then_falling_and_extended():
+    from gbx_lightning.algos import LinearAnneal
+
+    anneal = LinearAnneal(10, hold=0.6)  # lr for steps 0..6, then (10 - k) / 4 of it
+    assert [anneal(k) for k in range(11)] == [1.0] * 7 + [0.75, 0.5, 0.25, 0.0]
+    anneal.extend_to(4, 20)  # resumed inside the hold with max_steps 20: held to step 12 (0.6 of 20), then the line
+    assert [anneal(k) for k in (3, 12, 16, 19, 20)] == pytest.approx([1.0, 1.0, 0.5, 0.125, 0.0])
+    anneal.extend_to(16, 36)  # resumed past the hold: from step 15's 0.625 down to 0 at 36, no second hold
+    assert [anneal(k) for k in (15, 16, 36)] == pytest.approx([0.625, 0.625 * 20 / 21, 0.0])

@@ -18,7 +18,7 @@ and values V_old were kept while acting):
 
 ``trainer.max_steps`` must be a multiple of ``epochs * minibatches``: a run that stopped inside a rollout would lose
 the rest of that rollout's update on resume. ``anneal_lr`` decays the learning rate linearly to 0 at
-``trainer.max_steps`` (``LinearAnneal``, a ``LambdaLR`` from ``configure_optimizers``, stepped after every optimizer
+``trainer.max_steps``, after holding it for the first ``anneal_from`` of the steps (``LinearAnneal``, a ``LambdaLR`` from ``configure_optimizers``, stepped after every optimizer
 step, saved and restored by Lightning, seen by ``LearningRateMonitor``; resumed with a larger ``max_steps`` it
 continues from the current rate down to 0 at the new end, no jump). ``sample_transforms`` (``rl/normalize.py``):
 ``reward_norm`` before GAE, ``advantage_norm`` after it (per rollout or per env, instead of
@@ -43,27 +43,33 @@ __all__ = ["LinearAnneal", "PPOModule"]
 
 
 class LinearAnneal:
-    """``LambdaLR`` factor falling linearly from ``start_factor`` at step ``start`` to 0 at step ``end``.
+    """``LambdaLR`` factor held at ``start_factor`` up to step ``start``, then falling linearly to 0 at step ``end``.
 
-    A fresh run's k-th optimizer step (from 0) uses ``lr * (1 - k / max_steps)``: the last one
-    ``lr / max_steps``. ``extend_to`` re-plans the rest of the line when a resumed run's
-    ``max_steps`` moved: from the rate of the last step taken down to 0 at the new end, so the rate
-    continues from where it was instead of jumping back up. A callable object (not a lambda), so
-    ``LambdaLR.state_dict`` saves ``start``/``start_factor``/``end`` in checkpoints.
+    A fresh run's k-th optimizer step (from 0) uses ``lr * (1 - k / max_steps)`` (``hold`` 0: the last step
+    ``lr / max_steps``); with ``hold`` h, ``lr`` up to step ``h * max_steps`` and the line from there. ``extend_to``
+    re-plans the rest when a resumed run's ``max_steps`` moved: still holding, the hold ends at ``h`` of the new end;
+    past it, the line runs from the rate of the last step taken down to 0 at the new end, so the rate continues
+    from where it was instead of jumping back up. A callable object (not a lambda), so ``LambdaLR.state_dict``
+    saves ``start``/``start_factor``/``end``/``hold`` in checkpoints.
     """
 
-    def __init__(self, end: int):
-        self.start, self.start_factor, self.end = 0, 1.0, int(end)
+    def __init__(self, end: int, hold: float = 0.0):
+        self.hold, self.start_factor, self.end = float(hold), 1.0, int(end)
+        self.start = round(self.hold * self.end)
 
     def __call__(self, step: int) -> float:
         if step >= self.end:
             return 0.0
+        if step <= self.start:
+            return self.start_factor
         return self.start_factor * (self.end - step) / (self.end - self.start)
 
     def extend_to(self, step: int, end: int) -> None:
-        """Steps ``step``.. (the next to take) fall from the factor of step ``step - 1`` to 0 at ``end``."""
+        """Steps ``step``.. (the next to take) as planned for a run ending at ``end`` (the class docstring)."""
         last = max(int(step) - 1, 0)
-        self.start, self.start_factor, self.end = last, self(last), int(end)
+        held = last < self.start
+        self.start_factor, self.end = self(last), int(end)
+        self.start = max(round(self.hold * self.end), last) if held else last
 
 
 class PPOModule(RLModule):
@@ -75,7 +81,7 @@ class PPOModule(RLModule):
 
     def __init__(self, *, rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
                  clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
-                 anneal_lr: bool = False, lr: float = 2.5e-4, sample_transforms: list[dict] | None = None,
+                 anneal_lr: bool = False, anneal_from: float = 0.0, lr: float = 2.5e-4, sample_transforms: list[dict] | None = None,
                  **kwargs):
         """
         Args:
@@ -87,6 +93,8 @@ class PPOModule(RLModule):
             value_clip: clip V's change from V_old to +- this in the value loss (null: no clipping).
             normalize_advantages: normalise each minibatch's advantages (mean 0, std 1).
             anneal_lr: decay the learning rate linearly to 0 at trainer.max_steps.
+            anneal_from: with anneal_lr, the share of trainer.max_steps (0..1) the rate is held at lr before it
+                starts to fall (0: it falls from the first step).
             lr: Adam's learning rate.
             sample_transforms: what to do to a rollout's rewards (before GAE) or advantages (after it), in order
                 (``[{name: reward_norm | advantage_norm, per: batch | env}]``, ``rl/normalize.py``); null: nothing.
@@ -107,6 +115,9 @@ class PPOModule(RLModule):
                     f"recurrent policy (each minibatch is whole envs' sequences)", hp["minibatches"])
         require_number("gae_lambda", hp["gae_lambda"], low=0, high=1)
         require_number("clip_coef", hp["clip_coef"], low=0, low_open=True)
+        require_number("anneal_from", hp["anneal_from"], low=0, high=1)
+        require(hp["anneal_lr"] or hp["anneal_from"] == 0, "anneal_from", "0 with anneal_lr: false (the rate is "
+                "then constant; set anneal_lr: true to hold it and then let it fall)", hp["anneal_from"])
         require_number("value_clip", hp["value_clip"], low=0, low_open=True, none="null")
         for i, item in enumerate(hp["sample_transforms"] or ()):
             require(item["name"] != "advantage_norm" or not hp["normalize_advantages"],
@@ -129,7 +140,8 @@ class PPOModule(RLModule):
         optimizer = super().configure_optimizers()
         if not self.hparams.anneal_lr:
             return optimizer
-        return [optimizer], [torch.optim.lr_scheduler.LambdaLR(optimizer, LinearAnneal(self.trainer.max_steps))]
+        anneal = LinearAnneal(self.trainer.max_steps, hold=self.hparams.anneal_from)
+        return [optimizer], [torch.optim.lr_scheduler.LambdaLR(optimizer, anneal)]
 
     def lr_factor_at_start(self) -> float:
         """The anneal's factor at the step training starts from; a resume with another ``max_steps`` re-plans the

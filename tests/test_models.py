@@ -109,6 +109,38 @@ def test_channels_last_is_the_same_model_in_another_memory_layout(name, k):
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_channels_last_pixel_vector_policies_are_the_same_model(recurrent):
+    """PixelVectorPolicy and its LSTM form with channels_last: the frames behind the data plane go NHWC, the vector
+    as before; outputs and gradients equal the default layout's up to rounding, checkpoints load either way."""
+    from gbx_lightning.models import PixelVectorLSTMPolicy, PixelVectorPolicy
+    obs = torch.randint(0, 4, (6, 3, 72, 80), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    obs[:, 0] = torch.randint(0, 256, (6, 72, 80), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
+    actions = torch.arange(6) % 5
+    cls = PixelVectorLSTMPolicy if recurrent else PixelVectorPolicy
+    outs, grads = [], []
+    for channels_last in (False, True):
+        torch.manual_seed(0)
+        policy = cls((3, 72, 80), 5, vector_size=12, vector_bits=True, channels_last=channels_last)
+        conv = policy.convs[2]
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last) == channels_last
+        if recurrent:
+            logits, value, _ = policy.step(obs, policy.initial_state(6))
+            logp = torch.log_softmax(logits, -1)[torch.arange(6), actions]
+        else:
+            logp, _, value = policy.evaluate(obs, actions)
+        (logp.sum() + value.sum()).backward()
+        outs.append((logp.detach(), value.detach()))
+        grads.append((conv.weight.grad.contiguous(), policy.vector_mlp[0].weight.grad))
+        if channels_last:
+            other = cls((3, 72, 80), 5, vector_size=12, vector_bits=True)
+            other.load_state_dict(policy.state_dict())
+            torch.testing.assert_close(other.state_dict(), policy.state_dict())
+    assert not torch.equal(outs[0][0], torch.zeros_like(outs[0][0]))
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-5)
+
+
 def test_compile_update_is_the_eager_update_and_repeats_itself_bit_for_bit():
     """compile_update runs evaluate through torch.compile: the same log-probs, entropies, values and gradients as
     eager up to rounding; and two compiled policies from one seed trained on the same batches end bit-identical

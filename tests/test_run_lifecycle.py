@@ -83,6 +83,19 @@ def test_resume_with_raised_max_steps_keeps_logging_and_the_lr_continues(cfg, tm
     assert all(a >= b for a, b in zip(lrs[2:], lrs[3:]))
 
 
+def test_a_constant_rate_run_resumed_with_a_held_anneal_takes_the_schedule_at_its_step(cfg, tmp_path):
+    """8 steps at a constant rate, then resumed with anneal_lr (held for half of max_steps 16, falling after): the
+    checkpoint holds no schedule, and the one the resume builds counts from the checkpoint's step 8, not from 0:
+    lr_k = 0.01 up to k = 8, then 0.01 * (16 - k) / 8 (a fresh held run's rates at the same steps)."""
+    runs = tmp_path / "runs"
+    assert _run(cfg, runs, "--model.init_args.anneal_lr", "false") == 0
+    assert _run(cfg, runs, "--ckpt_path", "last", "--trainer.max_steps", "16", "--model.init_args.anneal_from",
+                "0.5") == 0
+    _, steps, _ = _records(runs / "tiny" / "version_0" / "train.jsonl")
+    assert [r["opt_steps"] for r in steps] == [4, 8, 12, 16]
+    assert [r["lr"] for r in steps] == pytest.approx([0.01, 0.01, 0.01 * 4 / 8, 0.0])
+
+
 def test_configured_values_win_over_the_checkpoints_on_resume(cfg, tmp_path):
     runs = tmp_path / "runs"
     assert _run(cfg, runs, "--model.init_args.anneal_lr", "false") == 0

@@ -145,7 +145,9 @@ class PPOModule(RLModule):
 
     def lr_factor_at_start(self) -> float:
         """The anneal's factor at the step training starts from; a resume with another ``max_steps`` re-plans the
-        line from there (``LinearAnneal.extend_to``), and the configured ``lr`` is its base."""
+        line from there (``LinearAnneal.extend_to``), and the configured ``lr`` is its base. The schedule counts
+        optimizer steps from the run's start: a checkpoint saved without it (``anneal_lr`` was false) resumes
+        into the schedule at its own step, not at 0."""
         sched = self.lr_schedulers()
         if sched is None:
             return 1.0
@@ -153,6 +155,7 @@ class PPOModule(RLModule):
         if anneal.end != self.trainer.max_steps:
             anneal.extend_to(self.trainer.global_step, self.trainer.max_steps)
         sched.base_lrs = [self.hparams.lr for _ in sched.base_lrs]
+        sched.last_epoch = self.trainer.global_step
         return anneal(self.trainer.global_step)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:

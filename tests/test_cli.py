@@ -57,7 +57,7 @@ def test_subprocess_ckpt_path_last_without_checkpoint_is_an_error_not_a_fresh_st
      "model.policy must be a subclass of ActorCritic (got gbx_lightning.envs.ForagingEnv)"),
     (PPO, "--model.init_args.minibatches=0", "model.minibatches must be an int >= 1, got 0"),
     (PPO, "--model.init_args.anneal_from=1.5", "model.anneal_from must be a number in [0, 1], got 1.5"),
-    (str(ROOT / "configs" / "orchard_game_ppo.yaml"), "--model.init_args.anneal_from=0.5",   # (anneal_lr: false)
+    (str(ROOT / "configs" / "hamlet_explore_ppo.yaml"), "--model.init_args.anneal_from=0.5",   # (anneal_lr: false)
      "model.anneal_from must be 0 with anneal_lr: false (the rate is then constant; set anneal_lr: true to hold it "
      "and then let it fall), got 0.5"),
     (A2C, "--log_every=0", "log_every must be an int >= 1, got 0"),

@@ -18,9 +18,10 @@ and values V_old were kept while acting):
 
 ``trainer.max_steps`` must be a multiple of ``epochs * minibatches``: a run that stopped inside a rollout would lose
 the rest of that rollout's update on resume. ``anneal_lr`` decays the learning rate linearly to 0 at
-``trainer.max_steps``, after holding it for the first ``anneal_from`` of the steps (``LinearAnneal``, a ``LambdaLR`` from ``configure_optimizers``, stepped after every optimizer
-step, saved and restored by Lightning, seen by ``LearningRateMonitor``; resumed with a larger ``max_steps`` it
-continues from the current rate down to 0 at the new end, no jump). ``sample_transforms`` (``rl/normalize.py``):
+``trainer.max_steps``, after holding it for the first ``anneal_from`` of the steps (``LinearAnneal``, a ``LambdaLR``
+from ``configure_optimizers``, stepped after every optimizer step, saved and restored by Lightning, seen by
+``LearningRateMonitor``; resumed with a larger ``max_steps`` it continues from the current rate down to 0 at the new
+end, no jump). ``sample_transforms`` (``rl/normalize.py``):
 ``reward_norm`` before GAE, ``advantage_norm`` after it (per rollout or per env, instead of
 ``normalize_advantages``' per minibatch); the value targets are GAE's returns either way.
 """
@@ -81,8 +82,8 @@ class PPOModule(RLModule):
 
     def __init__(self, *, rollout_steps: int = 128, epochs: int = 4, minibatches: int = 4, gae_lambda: float = 0.95,
                  clip_coef: float = 0.2, value_clip: float | None = None, normalize_advantages: bool = True,
-                 anneal_lr: bool = False, anneal_from: float = 0.0, lr: float = 2.5e-4, sample_transforms: list[dict] | None = None,
-                 **kwargs):
+                 anneal_lr: bool = False, anneal_from: float = 0.0, lr: float = 2.5e-4,
+                 sample_transforms: list[dict] | None = None, **kwargs):
         """
         Args:
             rollout_steps: T, env steps of all N envs per rollout.

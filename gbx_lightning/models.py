@@ -534,13 +534,9 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
         raise ValueError(f"{name} policy: vector_bits must be true or false, got {vector_bits!r}")
     policy.vector_size, policy.vector_bits = vector_size, vector_bits
     policy.register_buffer("_bit_shifts", torch.arange(8, dtype=torch.uint8), persistent=False)
-    c1, c2 = (int(c) for c in channels)
+    policy.channels_last = bool(channels_last)
+    policy.convs = _to_channels_last(_small_pixel_convs(policy.obs_shape[0] - 1, channels), policy.channels_last)
     g = math.sqrt(2)
-    policy.convs = nn.Sequential(
-        _init(nn.Conv2d(policy.obs_shape[0] - 1, c1, 8, stride=4), g), nn.ReLU(),
-        _init(nn.Conv2d(c1, c2, 4, stride=2), g), nn.ReLU(),
-        nn.Flatten(),
-    )
     layers: list[nn.Module] = []
     width = vector_size * (9 if vector_bits else 1)
     for h in vector_hidden:
@@ -550,8 +546,6 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
     with torch.no_grad():
         flat = policy.convs(torch.zeros(1, policy.obs_shape[0] - 1, *policy.obs_shape[1:])).shape[1]
     policy.dense = nn.Sequential(_init(nn.Linear(flat + width, int(hidden)), g), nn.ReLU())
-    policy.channels_last = bool(channels_last)
-    _to_channels_last(policy.convs, policy.channels_last)
     policy._inputs = ReusedTensors()
 
 
@@ -566,10 +560,9 @@ def _pixel_vector_features(policy: ActorCritic, obs: torch.Tensor) -> torch.Tens
 
 
 class PixelVectorLSTMPolicy(RecurrentActorCritic):
-    """``PixelVectorPolicy``'s torso (the frames and the data plane's vector), then an LSTM, then the heads:
-    structured observations and memory together (where the seeds and beetles are in the vector, what the episode
-    did before in the LSTM's state). Args: ``PixelVectorPolicy``'s (``channels_last`` too), and
-    ``PixelLSTMPolicy``'s ``lstm_size`` and ``lstm_layers``."""
+    """``PixelVectorPolicy``'s torso, then an LSTM, then the heads: structured observations (the vector) and memory
+    (the LSTM's state) together. Args: ``PixelVectorPolicy``'s, and ``PixelLSTMPolicy``'s ``lstm_size``,
+    ``lstm_layers``."""
 
     def __init__(self, obs_shape: tuple[int, ...], num_actions: int, vector_size: int | None = None,
                  channels: tuple[int, int] = (16, 32), vector_hidden: tuple[int, ...] = (64,), hidden: int = 256,

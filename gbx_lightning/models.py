@@ -183,11 +183,12 @@ def _check_pixels(name: str, obs_shape: tuple[int, ...], min_hw: int) -> None:
                          f"(uint8 pixel stack, e.g. [4, 72, 80]), got {list(obs_shape)}")
 
 
-def _dense_after(convs: nn.Module, obs_shape: tuple[int, ...], hidden: int) -> nn.Module:
-    """One dense ReLU layer of ``hidden`` units on ``convs``' flattened output for one ``obs_shape`` input."""
+def _dense_after(convs: nn.Module, obs_shape: tuple[int, ...], hidden: int, extra: int = 0) -> nn.Module:
+    """One dense ReLU layer of ``hidden`` units on ``convs``' flattened output for one ``obs_shape`` input, and
+    ``extra`` more inputs concatenated after it (PixelVectorPolicy's vector features)."""
     with torch.no_grad():
         flat = convs(torch.zeros(1, *obs_shape)).shape[1]
-    return nn.Sequential(_init(nn.Linear(flat, int(hidden)), math.sqrt(2)), nn.ReLU())
+    return nn.Sequential(_init(nn.Linear(flat + extra, int(hidden)), math.sqrt(2)), nn.ReLU())
 
 
 def _small_pixel_convs(k: int, channels: tuple[int, int]) -> nn.Sequential:
@@ -543,9 +544,7 @@ def _pixel_vector_layers(policy: ActorCritic, name: str, vector_size, channels, 
         layers += [_init(nn.Linear(width, int(h)), g), nn.ReLU()]
         width = int(h)
     policy.vector_mlp = nn.Sequential(*layers)
-    with torch.no_grad():
-        flat = policy.convs(torch.zeros(1, policy.obs_shape[0] - 1, *policy.obs_shape[1:])).shape[1]
-    policy.dense = nn.Sequential(_init(nn.Linear(flat + width, int(hidden)), g), nn.ReLU())
+    policy.dense = _dense_after(policy.convs, (policy.obs_shape[0] - 1, *policy.obs_shape[1:]), hidden, width)
     policy._inputs = ReusedTensors()
 
 

@@ -1,5 +1,6 @@
 """CLI guards: bad config values and a missing checkpoint fail fast with one line, non-zero exit, no traceback."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -334,3 +335,36 @@ def test_a_command_line_null_two_classes_down_reaches_the_env_as_none(monkeypatc
     with pytest.raises(_Parsed):
         app.GbxCLI(args=["fit", "--config", A2C, "--model.env.rom=orchard", *override])
     assert seen["rom"] == expected
+
+
+_IDLE_CPU = """
+import sys, time
+import gbx_lightning  # noqa: F401  (first, as the CLI imports it)
+import torch
+torch.set_num_threads(2)
+a = torch.randn(256, 256)
+idle = 0.0
+for _ in range(50):           # a parallel op, then 10 ms in which the process has nothing to run
+    a @ a
+    t = time.process_time()
+    time.sleep(0.01)
+    idle += time.process_time() - t
+print(idle, "OpenMP" in torch.__config__.parallel_info())
+"""
+
+
+@pytest.mark.parametrize("policy", [None, "ACTIVE"])
+def test_torchs_idle_openmp_threads_sleep_unless_the_user_sets_a_wait_policy(policy):
+    """Importing the package before torch makes torch's OpenMP workers sleep while they wait (a fit's CPU shards
+    and acting alternate with them); a policy the user set stands (ACTIVE: they spin through the sleep)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    out = subprocess.run([sys.executable, "-c", _IDLE_CPU], env=env, capture_output=True, text=True, timeout=300)
+    cpu_s, openmp = out.stdout.split()
+    if openmp != "True":
+        pytest.skip("this torch has no OpenMP runtime")
+    if policy is None:   # GNU OpenMP's own default spins ~5 ms after each op here: 0.27-0.30 s of the 0.5 s
+        assert float(cpu_s) < 0.1
+    else:                # the user's ACTIVE: a worker spins through all of it
+        assert float(cpu_s) > 0.2

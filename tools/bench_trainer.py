@@ -82,6 +82,7 @@ if "--package_root" in sys.argv:
     _ROOT = Path(sys.argv[sys.argv.index("--package_root") + 1]).resolve()
 sys.path.insert(0, str(_ROOT))
 
+import gbx_lightning  # noqa: E402,F401  (before torch: its OpenMP wait policy, as the CLI runs)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from lightning.pytorch import Callback, Trainer  # noqa: E402

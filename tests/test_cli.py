@@ -338,7 +338,7 @@ def test_a_command_line_null_two_classes_down_reaches_the_env_as_none(monkeypatc
 
 
 _IDLE_CPU = """
-import sys, time
+import time
 import gbx_lightning  # noqa: F401  (first, as the CLI imports it)
 import torch
 torch.set_num_threads(2)
@@ -361,6 +361,7 @@ def test_torchs_idle_openmp_threads_sleep_unless_the_user_sets_a_wait_policy(pol
     if policy:
         env["OMP_WAIT_POLICY"] = policy
     out = subprocess.run([sys.executable, "-c", _IDLE_CPU], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
     cpu_s, openmp = out.stdout.split()
     if openmp != "True":
         pytest.skip("this torch has no OpenMP runtime")

@@ -373,6 +373,45 @@ def test_inc_dec_rp_and_ld_indirect_a_with_carries():
     assert gb.read_memory(0, 0xC200, 1) == b"\x78"
 
 
+def test_push_and_call_nn_on_stacks_in_wram_and_hram():
+    """PUSH BC/DE/HL/AF and CALL nn (the CPU shape runs them in groups of their own: cpu.G_PUSH,
+    cpu.G_CALL) with the stack in WRAM, then in HRAM; POP and RET read back what they pushed.
+    Pan Docs: PUSH rr stores the high byte at SP-1 and the low at SP-2 (AF: A, then F); CALL nn
+    pushes the address of the next instruction and jumps to nn."""
+    sub = 0x0180
+    prog = bytes([0x31, 0x00, 0xD0,    # ld sp,$D000
+                  0x01, 0x34, 0x12,    # ld bc,$1234
+                  0x11, 0x78, 0x56,    # ld de,$5678
+                  0x21, 0xBC, 0x9A,    # ld hl,$9ABC
+                  0xAF,                # xor a            ; F = $80
+                  0x3E, 0x3C,          # ld a,$3C
+                  0x37,                # scf              ; F = $90
+                  0xF5,                # push af          ; [$CFFF] = $3C, [$CFFE] = $90
+                  0xC5,                # push bc          ; $12, $34
+                  0xD5,                # push de          ; $56, $78
+                  0xE5,                # push hl          ; $9A, $BC; SP = $CFF8
+                  0xCD, sub & 0xFF, sub >> 8,   # call sub      ; [$CFF7] = $01, [$CFF6] = ret & $FF
+                  0x31, 0xFE, 0xFF,    # ld sp,$FFFE
+                  0xD5,                # push de          ; HRAM: [$FFFD] = $56, [$FFFC] = $78
+                  0xCD, (sub + 4) & 0xFF, (sub + 4) >> 8,   # call sub+4: [$FFFB] = $01, [$FFFA] = ...
+                  0xE1]) + LOOP        # pop hl           ; HL = $5678
+    ret1 = 0x100 + 23
+    ret2 = 0x100 + 30
+    sub_code = bytes([0xC1,            # sub:   pop bc     ; BC = ret1
+                      0xC5,            #        push bc
+                      0xC9,            #        ret
+                      0x00,
+                      0xD1,            # sub+4: pop de     ; DE = ret2
+                      0xD5,            #        push de
+                      0xC9])           #        ret
+    gb, regs, sp = run_one_frame({0x100: prog, sub: sub_code})
+    assert regs == (0x3C, 0x90, ret1 >> 8, ret1 & 0xFF, ret2 >> 8, ret2 & 0xFF, 0x56, 0x78)
+    assert sp == 0xFFFE
+    assert gb.read_memory(0, 0xCFF6, 10) == bytes([ret1 & 0xFF, ret1 >> 8, 0xBC, 0x9A, 0x78, 0x56,
+                                                     0x34, 0x12, 0x90, 0x3C])
+    assert gb.read_memory(0, 0xFFFA, 4) == bytes([ret2 & 0xFF, ret2 >> 8, 0x78, 0x56])
+
+
 def test_io_registers_through_the_slow_path():
     """I/O registers that the instruction loop's fast paths leave to bus_read / bus_write (BGP, SB,
     NR50, IF: every register but P1, LY, STAT, DIV), written and read back through (HL), each value

@@ -117,9 +117,10 @@ STAGED_MODULE = __name__ + "_staged"
 # Opcode groups: the execute step branches once on OPCODE_GROUPS[op], a chain of compares on
 # one value that LLVM turns into a single jump table; the bit-field decode tree it replaced
 # spent about a third of a NOP's time in branches. Each ALU operation on a register is its
-# own group (no second jump on the operation); splitting other families the same way did
-# not pay. The table holds bytes: one zero-extending load, no index scaling. Measurements,
-# and the variants measured and dropped: docs/performance.md.
+# own group (no second jump on the operation); of the other families split the same way, only
+# PUSH and CALL nn paid (the CPU shape's, below). The table holds bytes: one zero-extending
+# load, no index scaling. Measurements, and the variants measured and dropped:
+# docs/performance.md.
 (G_LD_R_R, G_LD_R_HL, G_LD_HL_R, G_ADD_R, G_ADC_R, G_SUB_R, G_SBC_R, G_AND_R, G_XOR_R, G_OR_R, G_CP_R,
  G_ALU_HL, G_ALU_N, G_INC_DEC_R, G_INC_DEC_HL, G_LD_R_N,
  G_LD_HL_N, G_JR, G_LD_IND_A, G_INC_DEC_RP, G_LD_RP_NN, G_ADD_HL_RP, G_CB, G_LDH_N, G_LDH_C, G_LD_NN_A,
@@ -211,6 +212,14 @@ def _data_access(op: int) -> int:
 
 
 OPCODE_GROUPS = np.array([_opcode_group(op) for op in range(256)], dtype=np.int32)
+# The CPU shape's table (the decode table's first 256 bytes) gives PUSH rp2 and CALL nn groups of
+# their own, out of CALL/PUSH/RST, so that their branches decode no opcode field and select no
+# target; the CUDA shape reads its own 256 bytes (OPCODE_GROUPS) and has no such branches.
+G_PUSH = wp.constant(41)
+G_CALL = wp.constant(42)
+CPU_OPCODE_GROUPS = OPCODE_GROUPS.copy()
+CPU_OPCODE_GROUPS[[0xC5, 0xD5, 0xE5, 0xF5]] = 41
+CPU_OPCODE_GROUPS[0xCD] = 42
 OPERAND_BYTES = np.array([_operand_bytes(op) for op in range(256)], dtype=np.int32)
 ACCESS = np.array([_data_access(op) for op in range(256)], dtype=np.int32)
 GROUP_MASK = wp.constant(63)      # the table's second 256 bytes: group | OPERAND_BYTES << 6
@@ -232,7 +241,7 @@ def opcode_groups_array(device) -> wp.array:
     shape's), then INC_DEC_V and INC_DEC_F (the CPU shape's INC r / DEC r)."""
     key = str(device)
     if key not in _groups_on_device:
-        table = np.concatenate([OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS,
+        table = np.concatenate([CPU_OPCODE_GROUPS, OPCODE_GROUPS | (OPERAND_BYTES << 6), ACCESS,
                                 INC_DEC_V, INC_DEC_F]).astype(np.uint8)
         _groups_on_device[key] = wp.array(table, dtype=wp.uint8, device=device)
     return _groups_on_device[key]
@@ -1428,6 +1437,34 @@ def _make_machine_kernel(staged: bool, name: str, module):
                             c.t = c.t + FOUR
                             limit, fast = write_data8_cpu(ms, env, wram_at, hram_e, vram_e, io_e, rg, r64_e, fast, hram_fast, (addr + 1) & 0xFFFF, rg[R_SP] >> 8, c.t, limit)
                             c.t = c.t + FOUR
+                    elif g == G_PUSH:  # (the CPU shape's table only) PUSH rp2: BC DE HL, AF (p = 3: A then F)
+                        if wp.static(not staged):
+                            p = (op >> 4) & 3
+                            af = (p >> 1) & p                # 1 for AF, whose bytes lie the other way (rg: ... F A)
+                            c.t = c.t + FOUR
+                            sp = (rg[R_SP] - 1) & 0xFFFF
+                            limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, rg[2 * p + af], c.t, limit)
+                            c.t = c.t + FOUR
+                            sp = (sp - 1) & 0xFFFF
+                            limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, rg[2 * p + 1 - af], c.t, limit)
+                            c.t = c.t + FOUR
+                            rg[R_SP] = sp
+                    elif g == G_CALL:  # (the CPU shape's table only) CALL nn
+                        if wp.static(not staged):
+                            lo = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, c.pc, c.t)
+                            c.t = c.t + FOUR
+                            hi = operand8_cpu(ms, env, rom_v, wram_e, hram_e, fast, hram_fast, rom0_base, romx_off, rom0_at, romx_at, rom_lim, (c.pc + 1) & 0xFFFF, c.t)
+                            c.t = c.t + FOUR
+                            ret = (c.pc + 2) & 0xFFFF
+                            c.t = c.t + FOUR
+                            sp = (rg[R_SP] - 1) & 0xFFFF
+                            limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, ret >> 8, c.t, limit)
+                            c.t = c.t + FOUR
+                            sp = (sp - 1) & 0xFFFF
+                            limit, fast = stack_write8_cpu(ms, env, wram_e, wram_at, hram_e, rg, fast, hram_fast, sp, ret & 0xFF, c.t, limit)
+                            c.t = c.t + FOUR
+                            rg[R_SP] = sp
+                            c.pc = (hi << 8) | lo
                     else:  # G_ILLEGAL: D3 DB DD E3 E4 EB EC ED F4 FC FD, the CPU hangs
                         rg[R_LOCKED] = 1
                         if wp.static(staged):

@@ -218,8 +218,8 @@ OPCODE_GROUPS = np.array([_opcode_group(op) for op in range(256)], dtype=np.int3
 G_PUSH = wp.constant(41)
 G_CALL = wp.constant(42)
 CPU_OPCODE_GROUPS = OPCODE_GROUPS.copy()
-CPU_OPCODE_GROUPS[[0xC5, 0xD5, 0xE5, 0xF5]] = 41
-CPU_OPCODE_GROUPS[0xCD] = 42
+CPU_OPCODE_GROUPS[[0xC5, 0xD5, 0xE5, 0xF5]] = G_PUSH
+CPU_OPCODE_GROUPS[0xCD] = G_CALL
 OPERAND_BYTES = np.array([_operand_bytes(op) for op in range(256)], dtype=np.int32)
 ACCESS = np.array([_data_access(op) for op in range(256)], dtype=np.int32)
 GROUP_MASK = wp.constant(63)      # the table's second 256 bytes: group | OPERAND_BYTES << 6
@@ -236,7 +236,7 @@ _groups_on_device = {}
 
 
 def opcode_groups_array(device) -> wp.array:
-    """The decode table as a Warp byte array on `device` (built once per device): OPCODE_GROUPS
+    """The decode table as a Warp byte array on `device` (built once per device): CPU_OPCODE_GROUPS
     (what the CPU shape reads), then OPCODE_GROUPS | OPERAND_BYTES << 6, then ACCESS (the CUDA
     shape's), then INC_DEC_V and INC_DEC_F (the CPU shape's INC r / DEC r)."""
     key = str(device)

@@ -67,3 +67,31 @@ def test_random_bytes_run_alike_in_both_shapes(seed):
 
     problem = _differs(chaos_rom(seed), PROGRAM_FRAMES, 4)
     assert not problem, f"chaos ROM {seed} (tests/_shape_programs.py): the CUDA shape differs {problem}"
+
+
+def test_a_stack_in_rom_leaves_both_shapes_alike():
+    """POP from ROM (SP pointed at a table in ROM, a way games read tables fast) inside a loop that
+    polls LY: the CPU shape read such a stack through bus_read, which resets the idle-loop check's
+    state (emu/idle.py), where the CUDA shape reads ROM directly and keeps it, so the CUDA shape
+    skipped the loop's repeated iterations and the CPU shape did not (the same registers and
+    memory, other idle words; found by `python tools/shape_diff.py --chaos 100 --seed 1000`)."""
+    pytest.importorskip("warp")
+    from gbx_lightning.roms.asm import assemble
+
+    rom = assemble("""
+    title "STACKROM"
+    org $0100
+    nop
+    jp main
+    org $0150
+main:
+    ldh a, [$44]
+    ld sp, table
+    pop hl
+    pop de
+    jr main
+table:
+    db $12, $34, $56, $78
+""")
+    problem = _differs(rom, 12, 2)
+    assert not problem, f"a stack in ROM: the CUDA shape differs {problem}"

@@ -622,8 +622,12 @@ def stack_read8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wra
     elif addr >= 0xFF80:
         if hram_fast:                      # HRAM stays reachable during OAM DMA
             v = int(hram[addr - 0xFF80])
+    elif fast and addr < 0x8000:
+        # a stack in ROM, as read8 (the CUDA shape's) reads it: without bus_read, which would reset
+        # the idle-loop check's state that the CUDA shape keeps
+        v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
     if v < 0:
-        v = bus_read(ms, env, addr, t)     # (a stack in ROM, echo RAM, ...: rare)
+        v = bus_read(ms, env, addr, t)     # (a stack in echo RAM, VRAM, ...: rare)
     return v
 
 

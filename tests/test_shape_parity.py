@@ -69,21 +69,14 @@ def test_random_bytes_run_alike_in_both_shapes(seed):
     assert not problem, f"chaos ROM {seed} (tests/_shape_programs.py): the CUDA shape differs {problem}"
 
 
-def test_a_stack_in_rom_leaves_both_shapes_alike():
-    """POP from ROM (SP pointed at a table in ROM, a way games read tables fast) inside a loop that
-    polls LY: the CPU shape read such a stack through bus_read, which resets the idle-loop check's
-    state (emu/idle.py), where the CUDA shape reads ROM directly and keeps it, so the CUDA shape
-    skipped the loop's repeated iterations and the CPU shape did not (the same registers and
-    memory, other idle words; found by `python tools/shape_diff.py --chaos 100 --seed 1000`)."""
-    pytest.importorskip("warp")
-    from gbx_lightning.roms.asm import assemble
-
-    rom = assemble("""
-    title "STACKROM"
-    org $0100
-    nop
-    jp main
-    org $0150
+# Loops that poll LY and also read memory the two shapes reach by different paths: both must leave
+# the idle-loop check's state (emu/idle.py) alike, or one shape skips the loop's repeated iterations
+# and the other does not (the same registers and memory, other idle words). Found by `python
+# tools/shape_diff.py --chaos 100 --seed 1000` (chaos ROMs 1084, 2014, 2030).
+IDLE_LOOPS = {
+    # POP from a table in ROM (a way games read tables fast): the CPU shape's stack reads sent ROM
+    # to bus_read, which resets the check's state; the CUDA shape's read8 reads ROM directly
+    "stack_in_rom": """
 main:
     ldh a, [$44]
     ld sp, table
@@ -92,6 +85,23 @@ main:
     jr main
 table:
     db $12, $34, $56, $78
-""")
+""",
+    # an echo RAM read: the CUDA shape's read_data8 sends it to bus_read (which resets the check's
+    # state); the CPU shape reads it as WRAM
+    "echo_read": """
+main:
+    ldh a, [$44]
+    ld a, [$E123]
+    jr main
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(IDLE_LOOPS))
+def test_polling_loops_leave_the_idle_check_alike_in_both_shapes(name):
+    pytest.importorskip("warp")
+    from gbx_lightning.roms.asm import assemble
+
+    rom = assemble(f'    title "IDLELOOP"\n    org $0100\n    nop\n    jp main\n    org $0150\n{IDLE_LOOPS[name]}')
     problem = _differs(rom, 12, 2)
-    assert not problem, f"a stack in ROM: the CUDA shape differs {problem}"
+    assert not problem, f"{name}: the CUDA shape differs {problem}"

@@ -653,11 +653,15 @@ def read_data8_cpu(ms: MachinePtr, env: int, rom: wp.array(dtype=wp.uint8), wram
                    fast: bool, hram_fast: bool, rom0_base: int, romx_off: int, addr: int, t: wp.int64) -> int:
     """read_data8 with WRAM and echo RAM first (wram_at: this env's WRAM row's address). Echo
     reads took bus_read before (the same byte: fast is False during OAM DMA, whose bus conflicts
-    bus_read handles)."""
+    bus_read handles); they still reset the idle-loop check's state as bus_read does, as the CUDA
+    shape's read_data8 leaves it (an echo read in a polling loop: not checked)."""
     v = int(-1)
     w = addr - 0xC000
-    if fast and wp.uint32(w) < wp.uint32(0x3E00):
-        v = load_u8(wram_at, w & 0x1FFF)
+    if fast and wp.uint32(w) < wp.uint32(0x2000):
+        v = load_u8(wram_at, w)
+    elif fast and wp.uint32(w) < wp.uint32(0x3E00):
+        v = load_u8(wram_at, w - 0x2000)
+        r32[R_IDLE] = 0
     elif fast and addr < 0x8000:
         v = int(rom[wp.where(addr < 0x4000, rom0_base, romx_off) + (addr & 0x3FFF)])
     elif addr >= 0xFF00:
